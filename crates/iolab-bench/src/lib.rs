@@ -1,0 +1,10 @@
+//! # iolab-bench: what to measure
+//!
+//! Workload specs, offset generators, the runner (threads × queue depth),
+//! metrics (HdrHistogram latency, CPU, faults), result records and
+//! environment capture. Everything here is safe code: the kernel is reached
+//! only through the `iolab` crate.
+#![forbid(unsafe_code)]
+
+pub mod env;
+pub mod stats;

@@ -1,0 +1,109 @@
+//! Page-cache control: evict a file's pages, warm them, and measure how much
+//! of a file is resident (mincore), so a run states its cache state rather
+//! than assuming it.
+
+use crate::error::{Error, Result};
+use crate::sys::{fs, mman::Mapping};
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// How much of a file is in the page cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Residency {
+    /// Pages resident.
+    pub resident_pages: u64,
+    /// Pages in the file.
+    pub total_pages: u64,
+}
+
+impl Residency {
+    /// Resident fraction, 0.0..=1.0 (1.0 for an empty file).
+    pub fn fraction(&self) -> f64 {
+        if self.total_pages == 0 {
+            1.0
+        } else {
+            self.resident_pages as f64 / self.total_pages as f64
+        }
+    }
+}
+
+/// Measures residency of the first `len` bytes of `path` with mincore.
+pub fn residency(path: &Path, len: u64) -> Result<Residency> {
+    let f = File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    let m = Mapping::new(&f, len as usize)?;
+    let (r, t) = m.residency()?;
+    Ok(Residency {
+        resident_pages: r,
+        total_pages: t,
+    })
+}
+
+/// Evicts `path`'s pages: writes back dirty pages (fdatasync) and asks the
+/// kernel to drop the clean ones (POSIX_FADV_DONTNEED). Pages mapped by a
+/// running process may stay; check with [`residency`].
+pub fn evict(path: &Path) -> Result<()> {
+    let f = File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    f.sync_data()
+        .map_err(|e| Error::io(format!("fdatasync {}", path.display()), e))?;
+    fs::fadvise(&f, libc::POSIX_FADV_DONTNEED)
+}
+
+/// Drops the whole page cache, dentries and inodes (root only): `sync`, then
+/// `3 > /proc/sys/vm/drop_caches`.
+pub fn drop_caches() -> Result<()> {
+    fs::sync_all();
+    std::fs::write("/proc/sys/vm/drop_caches", b"3").map_err(|e| {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            Error::Unsupported {
+                feature: "--drop-caches".into(),
+                why: "writing /proc/sys/vm/drop_caches needs root".into(),
+            }
+        } else {
+            Error::io("write /proc/sys/vm/drop_caches", e)
+        }
+    })
+}
+
+/// Reads the first `len` bytes of `path` through the page cache so they are
+/// resident (1 MiB reads after a WILLNEED hint).
+pub fn warm(path: &Path, len: u64) -> Result<()> {
+    let f = File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    let _ = fs::fadvise(&f, libc::POSIX_FADV_WILLNEED);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut off = 0u64;
+    while off < len {
+        let n = f
+            .read_at(&mut buf, off)
+            .map_err(|e| Error::io(format!("read {}", path.display()), e))?;
+        if n == 0 {
+            break;
+        }
+        off += n as u64;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warm_then_evict_changes_residency() {
+        let d = tempfile::tempdir().unwrap();
+        if crate::file::fs_type(d.path()) == Some("tmpfs") {
+            eprintln!("skipped: tmpfs pages cannot be evicted");
+            return;
+        }
+        let p = d.path().join("f");
+        std::fs::write(&p, vec![7u8; 1 << 20]).unwrap();
+        warm(&p, 1 << 20).unwrap();
+        let w = residency(&p, 1 << 20).unwrap();
+        assert_eq!(w.total_pages, (1 << 20) / crate::os::page_size() as u64);
+        assert!(w.fraction() > 0.99, "{w:?}");
+        evict(&p).unwrap();
+        let c = residency(&p, 1 << 20).unwrap();
+        assert!(c.fraction() < 0.01, "{c:?}");
+    }
+}

@@ -1,0 +1,292 @@
+//! The engine contract and the engines behind it.
+//!
+//! An engine moves bytes for one worker thread. The runner hands it batches of
+//! [`Op`]s with [`Engine::submit`] and collects [`Done`]s with
+//! [`Engine::reap`], in any order. Synchronous engines do the work inside
+//! `submit` (one op in flight) and hand completions back from `reap`;
+//! asynchronous engines keep up to the configured queue depth in flight. The
+//! core (the runner), not the engines, owns batching and accounting.
+//!
+//! Engines own their buffers ([`BufPool`]), aligned for `O_DIRECT`, so that
+//! io_uring can register them; the runner reaches a buffer through
+//! [`Engine::buf`] to verify or fill it.
+
+use crate::buf::{BufId, BufPool};
+use crate::error::{Errno, Error, Result};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::fs::File;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+pub mod mmap;
+pub mod null;
+pub mod pread;
+pub mod preadv2;
+pub mod read;
+pub mod stream;
+mod sync;
+pub mod uring;
+
+pub use sync::{SyncEngine, SyncIo};
+
+/// Read or write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpKind {
+    /// Read `len` bytes at `offset` into the buffer.
+    Read,
+    /// Write `len` bytes of the buffer at `offset`.
+    Write,
+}
+
+/// Index of a file in the engine's [`EngineConfig::files`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct FileId(pub u32);
+
+/// One I/O request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Op {
+    /// Caller's identifier, returned in the matching [`Done`].
+    pub tag: u64,
+    /// Read or write.
+    pub kind: OpKind,
+    /// Which file.
+    pub file: FileId,
+    /// Byte offset in the file.
+    pub offset: u64,
+    /// Bytes to move.
+    pub len: u32,
+    /// Buffer slot the bytes go to or come from.
+    pub buf: BufId,
+}
+
+/// The completion of one [`Op`]: bytes moved, or the kernel's errno.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Done {
+    /// The op's tag.
+    pub tag: u64,
+    /// Bytes moved (less than `len` only at end of file), or the error.
+    pub res: std::result::Result<u32, Errno>,
+}
+
+/// What an engine can do; the runner plans around it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Caps {
+    /// At most one op in flight: the work happens inside `submit`.
+    pub sync: bool,
+    /// Can write (`OpKind::Write`).
+    pub writes: bool,
+    /// Fills the buffer with the bytes read, so they can be verified
+    /// (false for `null` and for `mmap --mmap-touch`).
+    pub fills_buffer: bool,
+}
+
+/// The engines, as the command line spells them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// lseek + read.
+    Read,
+    /// pread.
+    Pread,
+    /// preadv2 (RWF_HIPRI with `--hipri`).
+    Preadv2,
+    /// Buffered std::io reader (the iostream analogue).
+    Stream,
+    /// Copy out of a shared mapping (or only fault pages).
+    Mmap,
+    /// io_uring.
+    Uring,
+    /// No I/O: measures the framework itself.
+    Null,
+}
+
+impl EngineKind {
+    /// Every engine, in the order help text lists them.
+    pub const ALL: [EngineKind; 7] = [
+        EngineKind::Read,
+        EngineKind::Pread,
+        EngineKind::Preadv2,
+        EngineKind::Stream,
+        EngineKind::Mmap,
+        EngineKind::Uring,
+        EngineKind::Null,
+    ];
+
+    /// The name the command line uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Read => "read",
+            EngineKind::Pread => "pread",
+            EngineKind::Preadv2 => "preadv2",
+            EngineKind::Stream => "stream",
+            EngineKind::Mmap => "mmap",
+            EngineKind::Uring => "uring",
+            EngineKind::Null => "null",
+        }
+    }
+
+    /// True for engines with one op in flight (depth is threads' business).
+    pub fn is_sync(self) -> bool {
+        !matches!(self, EngineKind::Uring | EngineKind::Null)
+    }
+
+    /// True for engines that can write.
+    pub fn writes(self) -> bool {
+        matches!(
+            self,
+            EngineKind::Read
+                | EngineKind::Pread
+                | EngineKind::Preadv2
+                | EngineKind::Uring
+                | EngineKind::Null
+        )
+    }
+
+    /// True for engines that can bypass the page cache.
+    pub fn supports_direct(self) -> bool {
+        !matches!(self, EngineKind::Mmap | EngineKind::Stream)
+    }
+}
+
+impl fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for EngineKind {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        EngineKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = EngineKind::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown engine '{s}' (one of {})", names.join(", "))
+            })
+    }
+}
+
+/// Expected access pattern, passed to the kernel as a hint where an engine
+/// can (madvise for mmap, fadvise for buffered reads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessHint {
+    /// No hint.
+    #[default]
+    Normal,
+    /// Sequential: read ahead aggressively.
+    Sequential,
+    /// Random: do not read ahead.
+    Random,
+}
+
+/// io_uring setup options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct UringOpts {
+    /// Register the files (IORING_REGISTER_FILES) and use fixed-file ops.
+    pub reg_files: bool,
+    /// Register the buffers and use READ_FIXED / WRITE_FIXED.
+    pub fixed_bufs: bool,
+    /// Kernel submission-queue polling thread (IORING_SETUP_SQPOLL).
+    pub sqpoll: bool,
+    /// Idle time before the SQPOLL thread sleeps, ms.
+    pub sqpoll_idle_ms: Option<u32>,
+    /// CPU the SQPOLL thread is bound to.
+    pub sqpoll_cpu: Option<u32>,
+    /// Busy-poll completions (IORING_SETUP_IOPOLL; O_DIRECT only).
+    pub iopoll: bool,
+}
+
+/// Engine options beyond depth and buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct EngineOpts {
+    /// RWF_HIPRI for preadv2 (polled completion where the device has poll queues).
+    pub hipri: bool,
+    /// mmap: only fault the pages in (touch one byte per page), copy nothing.
+    pub mmap_touch: bool,
+    /// Access hint for the kernel.
+    pub access: AccessHint,
+    /// io_uring options.
+    pub uring: UringOpts,
+}
+
+/// One file an engine works on.
+#[derive(Debug)]
+pub struct EngineFile {
+    /// Where it is (for messages).
+    pub path: PathBuf,
+    /// The open file, opened as the run needs (O_DIRECT, writable).
+    pub file: File,
+    /// Its length in bytes.
+    pub len: u64,
+}
+
+/// Everything needed to build an engine for one worker thread.
+#[derive(Debug)]
+pub struct EngineConfig {
+    /// The files; [`FileId`] indexes this.
+    pub files: Vec<EngineFile>,
+    /// Most ops in flight (1 for synchronous engines).
+    pub qd: u32,
+    /// Largest op length: the size of each buffer slot.
+    pub max_len: usize,
+    /// Buffer alignment (the O_DIRECT memory alignment, at least a page).
+    pub mem_align: usize,
+    /// Files are open with O_DIRECT.
+    pub direct: bool,
+    /// Options.
+    pub opts: EngineOpts,
+}
+
+impl EngineConfig {
+    /// The buffer pool this configuration calls for: one slot per op in flight.
+    pub fn pool(&self) -> Result<BufPool> {
+        BufPool::new(self.qd.max(1) as usize, self.max_len, self.mem_align)
+    }
+}
+
+/// The contract every engine keeps.
+pub trait Engine: Send {
+    /// The engine's command-line name.
+    fn name(&self) -> &'static str;
+    /// What it can do.
+    fn caps(&self) -> Caps;
+    /// Starts `ops`; returns how many were accepted (the rest must be
+    /// offered again after a `reap`). Each op's `buf` must be a distinct
+    /// slot not in flight.
+    fn submit(&mut self, ops: &[Op]) -> Result<usize>;
+    /// Appends completions to `out`, waiting until at least `min` are there
+    /// (never more than are in flight); returns how many were appended.
+    fn reap(&mut self, min: usize, out: &mut Vec<Done>) -> Result<usize>;
+    /// The bytes of a buffer slot (read results, or data to write).
+    fn buf(&self, id: BufId) -> &[u8];
+    /// A buffer slot, mutably (to fill data before a write).
+    fn buf_mut(&mut self, id: BufId) -> &mut [u8];
+}
+
+/// Builds engine `kind` for one worker.
+pub fn build(kind: EngineKind, cfg: EngineConfig) -> Result<Box<dyn Engine>> {
+    if kind.is_sync() && cfg.qd > 1 {
+        return Err(Error::Invalid(format!(
+            "--qd {}: engine {kind} is synchronous (one op in flight per thread); use --threads for parallelism, or --engine uring",
+            cfg.qd
+        )));
+    }
+    if cfg.direct && !kind.supports_direct() {
+        return Err(Error::Invalid(format!(
+            "--direct: engine {kind} reads through the page cache and cannot use O_DIRECT"
+        )));
+    }
+    Ok(match kind {
+        EngineKind::Read => Box::new(SyncEngine::new(read::ReadIo::new(&cfg), cfg)?),
+        EngineKind::Pread => Box::new(SyncEngine::new(pread::PreadIo, cfg)?),
+        EngineKind::Preadv2 => Box::new(SyncEngine::new(preadv2::Preadv2Io::new(&cfg), cfg)?),
+        EngineKind::Stream => Box::new(SyncEngine::new(stream::StreamIo::new(&cfg)?, cfg)?),
+        EngineKind::Mmap => Box::new(SyncEngine::new(mmap::MmapIo::new(&cfg)?, cfg)?),
+        EngineKind::Uring => Box::new(uring::Uring::new(cfg)?),
+        EngineKind::Null => Box::new(null::Null::new(cfg)?),
+    })
+}

@@ -1,0 +1,332 @@
+//! `uring`: io_uring with up to `qd` ops in flight. Each `submit` pushes one
+//! batch of SQEs and makes one `io_uring_enter`; `reap` drains the CQ and
+//! waits in the kernel only for what the runner needs. Short transfers and
+//! EAGAIN are resubmitted for the remainder. Options: registered files,
+//! fixed (registered) buffers, SQPOLL, IOPOLL.
+//!
+//! The ring is set up single-issuer with deferred task work where the kernel
+//! has it (6.1+): each worker owns its ring, and completions then run in the
+//! worker's own context at reap time instead of interrupting it.
+
+use super::{Caps, Done, Engine, EngineConfig, EngineFile, Op, OpKind};
+use crate::buf::{BufId, BufPool};
+use crate::error::{Errno, Error, Result};
+use io_uring::{opcode, squeue, types, IoUring, Probe};
+use std::os::fd::AsRawFd;
+
+/// What the engine remembers about an op in flight.
+#[derive(Clone, Copy)]
+struct Slot {
+    op: Op,
+    /// Bytes already moved (for short-transfer resubmission).
+    moved: u32,
+}
+
+/// The io_uring engine.
+pub struct Uring {
+    // Field order matters for Drop: the ring goes before the buffers.
+    ring: IoUring,
+    files: Vec<EngineFile>,
+    pool: BufPool,
+    slots: Vec<Option<Slot>>,
+    free: Vec<u32>,
+    inflight: usize,
+    reg_files: bool,
+    fixed_bufs: bool,
+    /// SQEs pushed since the last enter (resubmissions made while reaping).
+    unsubmitted: bool,
+}
+
+fn setup_err(feature: &str, e: std::io::Error) -> Error {
+    match e.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::ENOSYS) => Error::Unsupported {
+            feature: "--engine uring".into(),
+            why: "io_uring is disabled or missing in this kernel (see /proc/sys/kernel/io_uring_disabled)".into(),
+        },
+        Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => Error::Unsupported {
+            feature: feature.into(),
+            why: format!("the kernel refused it ({e})"),
+        },
+        _ => Error::io(format!("io_uring setup ({feature})"), e),
+    }
+}
+
+impl Uring {
+    /// Sets up the ring, registers what the options ask, and probes that
+    /// the read/write opcodes exist.
+    pub fn new(cfg: EngineConfig) -> Result<Self> {
+        let u = cfg.opts.uring;
+        if u.iopoll && !cfg.direct {
+            return Err(Error::Invalid(
+                "--iopoll needs --direct: polled completion bypasses the page cache".into(),
+            ));
+        }
+        let qd = cfg.qd.max(1);
+        let entries = qd.next_power_of_two();
+        let build = |modern: bool| {
+            let mut b = IoUring::builder();
+            if u.sqpoll {
+                b.setup_sqpoll(u.sqpoll_idle_ms.unwrap_or(1000));
+                if let Some(c) = u.sqpoll_cpu {
+                    b.setup_sqpoll_cpu(c);
+                }
+            }
+            if u.iopoll {
+                b.setup_iopoll();
+            }
+            if modern && !u.sqpoll {
+                b.setup_single_issuer().setup_defer_taskrun();
+            }
+            b.setup_cqsize(entries * 2).build(entries)
+        };
+        let feature = if u.sqpoll {
+            "--sqpoll"
+        } else if u.iopoll {
+            "--iopoll"
+        } else {
+            "--engine uring"
+        };
+        // Older kernels (< 6.1) reject DEFER_TASKRUN with EINVAL: retry plain.
+        let ring = build(true)
+            .or_else(|_| build(false))
+            .map_err(|e| setup_err(feature, e))?;
+
+        let mut probe = Probe::new();
+        if ring.submitter().register_probe(&mut probe).is_ok()
+            && !(probe.is_supported(opcode::Read::CODE) && probe.is_supported(opcode::Write::CODE))
+        {
+            return Err(Error::Unsupported {
+                feature: "--engine uring".into(),
+                why: "this kernel's io_uring lacks the READ/WRITE opcodes (needs 5.6+)".into(),
+            });
+        }
+
+        let mut pool = cfg.pool()?;
+        if u.reg_files {
+            let fds: Vec<_> = cfg.files.iter().map(|f| f.file.as_raw_fd()).collect();
+            ring.submitter()
+                .register_files(&fds)
+                .map_err(|e| setup_err("--reg-files", e))?;
+        }
+        if u.fixed_bufs {
+            let base = pool.base_ptr();
+            let iov: Vec<libc::iovec> = (0..pool.count())
+                .map(|i| libc::iovec {
+                    // SAFETY: slot i starts i*slot_len bytes into the pool's
+                    // single allocation of count*slot_len bytes.
+                    iov_base: unsafe { base.add(i * pool.slot_len()) }.cast(),
+                    iov_len: pool.slot_len(),
+                })
+                .collect();
+            // SAFETY: the iovecs describe memory owned by `pool`, which lives
+            // in this engine and is dropped only after the ring (field order,
+            // and Drop waits for every op in flight).
+            unsafe { ring.submitter().register_buffers(&iov) }
+                .map_err(|e| setup_err("--fixed-bufs", e))?;
+        }
+        Ok(Uring {
+            ring,
+            files: cfg.files,
+            pool,
+            slots: vec![None; qd as usize],
+            free: (0..qd).rev().collect(),
+            inflight: 0,
+            reg_files: u.reg_files,
+            fixed_bufs: u.fixed_bufs,
+            unsubmitted: false,
+        })
+    }
+
+    /// Builds the SQE for the not-yet-moved remainder of slot `idx`.
+    fn sqe(&mut self, idx: u32) -> squeue::Entry {
+        let s = self.slots[idx as usize].expect("slot in flight");
+        let op = s.op;
+        let off = op.offset + s.moved as u64;
+        let len = op.len - s.moved;
+        let buf_index = op.buf.0 as u16;
+        // The pointer stays valid: the pool is not touched while the op is
+        // in flight (the runner only reads a slot after its completion).
+        let ptr = self.pool.slot_mut(op.buf)[s.moved as usize..].as_mut_ptr();
+        let fi = op.file.0 as usize;
+        let raw = self.files[fi].file.as_raw_fd();
+        macro_rules! with_fd {
+            ($build:expr) => {
+                if self.reg_files {
+                    let fd = types::Fixed(op.file.0);
+                    $build(fd)
+                } else {
+                    let fd = types::Fd(raw);
+                    $build(fd)
+                }
+            };
+        }
+        let e = match (op.kind, self.fixed_bufs) {
+            (OpKind::Read, false) => {
+                with_fd!(|fd| opcode::Read::new(fd, ptr, len).offset(off).build())
+            }
+            (OpKind::Read, true) => {
+                with_fd!(|fd| opcode::ReadFixed::new(fd, ptr, len, buf_index)
+                    .offset(off)
+                    .build())
+            }
+            (OpKind::Write, false) => {
+                with_fd!(|fd| opcode::Write::new(fd, ptr, len).offset(off).build())
+            }
+            (OpKind::Write, true) => {
+                with_fd!(|fd| opcode::WriteFixed::new(fd, ptr, len, buf_index)
+                    .offset(off)
+                    .build())
+            }
+        };
+        e.user_data(idx as u64)
+    }
+
+    fn push(&mut self, idx: u32) -> bool {
+        let e = self.sqe(idx);
+        // SAFETY: the entry points into slot memory owned by self.pool, which
+        // outlives the op (Drop drains all ops before the pool is freed), and
+        // the slot is not reused until its completion is reaped.
+        unsafe { self.ring.submission().push(&e).is_ok() }
+    }
+
+    fn enter(&mut self, want: usize) -> Result<()> {
+        loop {
+            match self.ring.submit_and_wait(want) {
+                Ok(_) => {
+                    self.unsubmitted = false;
+                    return Ok(());
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {
+                    if want == 0 {
+                        continue;
+                    }
+                    // Interrupted while waiting: the caller loops and waits again.
+                    return Ok(());
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) || e.raw_os_error() == Some(libc::EAGAIN) => {
+                    // CQ backlog: the caller drains and retries.
+                    return Ok(());
+                }
+                Err(e) => return Err(Error::io("io_uring_enter", e)),
+            }
+        }
+    }
+
+    /// Drains the CQ into `out`; returns completions appended.
+    fn drain(&mut self, out: &mut Vec<Done>) -> usize {
+        let mut got = 0;
+        let mut cqes: [(u64, i32); 64] = [(0, 0); 64];
+        loop {
+            let mut n = 0;
+            for c in self.ring.completion().take(64) {
+                cqes[n] = (c.user_data(), c.result());
+                n += 1;
+            }
+            if n == 0 {
+                return got;
+            }
+            for &(ud, res) in &cqes[..n] {
+                let idx = ud as u32;
+                let mut s = self.slots[idx as usize].expect("completion for a live slot");
+                if res == -libc::EAGAIN || res == -libc::EINTR {
+                    self.requeue(idx);
+                    continue;
+                }
+                if res > 0 && s.moved + (res as u32) < s.op.len {
+                    s.moved += res as u32;
+                    self.slots[idx as usize] = Some(s);
+                    self.requeue(idx);
+                    continue;
+                }
+                let r = if res < 0 {
+                    Err(Errno(-res))
+                } else {
+                    Ok(s.moved + res as u32)
+                };
+                out.push(Done { tag: s.op.tag, res: r });
+                self.slots[idx as usize] = None;
+                self.free.push(idx);
+                self.inflight -= 1;
+                got += 1;
+            }
+        }
+    }
+
+    fn requeue(&mut self, idx: u32) {
+        while !self.push(idx) {
+            // SQ full: flush it to the kernel and try again.
+            let _ = self.ring.submit();
+        }
+        self.unsubmitted = true;
+    }
+}
+
+impl Engine for Uring {
+    fn name(&self) -> &'static str {
+        "uring"
+    }
+
+    fn caps(&self) -> Caps {
+        Caps {
+            sync: false,
+            writes: true,
+            fills_buffer: true,
+        }
+    }
+
+    fn submit(&mut self, ops: &[Op]) -> Result<usize> {
+        let mut accepted = 0;
+        for op in ops {
+            let Some(idx) = self.free.pop() else { break };
+            self.slots[idx as usize] = Some(Slot { op: *op, moved: 0 });
+            if !self.push(idx) {
+                self.slots[idx as usize] = None;
+                self.free.push(idx);
+                break;
+            }
+            self.inflight += 1;
+            accepted += 1;
+        }
+        if accepted > 0 || self.unsubmitted {
+            self.enter(0)?;
+        }
+        Ok(accepted)
+    }
+
+    fn reap(&mut self, min: usize, out: &mut Vec<Done>) -> Result<usize> {
+        let min = min.min(self.inflight + out.len());
+        let mut got = self.drain(out);
+        while got < min {
+            self.enter(min - got)?;
+            got += self.drain(out);
+        }
+        if self.unsubmitted {
+            self.enter(0)?;
+        }
+        Ok(got)
+    }
+
+    fn buf(&self, id: BufId) -> &[u8] {
+        self.pool.slot(id)
+    }
+
+    fn buf_mut(&mut self, id: BufId) -> &mut [u8] {
+        self.pool.slot_mut(id)
+    }
+}
+
+impl Drop for Uring {
+    fn drop(&mut self) {
+        // The kernel may still write into the pool: wait for every op in
+        // flight before the buffers are freed.
+        let mut sink = Vec::new();
+        let mut spins = 0;
+        while self.inflight > 0 && spins < 1_000_000 {
+            if self.ring.submit_and_wait(1).is_err() {
+                spins += 1;
+            }
+            self.drain(&mut sink);
+            sink.clear();
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! Opening files for I/O, the `O_DIRECT` alignment rule, the block device
+//! under a file, and creating test files that hold the verifiable pattern.
+
+use crate::error::{Error, Result};
+use crate::pattern::Pattern;
+use crate::sys::fs;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Extended attribute that marks a file iolab created, holding the seed of
+/// its pattern. Its presence is what lets iolab verify and overwrite it.
+pub const SEED_XATTR: &str = "user.iolab.seed";
+
+/// How to open a file for a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpenSpec {
+    /// Bypass the page cache (O_DIRECT).
+    pub direct: bool,
+    /// Open for writing as well as reading.
+    pub write: bool,
+}
+
+/// Opens `path` as `spec` says.
+pub fn open(path: &Path, spec: OpenSpec) -> Result<File> {
+    let mut o = OpenOptions::new();
+    o.read(true).write(spec.write);
+    if spec.direct {
+        o.custom_flags(libc::O_DIRECT);
+    }
+    o.open(path).map_err(|e| {
+        if spec.direct && e.raw_os_error() == Some(libc::EINVAL) {
+            Error::Unsupported {
+                feature: "--direct".into(),
+                why: format!("the file system holding {} refuses O_DIRECT", path.display()),
+            }
+        } else {
+            Error::io(format!("open {}", path.display()), e)
+        }
+    })
+}
+
+/// The block device a path lives on (or is), with its sysfs queue directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockDevice {
+    /// Kernel name of the whole disk, e.g. `vda` or `nvme0n1`.
+    pub name: String,
+    /// `/sys/block/<name>` of the whole disk.
+    pub sysfs: PathBuf,
+}
+
+impl BlockDevice {
+    /// Reads one attribute under the disk's `queue/` directory, trimmed.
+    pub fn queue_attr(&self, attr: &str) -> Option<String> {
+        std::fs::read_to_string(self.sysfs.join("queue").join(attr))
+            .ok()
+            .map(|s| s.trim().to_string())
+    }
+
+    /// Reads a numeric queue attribute.
+    pub fn queue_num(&self, attr: &str) -> Option<u64> {
+        self.queue_attr(attr)?.parse().ok()
+    }
+}
+
+/// Finds the whole-disk block device holding `path` (or that `path` is),
+/// through `/sys/dev/block/MAJ:MIN`. None for virtual file systems.
+pub fn block_device_of(path: &Path) -> Option<BlockDevice> {
+    let md = std::fs::metadata(path).ok()?;
+    let dev = if md.file_type().is_block_device() {
+        md.rdev()
+    } else {
+        md.dev()
+    };
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let link = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    // A partition's directory has a `partition` file; its parent is the disk.
+    let disk = if link.join("partition").exists() {
+        link.parent()?.to_path_buf()
+    } else {
+        link
+    };
+    let name = disk.file_name()?.to_string_lossy().into_owned();
+    // dm/md devices also have queue/; anything without it is not a disk.
+    if !disk.join("queue").exists() {
+        return None;
+    }
+    Some(BlockDevice {
+        sysfs: PathBuf::from("/sys/block").join(&name),
+        name,
+    })
+}
+
+/// What `O_DIRECT` needs for one file, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DioAlign {
+    /// Offset and length alignment the kernel reports (statx DIOALIGN, or
+    /// the device's logical block size on kernels that do not say).
+    pub kernel: usize,
+    /// The device's physical block size (1 when unknown).
+    pub physical: usize,
+    /// What iolab requires: the larger of the two. I/O smaller than or
+    /// straddling a physical block makes the device read-modify-write (for
+    /// writes) or split the request, so iolab refuses it rather than
+    /// measure that by accident.
+    pub required: usize,
+    /// Buffer memory alignment iolab uses (at least the kernel's, and a
+    /// whole page so buffers can also be registered with io_uring).
+    pub mem: usize,
+}
+
+/// Works out the `O_DIRECT` alignment for `path`.
+pub fn dio_alignment(path: &Path) -> Result<DioAlign> {
+    let dev = block_device_of(path);
+    let logical = dev
+        .as_ref()
+        .and_then(|d| d.queue_num("logical_block_size"))
+        .unwrap_or(512) as usize;
+    let physical = dev
+        .as_ref()
+        .and_then(|d| d.queue_num("physical_block_size"))
+        .unwrap_or(1) as usize;
+    let (kmem, koff) = match fs::dio_align(path)? {
+        Some((m, o)) => (m as usize, o as usize),
+        None => (logical, logical),
+    };
+    let required = koff.max(physical).max(1);
+    Ok(DioAlign {
+        kernel: koff,
+        physical,
+        required,
+        mem: kmem.max(crate::os::page_size()),
+    })
+}
+
+/// Free bytes (for unprivileged users) on the file system holding `dir`.
+pub fn free_space(dir: &Path) -> Result<u64> {
+    Ok(fs::statfs(dir)?.0)
+}
+
+/// Name of the file system type holding `path` (from its magic number).
+pub fn fs_type(path: &Path) -> Option<&'static str> {
+    let t = fs::statfs(path).ok()?.2;
+    Some(match t {
+        0xEF53 => "ext4",
+        0x5846_5342 => "xfs",
+        0x9123_683E => "btrfs",
+        0x0102_1994 => "tmpfs",
+        0x2FC1_2FC1 => "zfs",
+        0x6969 => "nfs",
+        0x794C_7630 => "overlayfs",
+        0xF2F5_2010 => "f2fs",
+        0x6573_5546 => "fuse",
+        0x6264_6576 => "devtmpfs",
+        _ => "other",
+    })
+}
+
+/// The seed of an iolab-made file (from its extended attribute).
+pub fn iolab_seed(path: &Path) -> Option<u64> {
+    let v = fs::get_xattr(path, SEED_XATTR)?;
+    std::str::from_utf8(&v).ok()?.parse().ok()
+}
+
+/// Length of a regular file or block device in bytes.
+pub fn length(path: &Path) -> Result<u64> {
+    let md =
+        std::fs::metadata(path).map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
+    if md.file_type().is_block_device() {
+        use std::io::Seek;
+        let mut f = File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+        return f
+            .seek(std::io::SeekFrom::End(0))
+            .map_err(|e| Error::io(format!("size of {}", path.display()), e));
+    }
+    Ok(md.len())
+}
+
+/// Whether `path` is a block device.
+pub fn is_block_device(path: &Path) -> bool {
+    std::fs::metadata(path)
+        .map(|m| m.file_type().is_block_device())
+        .unwrap_or(false)
+}
+
+/// Creates `path` (which must not exist unless `overwrite`) holding `len`
+/// bytes of `pattern`, marks it with [`SEED_XATTR`], and syncs it.
+/// `progress` is told the bytes written so far; `cancel` stops the work
+/// (the partial file is removed and [`Error::Cancelled`] returned).
+pub fn create_pattern_file(
+    path: &Path,
+    len: u64,
+    pattern: Pattern,
+    overwrite: bool,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(u64),
+) -> Result<()> {
+    let mut o = OpenOptions::new();
+    o.write(true);
+    if overwrite {
+        o.create(true).truncate(true);
+    } else {
+        o.create_new(true);
+    }
+    let mut f = o
+        .open(path)
+        .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+    let res = (|| -> Result<()> {
+        const CHUNK: usize = 4 << 20;
+        let mut buf = vec![0u8; CHUNK];
+        let mut off = 0u64;
+        while off < len {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Error::Cancelled);
+            }
+            let n = CHUNK.min((len - off) as usize);
+            pattern.fill(&mut buf[..n], off);
+            f.write_all(&buf[..n])
+                .map_err(|e| Error::io(format!("write {}", path.display()), e))?;
+            off += n as u64;
+            progress(off);
+        }
+        f.sync_all()
+            .map_err(|e| Error::io(format!("fsync {}", path.display()), e))?;
+        // Best effort: a file system without user xattrs still gets a usable
+        // file; it just cannot be recognised as iolab's later.
+        let _ = fs::set_xattr(&f, SEED_XATTR, pattern.seed().to_string().as_bytes());
+        // Writing filled the page cache; leave the file cold, as most runs
+        // expect, without touching other files' pages.
+        let _ = fs::fadvise(&f, libc::POSIX_FADV_DONTNEED);
+        Ok(())
+    })();
+    if res.is_err() {
+        drop(f);
+        let _ = std::fs::remove_file(path);
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn created_file_holds_pattern_and_seed() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        let pat = Pattern::new(77);
+        let stop = AtomicBool::new(false);
+        let mut last = 0;
+        create_pattern_file(&p, 10_000, pat, false, &stop, &mut |n| last = n).unwrap();
+        assert_eq!(last, 10_000);
+        let data = std::fs::read(&p).unwrap();
+        assert_eq!(data.len(), 10_000);
+        assert!(pat.verify(&data, 0).is_ok());
+        if let Some(s) = iolab_seed(&p) {
+            assert_eq!(s, 77);
+        }
+        // Never clobbers without being told to.
+        assert!(create_pattern_file(&p, 10, pat, false, &stop, &mut |_| {}).is_err());
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 10_000);
+    }
+
+    #[test]
+    fn cancelled_creation_leaves_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        let stop = AtomicBool::new(true);
+        let r = create_pattern_file(&p, 1 << 20, Pattern::new(1), false, &stop, &mut |_| {});
+        assert!(matches!(r, Err(Error::Cancelled)));
+        assert!(!p.exists());
+    }
+
+    #[test]
+    fn alignment_is_a_power_of_two_at_least_512() {
+        let d = tempfile::tempdir().unwrap();
+        let a = dio_alignment(d.path()).unwrap();
+        assert!(a.required >= 512 && a.required.is_power_of_two(), "{a:?}");
+        assert!(a.mem >= 4096);
+    }
+}

@@ -1,0 +1,71 @@
+//! Process resource usage and small kernel facts, as safe functions.
+
+use crate::sys::rusage::getrusage_self;
+use serde::{Deserialize, Serialize};
+
+/// Resource usage of the whole process at one moment (all threads).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// User CPU time, ns.
+    pub user_ns: u64,
+    /// System CPU time, ns.
+    pub sys_ns: u64,
+    /// Voluntary context switches.
+    pub vol_csw: u64,
+    /// Involuntary context switches.
+    pub invol_csw: u64,
+    /// Minor page faults (served without I/O).
+    pub minor_faults: u64,
+    /// Major page faults (needed I/O).
+    pub major_faults: u64,
+}
+
+impl Usage {
+    /// getrusage(RUSAGE_SELF) now.
+    pub fn now() -> Self {
+        let ru = getrusage_self();
+        let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+        Usage {
+            user_ns: tv(ru.ru_utime),
+            sys_ns: tv(ru.ru_stime),
+            vol_csw: ru.ru_nvcsw as u64,
+            invol_csw: ru.ru_nivcsw as u64,
+            minor_faults: ru.ru_minflt as u64,
+            major_faults: ru.ru_majflt as u64,
+        }
+    }
+
+    /// What was used between `earlier` and `self`.
+    pub fn since(&self, earlier: &Usage) -> Usage {
+        Usage {
+            user_ns: self.user_ns.saturating_sub(earlier.user_ns),
+            sys_ns: self.sys_ns.saturating_sub(earlier.sys_ns),
+            vol_csw: self.vol_csw.saturating_sub(earlier.vol_csw),
+            invol_csw: self.invol_csw.saturating_sub(earlier.invol_csw),
+            minor_faults: self.minor_faults.saturating_sub(earlier.minor_faults),
+            major_faults: self.major_faults.saturating_sub(earlier.major_faults),
+        }
+    }
+}
+
+/// The system page size in bytes.
+pub fn page_size() -> usize {
+    crate::sys::mman::page_size()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_grows_with_work() {
+        let a = Usage::now();
+        let mut x = 0u64;
+        for i in 0..20_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let d = Usage::now().since(&a);
+        assert!(d.user_ns + d.sys_ns > 0);
+    }
+}

@@ -1,0 +1,157 @@
+//! File-level system calls std does not offer: fadvise, statx alignment,
+//! preadv2/pwritev2, extended attributes, statvfs.
+
+use crate::error::{Errno, Error, Result};
+use std::ffi::CString;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+fn cpath(p: &Path) -> Result<CString> {
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| Error::Invalid(format!("path {} contains a NUL byte", p.display())))
+}
+
+/// posix_fadvise over the whole file.
+pub(crate) fn fadvise(file: &impl AsRawFd, advice: libc::c_int) -> Result<()> {
+    // SAFETY: no memory is passed; the fd is valid while borrowed.
+    let r = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, advice) };
+    if r != 0 {
+        return Err(Error::io(
+            "posix_fadvise",
+            std::io::Error::from_raw_os_error(r),
+        ));
+    }
+    Ok(())
+}
+
+/// O_DIRECT alignment from statx(STATX_DIOALIGN): (memory, offset), or None
+/// when the kernel or file system does not report it.
+pub(crate) fn dio_align(path: &Path) -> Result<Option<(u32, u32)>> {
+    let c = cpath(path)?;
+    // SAFETY: statx is plain old data.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a NUL-terminated path, st a valid out-pointer.
+    let r = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            0,
+            libc::STATX_DIOALIGN,
+            &mut st,
+        )
+    };
+    if r != 0 {
+        return Err(Error::last_os(format!("statx {}", path.display())));
+    }
+    if st.stx_mask & libc::STATX_DIOALIGN == 0 || st.stx_dio_offset_align == 0 {
+        return Ok(None);
+    }
+    Ok(Some((st.stx_dio_mem_align, st.stx_dio_offset_align)))
+}
+
+/// Free bytes for unprivileged users, file system block size, and f_type
+/// of the file system holding `path`.
+pub(crate) fn statfs(path: &Path) -> Result<(u64, u64, i64)> {
+    let c = cpath(path)?;
+    // SAFETY: statfs is plain old data.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: valid path and out-pointer.
+    let r = unsafe { libc::statfs(c.as_ptr(), &mut st) };
+    if r != 0 {
+        return Err(Error::last_os(format!("statfs {}", path.display())));
+    }
+    Ok((
+        st.f_bavail * st.f_bsize as u64,
+        st.f_bsize as u64,
+        st.f_type as i64,
+    ))
+}
+
+/// preadv2 of one buffer with RWF flags; returns bytes read.
+pub(crate) fn preadv2(
+    file: &impl AsRawFd,
+    buf: &mut [u8],
+    off: u64,
+    flags: i32,
+) -> std::result::Result<usize, Errno> {
+    let iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: one iovec describing `buf`, which is exclusively borrowed for
+    // the duration of the call.
+    let r = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, off as libc::off_t, flags) };
+    if r < 0 {
+        Err(Errno::last())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// pwritev2 of one buffer with RWF flags; returns bytes written.
+pub(crate) fn pwritev2(
+    file: &impl AsRawFd,
+    buf: &[u8],
+    off: u64,
+    flags: i32,
+) -> std::result::Result<usize, Errno> {
+    let iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: the kernel only reads from the iovec's buffer, which is
+    // borrowed for the duration of the call.
+    let r = unsafe { libc::pwritev2(file.as_raw_fd(), &iov, 1, off as libc::off_t, flags) };
+    if r < 0 {
+        Err(Errno::last())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// Sets a user extended attribute on a file.
+pub(crate) fn set_xattr(file: &impl AsRawFd, name: &str, value: &[u8]) -> Result<()> {
+    let n = CString::new(name).map_err(|_| Error::Invalid("xattr name".into()))?;
+    // SAFETY: valid fd, NUL-terminated name, value pointer/length pair.
+    let r = unsafe {
+        libc::fsetxattr(
+            file.as_raw_fd(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    if r != 0 {
+        return Err(Error::last_os("fsetxattr"));
+    }
+    Ok(())
+}
+
+/// Reads a user extended attribute; None if absent or unsupported.
+pub(crate) fn get_xattr(path: &Path, name: &str) -> Option<Vec<u8>> {
+    let c = cpath(path).ok()?;
+    let n = CString::new(name).ok()?;
+    let mut buf = vec![0u8; 256];
+    // SAFETY: valid path and name; buf is writable for its length.
+    let r = unsafe {
+        libc::getxattr(
+            c.as_ptr(),
+            n.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if r < 0 {
+        return None;
+    }
+    buf.truncate(r as usize);
+    Some(buf)
+}
+
+/// Flushes all file systems' dirty data (sync(2)).
+pub(crate) fn sync_all() {
+    // SAFETY: sync takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+}

@@ -1,0 +1,8 @@
+//! Thin wrappers over the kernel: the only place (with engine internals)
+//! where this workspace uses `unsafe`. Each wrapper is safe to call; the
+//! reasoning for each `unsafe` block sits next to it.
+
+pub(crate) mod alloc;
+pub(crate) mod fs;
+pub(crate) mod mman;
+pub(crate) mod rusage;

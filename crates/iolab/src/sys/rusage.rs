@@ -1,0 +1,10 @@
+//! getrusage for the whole process.
+
+/// Raw resource usage of the process (all threads).
+pub(crate) fn getrusage_self() -> libc::rusage {
+    // SAFETY: rusage is plain old data; zeroed is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is a valid out-pointer; RUSAGE_SELF cannot fail.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    ru
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what iolab's tests and comparison scripts need on a fresh Debian
+# machine. Safe to run again: it only installs what is missing.
+set -euo pipefail
+need=()
+command -v fio >/dev/null 2>&1 || need+=(fio)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing ${need[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  else
+    echo "setup: missing ${need[*]} (install them with your package manager)" >&2
+  fi
+fi
