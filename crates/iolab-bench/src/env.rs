@@ -79,7 +79,9 @@ impl Environment {
         let (device, device_model, scheduler, queue) = match &dev {
             Some(d) => {
                 let model = read_trim(d.sysfs.join("device/model"))
-                    .or_else(|| read_trim(d.sysfs.join("device/vendor")).map(|v| format!("vendor {v}")))
+                    .or_else(|| {
+                        read_trim(d.sysfs.join("device/vendor")).map(|v| format!("vendor {v}"))
+                    })
                     .or_else(|| {
                         std::fs::read_link(d.sysfs.join("device/driver"))
                             .ok()
@@ -106,7 +108,9 @@ impl Environment {
         Environment {
             kernel: read_trim("/proc/sys/kernel/osrelease").unwrap_or_default(),
             cpu_model,
-            cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            cores: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
             memory_bytes,
             hostname: read_trim("/proc/sys/kernel/hostname").unwrap_or_default(),
             fs_type: iolab::file::fs_type(path).map(str::to_string),

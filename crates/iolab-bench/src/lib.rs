@@ -7,4 +7,13 @@
 #![forbid(unsafe_code)]
 
 pub mod env;
+pub mod error;
+pub mod metrics;
+pub mod offsets;
+pub mod prepare;
+pub mod record;
+pub mod runner;
+pub mod spec;
 pub mod stats;
+
+pub use error::{BenchError, Result};

@@ -66,7 +66,10 @@ mod tests {
     #[test]
     fn known_values() {
         let s = Stats::of(&[4.0, 1.0, 3.0, 2.0]);
-        assert_eq!((s.n, s.min, s.max, s.mean, s.median), (4, 1.0, 4.0, 2.5, 2.5));
+        assert_eq!(
+            (s.n, s.min, s.max, s.mean, s.median),
+            (4, 1.0, 4.0, 2.5, 2.5)
+        );
         assert!((s.stddev - 1.290_994).abs() < 1e-5);
         assert_eq!(Stats::of(&[5.0]).stddev, 0.0);
         assert_eq!(Stats::of(&[]).n, 0);

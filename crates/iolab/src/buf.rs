@@ -19,9 +19,7 @@ impl AlignedBuf {
             )));
         }
         let alloc = AlignedAlloc::new(len, align).ok_or_else(|| {
-            Error::Invalid(format!(
-                "cannot allocate {len} bytes aligned to {align}"
-            ))
+            Error::Invalid(format!("cannot allocate {len} bytes aligned to {align}"))
         })?;
         Ok(AlignedBuf { alloc, len })
     }
@@ -59,7 +57,9 @@ impl BufPool {
         let align = align.max(64);
         let stride = slot_len.div_ceil(align).max(1) * align;
         let total = stride.checked_mul(count.max(1)).ok_or_else(|| {
-            Error::Invalid(format!("buffer pool of {count} x {slot_len} bytes is too large"))
+            Error::Invalid(format!(
+                "buffer pool of {count} x {slot_len} bytes is too large"
+            ))
         })?;
         let mem = AlignedBuf::new(total, align)?;
         Ok(BufPool {

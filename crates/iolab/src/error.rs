@@ -56,7 +56,9 @@ pub enum Error {
     #[error("cancelled")]
     Cancelled,
     /// A byte read did not equal the pattern.
-    #[error("verify failed: {path} at offset {offset}: expected byte {expected:#04x}, read {got:#04x}")]
+    #[error(
+        "verify failed: {path} at offset {offset}: expected byte {expected:#04x}, read {got:#04x}"
+    )]
     Verify {
         /// File whose bytes were wrong.
         path: PathBuf,

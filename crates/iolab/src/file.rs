@@ -34,7 +34,10 @@ pub fn open(path: &Path, spec: OpenSpec) -> Result<File> {
         if spec.direct && e.raw_os_error() == Some(libc::EINVAL) {
             Error::Unsupported {
                 feature: "--direct".into(),
-                why: format!("the file system holding {} refuses O_DIRECT", path.display()),
+                why: format!(
+                    "the file system holding {} refuses O_DIRECT",
+                    path.display()
+                ),
             }
         } else {
             Error::io(format!("open {}", path.display()), e)
@@ -171,7 +174,8 @@ pub fn length(path: &Path) -> Result<u64> {
         std::fs::metadata(path).map_err(|e| Error::io(format!("stat {}", path.display()), e))?;
     if md.file_type().is_block_device() {
         use std::io::Seek;
-        let mut f = File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+        let mut f =
+            File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
         return f
             .seek(std::io::SeekFrom::End(0))
             .map_err(|e| Error::io(format!("size of {}", path.display()), e));

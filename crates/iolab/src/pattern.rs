@@ -48,7 +48,9 @@ impl Pattern {
     /// The 64-bit word with index `i` (bytes `8i..8i+8`).
     #[inline(always)]
     pub fn word(&self, i: u64) -> u64 {
-        mix(self.seed.wrapping_add(i.wrapping_add(1).wrapping_mul(GAMMA)))
+        mix(self
+            .seed
+            .wrapping_add(i.wrapping_add(1).wrapping_mul(GAMMA)))
     }
 
     /// The byte at absolute offset `off`.

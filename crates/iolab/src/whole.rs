@@ -35,7 +35,9 @@ const DEPTH: u32 = 8;
 /// arrive in completion order, not file order).
 pub fn read_whole(path: &Path, f: &mut dyn FnMut(u64, &[u8])) -> Result<WholeStats> {
     let len = file::length(path)?;
-    let warm = cache::residency(path, len).map(|r| r.fraction() >= 0.5).unwrap_or(false);
+    let warm = cache::residency(path, len)
+        .map(|r| r.fraction() >= 0.5)
+        .unwrap_or(false);
     let align = file::dio_alignment(path).ok();
     let direct = !warm && align.is_some();
     let force_pread = std::env::var_os(FORCE_PREAD_ENV).is_some_and(|v| v != "0");
@@ -60,7 +62,13 @@ fn read_with(
     direct: bool,
     f: &mut dyn FnMut(u64, &[u8]),
 ) -> Result<WholeStats> {
-    let fh = file::open(path, OpenSpec { direct, write: false })?;
+    let fh = file::open(
+        path,
+        OpenSpec {
+            direct,
+            write: false,
+        },
+    )?;
     let mem_align = if direct {
         file::dio_alignment(path)?.mem
     } else {
@@ -121,9 +129,10 @@ fn read_with(
             inflight -= 1;
             let slot = d.tag as u32;
             let off = offsets[slot as usize];
-            let n = d.res.map_err(|e| {
-                Error::io(format!("read {} at {off}", path.display()), e.into())
-            })? as usize;
+            let n = d
+                .res
+                .map_err(|e| Error::io(format!("read {} at {off}", path.display()), e.into()))?
+                as usize;
             let n = n.min((len - off) as usize);
             f(off, &eng.buf(BufId(slot))[..n]);
             bytes += n as u64;

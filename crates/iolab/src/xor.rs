@@ -58,7 +58,9 @@ mod tests {
     fn xor_file_of_odd_sized_file() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("x");
-        let data: Vec<u8> = (0..(3 << 20) + 13).map(|i: u32| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let data: Vec<u8> = (0..(3 << 20) + 13)
+            .map(|i: u32| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
         std::fs::write(&p, &data).unwrap();
         let (x, st) = xor_file(&p).unwrap();
         assert_eq!(st.bytes, data.len() as u64);

@@ -51,7 +51,13 @@ impl SyncIo for MmapIo {
         false
     }
     #[inline]
-    fn read(&mut self, fi: usize, _: &EngineFile, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+    fn read(
+        &mut self,
+        fi: usize,
+        _: &EngineFile,
+        buf: &mut [u8],
+        off: u64,
+    ) -> Result<usize, Errno> {
         let map = self.maps[fi].bytes();
         let start = (off as usize).min(map.len());
         let end = (start + buf.len()).min(map.len());

@@ -34,7 +34,13 @@ impl SyncIo for ReadIo {
     fn writes(&self) -> bool {
         true
     }
-    fn read(&mut self, fi: usize, f: &EngineFile, buf: &mut [u8], off: u64) -> Result<usize, Errno> {
+    fn read(
+        &mut self,
+        fi: usize,
+        f: &EngineFile,
+        buf: &mut [u8],
+        off: u64,
+    ) -> Result<usize, Errno> {
         self.seek(fi, &f.file, off)?;
         let r = (&f.file).read(buf);
         match r {

@@ -45,7 +45,13 @@ impl SyncIo for StreamIo {
     fn writes(&self) -> bool {
         false
     }
-    fn read(&mut self, fi: usize, _: &EngineFile, buf: &mut [u8], off: u64) -> std::result::Result<usize, Errno> {
+    fn read(
+        &mut self,
+        fi: usize,
+        _: &EngineFile,
+        buf: &mut [u8],
+        off: u64,
+    ) -> std::result::Result<usize, Errno> {
         let (r, pos) = &mut self.readers[fi];
         if *pos != off {
             let delta = off as i64 - *pos as i64;
@@ -56,7 +62,13 @@ impl SyncIo for StreamIo {
         *pos += n as u64;
         Ok(n)
     }
-    fn write(&mut self, _: usize, _: &EngineFile, _: &[u8], _: u64) -> std::result::Result<usize, Errno> {
+    fn write(
+        &mut self,
+        _: usize,
+        _: &EngineFile,
+        _: &[u8],
+        _: u64,
+    ) -> std::result::Result<usize, Errno> {
         Err(Errno(libc::EBADF))
     }
 }

@@ -17,7 +17,8 @@ pub trait SyncIo: Send {
     /// Whether this engine can write.
     fn writes(&self) -> bool;
     /// Reads up to `buf.len()` bytes at `off` of file `fi`; 0 means end of file.
-    fn read(&mut self, fi: usize, f: &EngineFile, buf: &mut [u8], off: u64) -> Result<usize, Errno>;
+    fn read(&mut self, fi: usize, f: &EngineFile, buf: &mut [u8], off: u64)
+        -> Result<usize, Errno>;
     /// Writes `buf` at `off`; returns bytes written.
     fn write(&mut self, fi: usize, f: &EngineFile, buf: &[u8], off: u64) -> Result<usize, Errno>;
 }

@@ -203,7 +203,10 @@ impl Uring {
                     // Interrupted while waiting: the caller loops and waits again.
                     return Ok(());
                 }
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) || e.raw_os_error() == Some(libc::EAGAIN) => {
+                Err(e)
+                    if e.raw_os_error() == Some(libc::EBUSY)
+                        || e.raw_os_error() == Some(libc::EAGAIN) =>
+                {
                     // CQ backlog: the caller drains and retries.
                     return Ok(());
                 }
@@ -243,7 +246,10 @@ impl Uring {
                 } else {
                     Ok(s.moved + res as u32)
                 };
-                out.push(Done { tag: s.op.tag, res: r });
+                out.push(Done {
+                    tag: s.op.tag,
+                    res: r,
+                });
                 self.slots[idx as usize] = None;
                 self.free.push(idx);
                 self.inflight -= 1;

@@ -32,15 +32,7 @@ pub(crate) fn dio_align(path: &Path) -> Result<Option<(u32, u32)>> {
     // SAFETY: statx is plain old data.
     let mut st: libc::statx = unsafe { std::mem::zeroed() };
     // SAFETY: c is a NUL-terminated path, st a valid out-pointer.
-    let r = unsafe {
-        libc::statx(
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            0,
-            libc::STATX_DIOALIGN,
-            &mut st,
-        )
-    };
+    let r = unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), 0, libc::STATX_DIOALIGN, &mut st) };
     if r != 0 {
         return Err(Error::last_os(format!("statx {}", path.display())));
     }
@@ -135,14 +127,7 @@ pub(crate) fn get_xattr(path: &Path, name: &str) -> Option<Vec<u8>> {
     let n = CString::new(name).ok()?;
     let mut buf = vec![0u8; 256];
     // SAFETY: valid path and name; buf is writable for its length.
-    let r = unsafe {
-        libc::getxattr(
-            c.as_ptr(),
-            n.as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
+    let r = unsafe { libc::getxattr(c.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
     if r < 0 {
         return None;
     }

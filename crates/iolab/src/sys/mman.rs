@@ -48,10 +48,7 @@ impl Mapping {
         if p == libc::MAP_FAILED {
             return Err(Error::last_os("mmap"));
         }
-        Ok(Mapping {
-            ptr: p.cast(),
-            len,
-        })
+        Ok(Mapping { ptr: p.cast(), len })
     }
 
     /// The mapped bytes. Reading them may fault pages in from the file; if

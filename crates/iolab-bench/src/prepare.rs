@@ -1,0 +1,297 @@
+//! Before a run: check the spec against the files and the machine, create
+//! missing test files, and put the page cache in the state asked for.
+
+use crate::error::{BenchError, Result};
+use crate::spec::{CacheMode, WorkloadSpec};
+use iolab::engine::EngineKind;
+use iolab::file::{self, DioAlign};
+use iolab::pattern::Pattern;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+/// A file ready for a run.
+#[derive(Clone, Debug)]
+pub struct PreparedFile {
+    /// Path.
+    pub path: PathBuf,
+    /// Its length, bytes.
+    pub len: u64,
+    /// Its pattern, when iolab made it (needed by `--verify`).
+    pub pattern: Option<Pattern>,
+    /// Created by this invocation.
+    pub created: bool,
+}
+
+/// Files and facts a run needs.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    /// The files, in [`WorkloadSpec::files`] order.
+    pub files: Vec<PreparedFile>,
+    /// O_DIRECT alignment, when `direct`.
+    pub align: Option<DioAlign>,
+}
+
+/// How [`prepare`] may treat the user's files.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PrepareOpts {
+    /// Recreate / write files iolab did not make.
+    pub overwrite: bool,
+}
+
+fn usage(s: String) -> BenchError {
+    BenchError::Usage(s)
+}
+
+/// Checks that depend only on the spec (no file system access).
+pub fn validate(spec: &WorkloadSpec) -> Result<()> {
+    if spec.bs == 0 {
+        return Err(usage(
+            "--bs 0: the block size must be at least 1 byte (e.g. 4k)".into(),
+        ));
+    }
+    if spec.bs > u32::MAX as u64 / 2 {
+        return Err(usage(format!(
+            "--bs {}: the block size must be below 2 GiB",
+            spec.bs
+        )));
+    }
+    if spec.qd == 0 {
+        return Err(usage("--qd 0: the queue depth must be at least 1".into()));
+    }
+    if spec.engine.is_sync() && spec.qd > 1 {
+        return Err(usage(format!(
+            "--qd {}: engine {} is synchronous (one op in flight per thread); use --threads for parallelism, or an asynchronous engine (uring)",
+            spec.qd, spec.engine
+        )));
+    }
+    if spec.batch_submit == 0 || spec.batch_submit > spec.qd {
+        return Err(usage(format!(
+            "--batch {}: the submit batch must be between 1 and the queue depth ({})",
+            spec.batch_submit, spec.qd
+        )));
+    }
+    if spec.batch_complete == 0 || spec.batch_complete > spec.qd {
+        return Err(usage(format!(
+            "--batch-complete {}: must be between 1 and the queue depth ({})",
+            spec.batch_complete, spec.qd
+        )));
+    }
+    if spec.op.writes() && !spec.engine.writes() {
+        return Err(usage(format!(
+            "--op {}: engine {} only reads (writers: read, pread, preadv2, uring, null)",
+            spec.op.name(),
+            spec.engine
+        )));
+    }
+    if spec.direct && !spec.engine.supports_direct() {
+        return Err(usage(format!(
+            "--direct: engine {} reads through the page cache and cannot use O_DIRECT",
+            spec.engine
+        )));
+    }
+    if spec.verify && (spec.engine == EngineKind::Null || spec.engine_opts.mmap_touch) {
+        return Err(usage(
+            "--verify: the null engine and --mmap-touch copy no bytes, so there is nothing to verify".into(),
+        ));
+    }
+    if spec.engine_opts.hipri && spec.engine != EngineKind::Preadv2 {
+        return Err(usage(format!(
+            "--hipri: only the preadv2 engine takes it, not {}",
+            spec.engine
+        )));
+    }
+    if spec.engine_opts.mmap_touch && spec.engine != EngineKind::Mmap {
+        return Err(usage(format!(
+            "--mmap-touch: only the mmap engine takes it, not {}",
+            spec.engine
+        )));
+    }
+    if let crate::spec::OpMix::Rw { read_pct } = spec.op {
+        if read_pct > 100 {
+            return Err(usage(format!("--read-pct {read_pct}: must be 0..=100")));
+        }
+    }
+    Ok(())
+}
+
+/// Makes sure every file exists with the right size (creating it when
+/// missing), and checks alignment, free space and ownership rules.
+pub fn prepare(
+    spec: &WorkloadSpec,
+    size_given: bool,
+    opts: PrepareOpts,
+    cancel: &AtomicBool,
+    created_hook: &mut dyn FnMut(&Path),
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Prepared> {
+    validate(spec)?;
+    let paths = spec.files();
+    // O_DIRECT alignment, checked before any file is made.
+    let align = if spec.direct {
+        let probe = if paths[0].exists() {
+            paths[0].clone()
+        } else {
+            paths[0]
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .to_path_buf()
+        };
+        let a = file::dio_alignment(&probe)?;
+        if spec.bs % a.required as u64 != 0 {
+            return Err(usage(format!(
+                "--bs {}: O_DIRECT on {} needs a multiple of {} bytes (device physical block {}, kernel minimum {})",
+                human(spec.bs),
+                paths[0].display(),
+                a.required,
+                a.physical,
+                a.kernel
+            )));
+        }
+        Some(a)
+    } else {
+        None
+    };
+    // Free space for every file still to be made, checked before making any.
+    let missing: Vec<&PathBuf> = paths.iter().filter(|p| !p.exists()).collect();
+    if !missing.is_empty() {
+        if !size_given {
+            return Err(usage(format!(
+                "--file {}: no such file; give --size to create it (e.g. --size 1g)",
+                missing[0].display()
+            )));
+        }
+        let dir = missing[0]
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        if !dir.is_dir() {
+            return Err(usage(format!(
+                "--file {}: directory {} does not exist",
+                missing[0].display(),
+                dir.display()
+            )));
+        }
+        let need = spec.file_size * missing.len() as u64;
+        let free = file::free_space(dir)?;
+        if need > free {
+            return Err(usage(format!(
+                "--size {}: {} file(s) need {} but {} has only {} free",
+                human(spec.file_size),
+                missing.len(),
+                human(need),
+                dir.display(),
+                human(free)
+            )));
+        }
+    }
+    let mut files = Vec::new();
+    for (i, p) in paths.iter().enumerate() {
+        let mut created = false;
+        if !p.exists() {
+            let pat = Pattern::new(spec.seed.wrapping_add(0x5EED_0000 + i as u64));
+            created_hook(p);
+            let total = spec.file_size;
+            file::create_pattern_file(p, total, pat, false, cancel, &mut |n| progress(n, total))?;
+            created = true;
+        }
+        let is_dev = file::is_block_device(p);
+        if is_dev && spec.op.writes() {
+            return Err(usage(format!(
+                "--op {}: {} is a block device; iolab never writes to block devices",
+                spec.op.name(),
+                p.display()
+            )));
+        }
+        let len = file::length(p)?;
+        let seed = file::iolab_seed(p);
+        if !created && spec.op.writes() && seed.is_none() && !opts.overwrite {
+            return Err(usage(format!(
+                "--op {}: {} was not made by iolab; pass --overwrite to write into it",
+                spec.op.name(),
+                p.display()
+            )));
+        }
+        if size_given && len < spec.file_size {
+            return Err(usage(format!(
+                "--size {}: {} holds only {}; use a new --file (or --overwrite to recreate it)",
+                human(spec.file_size),
+                p.display(),
+                human(len)
+            )));
+        }
+        if spec.verify && seed.is_none() {
+            return Err(usage(format!(
+                "--verify: {} was not made by iolab, so the bytes it should hold are unknown",
+                p.display()
+            )));
+        }
+        files.push(PreparedFile {
+            path: p.clone(),
+            len,
+            pattern: seed.map(Pattern::new),
+            created,
+        });
+    }
+    let usable = files.iter().map(|f| f.len).min().unwrap_or(0);
+    let size = if size_given { spec.file_size } else { usable };
+    if size < spec.bs {
+        return Err(usage(format!(
+            "--bs {}: larger than the file ({})",
+            human(spec.bs),
+            human(size)
+        )));
+    }
+    Ok(Prepared { files, align })
+}
+
+/// Puts the files' pages in the state `spec.cache` asks for and returns the
+/// resident fraction measured afterwards (mincore).
+pub fn set_cache(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<f64> {
+    match spec.cache {
+        CacheMode::Cold => {
+            if spec.drop_caches {
+                iolab::cache::drop_caches()?;
+            }
+            for f in &prep.files {
+                iolab::cache::evict(&f.path)?;
+            }
+        }
+        CacheMode::Warm => {
+            for f in &prep.files {
+                iolab::cache::warm(&f.path, size)?;
+            }
+        }
+        CacheMode::AsIs => {}
+    }
+    residency(prep, size)
+}
+
+/// Resident fraction of the first `size` bytes over all files.
+pub fn residency(prep: &Prepared, size: u64) -> Result<f64> {
+    let (mut r, mut t) = (0u64, 0u64);
+    for f in &prep.files {
+        let x = iolab::cache::residency(&f.path, size.min(f.len))?;
+        r += x.resident_pages;
+        t += x.total_pages;
+    }
+    Ok(if t == 0 { 1.0 } else { r as f64 / t as f64 })
+}
+
+/// Bytes in binary units (`4 KiB`, `1.5 GiB`).
+pub fn human(b: u64) -> String {
+    const U: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < U.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b} B")
+    } else if v.fract() == 0.0 {
+        format!("{v:.0} {}", U[i])
+    } else {
+        format!("{v:.1} {}", U[i])
+    }
+}

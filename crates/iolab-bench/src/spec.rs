@@ -1,0 +1,324 @@
+//! The workload model: one serde struct that says everything a run does.
+//! Built from command-line flags today, from fio job files and traces later.
+
+use iolab::engine::{AccessHint, EngineKind, EngineOpts};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// Order in which blocks are visited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessPattern {
+    /// Block after block (each thread its own slice of a shared file).
+    Seq,
+    /// Uniformly random blocks, with replacement (fio `--norandommap`).
+    Rand,
+    /// Every block exactly once, in random order (fio's default random map).
+    Shuffle,
+}
+
+impl AccessPattern {
+    /// Name as the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            AccessPattern::Seq => "seq",
+            AccessPattern::Rand => "rand",
+            AccessPattern::Shuffle => "shuffle",
+        }
+    }
+
+    /// The kernel hint that fits the pattern.
+    pub fn hint(self) -> AccessHint {
+        match self {
+            AccessPattern::Seq => AccessHint::Sequential,
+            _ => AccessHint::Random,
+        }
+    }
+}
+
+impl fmt::Display for AccessPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for AccessPattern {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "seq" | "sequential" => Ok(AccessPattern::Seq),
+            "rand" | "random" => Ok(AccessPattern::Rand),
+            "shuffle" => Ok(AccessPattern::Shuffle),
+            _ => Err(format!("unknown pattern '{s}' (one of seq, rand, shuffle)")),
+        }
+    }
+}
+
+/// Reads, writes, or a mix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", tag = "op")]
+pub enum OpMix {
+    /// Only reads.
+    Read,
+    /// Only writes (the pattern's own bytes, so the file stays verifiable).
+    Write,
+    /// Reads with probability `read_pct` %, writes otherwise.
+    Rw {
+        /// Percentage of reads, 0..=100.
+        read_pct: u8,
+    },
+}
+
+impl OpMix {
+    /// Whether any op writes.
+    pub fn writes(self) -> bool {
+        !matches!(self, OpMix::Read)
+    }
+
+    /// Short name for tables.
+    pub fn name(self) -> String {
+        match self {
+            OpMix::Read => "read".into(),
+            OpMix::Write => "write".into(),
+            OpMix::Rw { read_pct } => format!("rw{read_pct}"),
+        }
+    }
+}
+
+/// Page-cache state to establish before measuring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheMode {
+    /// Evict the file's pages (and check with mincore).
+    Cold,
+    /// Read the file once so it is resident (and check).
+    Warm,
+    /// Leave the cache as it is (residency is still measured).
+    AsIs,
+}
+
+impl CacheMode {
+    /// Name as the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheMode::Cold => "cold",
+            CacheMode::Warm => "warm",
+            CacheMode::AsIs => "as-is",
+        }
+    }
+}
+
+impl FromStr for CacheMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "cold" => Ok(CacheMode::Cold),
+            "warm" => Ok(CacheMode::Warm),
+            "as-is" | "asis" => Ok(CacheMode::AsIs),
+            _ => Err(format!(
+                "unknown cache state '{s}' (one of cold, warm, as-is)"
+            )),
+        }
+    }
+}
+
+/// When a run ends: whichever limit comes first. With no limit at all the
+/// run reads (or writes) the data once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StopRule {
+    /// Total bytes over all threads.
+    pub bytes: Option<u64>,
+    /// Total ops over all threads.
+    pub ops: Option<u64>,
+    /// Measured time, ns (ramp not included).
+    pub time_ns: Option<u64>,
+}
+
+/// Everything a run does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadSpec {
+    /// Engine.
+    pub engine: EngineKind,
+    /// Reads, writes or a mix.
+    pub op: OpMix,
+    /// Visiting order.
+    pub pattern: AccessPattern,
+    /// Block (op) size, bytes.
+    pub bs: u64,
+    /// Ops in flight per thread.
+    pub qd: u32,
+    /// Ops handed to the engine per submit call.
+    pub batch_submit: u32,
+    /// Completions waited for before submitting again (when the queue is full).
+    pub batch_complete: u32,
+    /// Worker threads (0: run on the calling thread).
+    pub threads: u32,
+    /// One file per thread (`file.N`) instead of one shared file.
+    pub file_per_thread: bool,
+    /// The file (or the stem of per-thread files).
+    pub file: PathBuf,
+    /// Size of each file, bytes.
+    pub file_size: u64,
+    /// O_DIRECT.
+    pub direct: bool,
+    /// Cache state before measuring.
+    pub cache: CacheMode,
+    /// Drop the whole page cache (root) for a cold run.
+    pub drop_caches: bool,
+    /// Engine options (hipri, mmap touch, io_uring knobs).
+    pub engine_opts: EngineOpts,
+    /// Stop rule.
+    pub stop: StopRule,
+    /// Warm-up time not measured, ns.
+    pub ramp_ns: u64,
+    /// Per-interval samples every this many ns.
+    pub interval_ns: Option<u64>,
+    /// Seed of offsets (data pattern seeds come from the file).
+    pub seed: u64,
+    /// Check every byte read against the pattern.
+    pub verify: bool,
+}
+
+impl WorkloadSpec {
+    /// Threads that do work (threads 0 still means one worker: the caller).
+    pub fn workers(&self) -> u32 {
+        self.threads.max(1)
+    }
+
+    /// The file each worker uses.
+    pub fn file_of(&self, worker: u32) -> PathBuf {
+        if self.file_per_thread {
+            let mut s = self.file.clone().into_os_string();
+            s.push(format!(".{worker}"));
+            PathBuf::from(s)
+        } else {
+            self.file.clone()
+        }
+    }
+
+    /// All distinct files of the run.
+    pub fn files(&self) -> Vec<PathBuf> {
+        if self.file_per_thread {
+            (0..self.workers()).map(|w| self.file_of(w)).collect()
+        } else {
+            vec![self.file.clone()]
+        }
+    }
+
+    /// Total bytes the data set holds.
+    pub fn data_bytes(&self) -> u64 {
+        self.file_size * self.files().len() as u64
+    }
+
+    /// A compact label in the style of the Linux read-interfaces study:
+    /// `P` pread, `U64B1` io_uring depth 64 batch 1, `M` fixed buffers, `F`
+    /// registered files, `S` SQPOLL, `T2` two threads, `D` O_DIRECT.
+    pub fn label(&self) -> String {
+        let u = &self.engine_opts.uring;
+        let mut s = match self.engine {
+            EngineKind::Read => "R".to_string(),
+            EngineKind::Pread => "P".to_string(),
+            EngineKind::Preadv2 => {
+                if self.engine_opts.hipri {
+                    "VH".to_string()
+                } else {
+                    "V".to_string()
+                }
+            }
+            EngineKind::Stream => "St".to_string(),
+            EngineKind::Mmap => {
+                if self.engine_opts.mmap_touch {
+                    "MapT".to_string()
+                } else {
+                    "Map".to_string()
+                }
+            }
+            EngineKind::Null => format!("N{}B{}", self.qd, self.batch_submit),
+            EngineKind::Uring => {
+                let mut s = format!("U{}B{}", self.qd, self.batch_submit);
+                if u.fixed_bufs {
+                    s.push('M');
+                }
+                if u.reg_files {
+                    s.push('F');
+                }
+                s
+            }
+        };
+        if self.workers() > 1 {
+            s.push_str(&format!("T{}", self.workers()));
+        }
+        if u.sqpoll {
+            s.push('S');
+        }
+        if self.direct {
+            s.push('D');
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn spec() -> WorkloadSpec {
+        WorkloadSpec {
+            engine: EngineKind::Uring,
+            op: OpMix::Read,
+            pattern: AccessPattern::Rand,
+            bs: 4096,
+            qd: 64,
+            batch_submit: 1,
+            batch_complete: 1,
+            threads: 2,
+            file_per_thread: false,
+            file: PathBuf::from("/x/f"),
+            file_size: 1 << 20,
+            direct: false,
+            cache: CacheMode::AsIs,
+            drop_caches: false,
+            engine_opts: EngineOpts::default(),
+            stop: StopRule::default(),
+            ramp_ns: 0,
+            interval_ns: None,
+            seed: 1,
+            verify: false,
+        }
+    }
+
+    #[test]
+    fn labels_follow_the_study() {
+        let mut s = spec();
+        s.engine_opts.uring.fixed_bufs = true;
+        s.engine_opts.uring.reg_files = true;
+        assert_eq!(s.label(), "U64B1MFT2");
+        s.engine_opts.uring.sqpoll = true;
+        s.threads = 1;
+        assert_eq!(s.label(), "U64B1MFS");
+        s.engine = EngineKind::Pread;
+        s.engine_opts = EngineOpts::default();
+        assert_eq!(s.label(), "P");
+    }
+
+    #[test]
+    fn per_thread_files_are_numbered() {
+        let mut s = spec();
+        s.file_per_thread = true;
+        assert_eq!(
+            s.files(),
+            vec![PathBuf::from("/x/f.0"), PathBuf::from("/x/f.1")]
+        );
+        assert_eq!(s.data_bytes(), 2 << 20);
+    }
+
+    #[test]
+    fn spec_round_trips_through_json() {
+        let s = spec();
+        let j = serde_json::to_string(&s).unwrap();
+        let back: WorkloadSpec = serde_json::from_str(&j).unwrap();
+        assert_eq!(s, back);
+    }
+}

@@ -1,0 +1,495 @@
+//! `iolab bench`: one measurement, or the cartesian product of the
+//! comma-separated values of `--engine --bs --qd --batch --threads --pattern`.
+
+use crate::cleanup;
+use crate::output::{self, Exporter};
+use crate::parse;
+use anyhow::Result;
+use iolab::engine::{EngineKind, EngineOpts, UringOpts};
+use iolab_bench::env::Environment;
+use iolab_bench::prepare::{self, PrepareOpts, Prepared};
+use iolab_bench::record::{unix_ms, BenchRecord, IntervalSample};
+use iolab_bench::runner::{run_once, RealEngines, RunControl};
+use iolab_bench::spec::{AccessPattern, CacheMode, OpMix, StopRule, WorkloadSpec};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+fn engine(s: &str) -> Result<EngineKind, String> {
+    s.parse()
+}
+fn pattern(s: &str) -> Result<AccessPattern, String> {
+    s.parse()
+}
+fn cache(s: &str) -> Result<CacheMode, String> {
+    s.parse()
+}
+
+/// Reads, writes or both.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpArg {
+    /// Only reads.
+    Read,
+    /// Only writes.
+    Write,
+    /// Reads and writes, `--read-pct` % reads.
+    Rw,
+}
+
+/// Arguments of `iolab bench`.
+#[derive(clap::Args, Debug)]
+pub struct BenchArgs {
+    /// Engine(s): read, pread, preadv2, stream, mmap, uring, null.
+    #[arg(long, value_delimiter = ',', default_value = "pread", value_parser = engine)]
+    pub engine: Vec<EngineKind>,
+    /// Operation.
+    #[arg(long, value_enum, default_value = "read")]
+    pub op: OpArg,
+    /// Percentage of reads with `--op rw`.
+    #[arg(long, default_value_t = 70, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub read_pct: u8,
+    /// Access pattern(s): seq, rand (uniform, with replacement), shuffle (every block once).
+    #[arg(long, value_delimiter = ',', default_value = "seq", value_parser = pattern)]
+    pub pattern: Vec<AccessPattern>,
+    /// Block size(s), binary units (4k, 1m).
+    #[arg(long, value_delimiter = ',', default_value = "4k", value_parser = parse::size)]
+    pub bs: Vec<u64>,
+    /// Ops in flight per thread (asynchronous engines).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub qd: Vec<u32>,
+    /// Ops handed to the engine per submit call.
+    #[arg(
+        long,
+        alias = "batch-submit",
+        value_delimiter = ',',
+        default_value = "1"
+    )]
+    pub batch: Vec<u32>,
+    /// Completions waited for before submitting again when the queue is full.
+    #[arg(long, default_value_t = 1)]
+    pub batch_complete: u32,
+    /// Worker threads (0 = the main thread does the work).
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub threads: Vec<u32>,
+    /// One file per thread (FILE.0, FILE.1, ...) instead of one shared file.
+    #[arg(long)]
+    pub file_per_thread: bool,
+    /// The file to read (created with the verifiable pattern if missing and
+    /// --size is given). Without it, a temporary file in --dir is used and removed.
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+    /// File size, and the amount a run moves when no other limit is given.
+    #[arg(long, value_parser = parse::size)]
+    pub size: Option<u64>,
+    /// Directory for the temporary file when --file is not given.
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// Bypass the page cache (O_DIRECT).
+    #[arg(long)]
+    pub direct: bool,
+    /// Page-cache state before each run: cold, warm, as-is.
+    #[arg(long, default_value = "cold", value_parser = cache)]
+    pub cache: CacheMode,
+    /// With --cache cold: also drop the whole page cache (root).
+    #[arg(long)]
+    pub drop_caches: bool,
+    /// Stop after this long (e.g. 10s); sequential runs wrap around.
+    #[arg(long, value_parser = parse::duration)]
+    pub time: Option<Duration>,
+    /// Stop after this many ops (all threads).
+    #[arg(long, value_parser = parse::count)]
+    pub ops: Option<u64>,
+    /// Stop after moving this many bytes (default: --size once).
+    #[arg(long, value_parser = parse::size)]
+    pub io_size: Option<u64>,
+    /// Run this long before measuring.
+    #[arg(long, value_parser = parse::duration)]
+    pub ramp: Option<Duration>,
+    /// Record and show per-interval samples (e.g. 1s).
+    #[arg(long, value_parser = parse::duration)]
+    pub interval: Option<Duration>,
+    /// Run each configuration this many times.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Check every byte read against the pattern.
+    #[arg(long)]
+    pub verify: bool,
+    /// preadv2: set RWF_HIPRI (polled completion).
+    #[arg(long)]
+    pub hipri: bool,
+    /// mmap: only fault pages in, copy nothing.
+    #[arg(long)]
+    pub mmap_touch: bool,
+    /// uring: register the files.
+    #[arg(long)]
+    pub reg_files: bool,
+    /// uring: register the buffers (READ_FIXED/WRITE_FIXED).
+    #[arg(long)]
+    pub fixed_bufs: bool,
+    /// uring: kernel submission polling thread.
+    #[arg(long)]
+    pub sqpoll: bool,
+    /// uring: SQPOLL idle time before sleeping, ms.
+    #[arg(long)]
+    pub sqpoll_idle: Option<u32>,
+    /// uring: CPU for the SQPOLL thread.
+    #[arg(long)]
+    pub sqpoll_cpu: Option<u32>,
+    /// uring: busy-poll for completions (O_DIRECT, device with poll queues).
+    #[arg(long)]
+    pub iopoll: bool,
+    /// Allow writing into, or replacing, files iolab did not create.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Seed of the offsets (and of the pattern of files created now).
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Print one JSON document on stdout (instead of the table).
+    #[arg(long)]
+    pub json: bool,
+    /// Append one JSON record per configuration to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub jsonl: Option<PathBuf>,
+    /// Write one CSV row per run to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+}
+
+/// Options shared by every configuration of one invocation.
+pub struct Session<'a> {
+    /// Ctrl-C flag.
+    pub stop: &'a AtomicBool,
+    /// Repeats per configuration.
+    pub repeat: u32,
+    /// Whether --size was given (a missing file may be created).
+    pub size_given: bool,
+    /// Overwrite permission.
+    pub overwrite: bool,
+    /// Show live intervals on stderr.
+    pub live: bool,
+}
+
+fn check_flags(a: &BenchArgs) -> Result<()> {
+    let uring_only = [
+        ("--reg-files", a.reg_files),
+        ("--fixed-bufs", a.fixed_bufs),
+        ("--sqpoll", a.sqpoll),
+        ("--iopoll", a.iopoll),
+        ("--sqpoll-idle", a.sqpoll_idle.is_some()),
+        ("--sqpoll-cpu", a.sqpoll_cpu.is_some()),
+    ];
+    for (flag, set) in uring_only {
+        if set {
+            if let Some(e) = a.engine.iter().find(|e| **e != EngineKind::Uring) {
+                return Err(super::usage(format!(
+                    "{flag}: only the uring engine takes it, not {e}"
+                )));
+            }
+        }
+    }
+    if (a.sqpoll_idle.is_some() || a.sqpoll_cpu.is_some()) && !a.sqpoll {
+        return Err(super::usage("--sqpoll-idle/--sqpoll-cpu need --sqpoll"));
+    }
+    if let Some(c) = a.sqpoll_cpu {
+        let n = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        if c as usize >= n {
+            return Err(super::usage(format!(
+                "--sqpoll-cpu {c}: this machine has CPUs 0..{} only",
+                n - 1
+            )));
+        }
+    }
+    if a.iopoll && !a.direct {
+        return Err(super::usage(
+            "--iopoll needs --direct: polled completion bypasses the page cache",
+        ));
+    }
+    if a.drop_caches && a.cache != CacheMode::Cold {
+        return Err(super::usage("--drop-caches goes with --cache cold"));
+    }
+    if a.op != OpArg::Rw && a.read_pct != 70 {
+        return Err(super::usage("--read-pct needs --op rw"));
+    }
+    if let Some(f) = &a.file {
+        if f.is_dir() {
+            return Err(super::usage(format!(
+                "--file {}: is a directory; name a file",
+                f.display()
+            )));
+        }
+    }
+    if a.time.is_some_and(|t| t.is_zero()) {
+        return Err(super::usage(
+            "--time 0: give a positive duration (e.g. 10s)",
+        ));
+    }
+    if a.interval.is_some_and(|t| t < Duration::from_millis(10)) {
+        return Err(super::usage("--interval: use at least 10ms"));
+    }
+    Ok(())
+}
+
+/// The configurations the flags describe (cartesian product).
+fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
+    let op = match a.op {
+        OpArg::Read => OpMix::Read,
+        OpArg::Write => OpMix::Write,
+        OpArg::Rw => OpMix::Rw {
+            read_pct: a.read_pct,
+        },
+    };
+    let opts = EngineOpts {
+        hipri: a.hipri,
+        mmap_touch: a.mmap_touch,
+        access: Default::default(),
+        uring: UringOpts {
+            reg_files: a.reg_files,
+            fixed_bufs: a.fixed_bufs,
+            sqpoll: a.sqpoll,
+            sqpoll_idle_ms: a.sqpoll_idle,
+            sqpoll_cpu: a.sqpoll_cpu,
+            iopoll: a.iopoll,
+        },
+    };
+    let mut v = Vec::new();
+    for &engine in &a.engine {
+        for &pattern in &a.pattern {
+            for &bs in &a.bs {
+                for &qd in &a.qd {
+                    for &batch in &a.batch {
+                        for &threads in &a.threads {
+                            v.push(WorkloadSpec {
+                                engine,
+                                op,
+                                pattern,
+                                bs,
+                                qd,
+                                batch_submit: batch,
+                                batch_complete: a.batch_complete.min(qd.max(1)),
+                                threads,
+                                file_per_thread: a.file_per_thread,
+                                file: file.to_path_buf(),
+                                file_size: size,
+                                direct: a.direct,
+                                cache: a.cache,
+                                drop_caches: a.drop_caches,
+                                engine_opts: opts,
+                                stop: StopRule {
+                                    bytes: a.io_size,
+                                    ops: a.ops,
+                                    time_ns: a.time.map(|t| t.as_nanos() as u64),
+                                },
+                                ramp_ns: a.ramp.map(|t| t.as_nanos() as u64).unwrap_or(0),
+                                interval_ns: a.interval.map(|t| t.as_nanos() as u64),
+                                seed: a.seed,
+                                verify: a.verify,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
+/// Keeps the valid configurations; a sweep skips invalid combinations with
+/// a note, a single invalid configuration is an error.
+pub fn valid_only(all: Vec<WorkloadSpec>) -> Result<Vec<WorkloadSpec>> {
+    let n = all.len();
+    let mut ok = Vec::new();
+    let mut first_err = None;
+    for s in all {
+        match prepare::validate(&s) {
+            Ok(()) => ok.push(s),
+            Err(e) => {
+                if n > 1 {
+                    eprintln!("note: skipping {}: {e}", s.label());
+                }
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    if ok.is_empty() {
+        return Err(first_err.expect("at least one configuration").into());
+    }
+    Ok(ok)
+}
+
+/// Prepares the files of `spec` (creating missing ones with a progress bar).
+pub fn prepare_files(spec: &WorkloadSpec, ses: &Session, temp: bool) -> Result<Prepared> {
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let prep = prepare::prepare(
+        spec,
+        ses.size_given,
+        PrepareOpts {
+            overwrite: ses.overwrite,
+        },
+        ses.stop,
+        &mut |p| {
+            // Until the file is complete it is ours to remove on Ctrl-C.
+            cleanup::register(p);
+        },
+        &mut |n, total| {
+            let b = bar.get_or_insert_with(|| crate::progress::bytes(total, "creating test file"));
+            b.set_position(n);
+        },
+    )?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if !temp {
+        for f in &prep.files {
+            cleanup::keep(&f.path);
+        }
+    }
+    Ok(prep)
+}
+
+/// Runs every configuration `repeat` times, feeding exporters as records
+/// complete. Stops early (keeping what was measured) on Ctrl-C.
+pub fn execute(
+    specs: &[WorkloadSpec],
+    ses: &Session,
+    temp: bool,
+    exporters: &mut [Box<dyn Exporter>],
+    mut each: impl FnMut(&BenchRecord),
+) -> Result<Vec<BenchRecord>> {
+    let env = Environment::capture(
+        &specs[0]
+            .file
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| ".".into()),
+    );
+    let total = specs.len() as u64 * ses.repeat as u64;
+    let pb = crate::progress::runs(total);
+    let mut records = Vec::new();
+    for spec in specs {
+        if ses.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let prep = prepare_files(spec, ses, temp)?;
+        let size = if ses.size_given {
+            spec.file_size
+        } else {
+            prep.files.iter().map(|f| f.len).min().unwrap_or(0)
+        };
+        let mut spec = spec.clone();
+        spec.file_size = size;
+        let started = unix_ms();
+        let mut runs = Vec::new();
+        for _ in 0..ses.repeat {
+            if ses.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            pb.set_message(spec.label());
+            let resident = prepare::set_cache(&spec, &prep, size)?;
+            let pb2 = pb.clone();
+            let live = |s: &IntervalSample| pb2.println(output::table::interval_line(s));
+            let ctl = RunControl {
+                stop: ses.stop,
+                on_interval: if ses.live { Some(&live) } else { None },
+            };
+            let m = run_once(&spec, &prep, size, resident, &RealEngines, &ctl)?;
+            for w in output::table::warnings(&m) {
+                pb.println(format!("warning: {}: {w}", spec.label()));
+            }
+            runs.push(m);
+            pb.inc(1);
+        }
+        if runs.is_empty() {
+            break;
+        }
+        let rec = BenchRecord::new(spec.clone(), env.clone(), started, runs);
+        for e in exporters.iter_mut() {
+            e.record(&rec)?;
+        }
+        each(&rec);
+        records.push(rec);
+    }
+    pb.finish_and_clear();
+    for e in exporters.iter_mut() {
+        e.finish()?;
+    }
+    Ok(records)
+}
+
+/// A temporary file path in `dir` (not yet created).
+pub fn temp_path(dir: &Path) -> Result<PathBuf> {
+    if !dir.is_dir() {
+        return Err(super::usage(format!(
+            "--dir {}: no such directory",
+            dir.display()
+        )));
+    }
+    Ok(dir.join(format!(".iolab-{}.tmp", std::process::id())))
+}
+
+/// Runs `iolab bench`.
+pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
+    check_flags(a)?;
+    let temp = a.file.is_none();
+    let file = match &a.file {
+        Some(f) => f.clone(),
+        None => temp_path(&a.dir)?,
+    };
+    let size_given = a.size.is_some() || temp;
+    let size = match (a.size, &a.file) {
+        (Some(s), _) => s,
+        (None, None) => 1 << 30,
+        (None, Some(f)) => {
+            if !f.exists() && !a.file_per_thread {
+                return Err(super::usage(format!(
+                    "--file {}: no such file; give --size to create it (e.g. --size 1g)",
+                    f.display()
+                )));
+            }
+            0
+        }
+    };
+    let all = valid_only(specs(a, &file, size))?;
+    if temp {
+        for s in &all {
+            for f in s.files() {
+                cleanup::register(&f);
+            }
+        }
+    }
+    let ses = Session {
+        stop,
+        repeat: a.repeat,
+        size_given,
+        overwrite: a.overwrite,
+        live: a.interval.is_some(),
+    };
+    let mut exporters: Vec<Box<dyn Exporter>> = Vec::new();
+    if let Some(p) = &a.csv {
+        exporters.push(Box::new(output::csv::Csv::create(p, a.overwrite)?));
+    }
+    if let Some(p) = &a.jsonl {
+        exporters.push(Box::new(output::jsonl::JsonLines::open(p)?));
+    }
+    if a.json {
+        exporters.push(Box::new(output::json::Json::default()));
+    }
+    let single = all.len() == 1;
+    let text = !a.json;
+    let records = execute(&all, &ses, temp, &mut exporters, |rec| {
+        if text && !single {
+            // Sweeps show each row as it completes, after the header.
+        }
+        let _ = rec;
+    })?;
+    if text && !records.is_empty() {
+        if single {
+            print!("{}", output::table::detail(&records[0]));
+        } else {
+            print!("{}", output::table::sweep(&records));
+        }
+        print!("{}", output::table::footer(a.repeat as usize));
+    }
+    Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 })
+}

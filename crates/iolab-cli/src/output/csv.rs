@@ -1,0 +1,125 @@
+//! `--csv FILE`: one row per run, the file rewritten (atomically) after each
+//! configuration.
+
+use super::Exporter;
+use anyhow::Context;
+use iolab_bench::record::BenchRecord;
+use std::path::{Path, PathBuf};
+
+/// Column names, in order.
+pub const HEADER: &[&str] = &[
+    "label",
+    "engine",
+    "op",
+    "pattern",
+    "bs",
+    "qd",
+    "batch",
+    "threads",
+    "direct",
+    "cache",
+    "run",
+    "duration_ns",
+    "bytes",
+    "ops",
+    "mib_per_s",
+    "iops",
+    "lat_min_ns",
+    "lat_mean_ns",
+    "lat_p50_ns",
+    "lat_p90_ns",
+    "lat_p99_ns",
+    "lat_p99_9_ns",
+    "lat_p99_99_ns",
+    "lat_max_ns",
+    "cpu_user_pct",
+    "cpu_sys_pct",
+    "cpu_ns_per_op",
+    "vol_csw",
+    "invol_csw",
+    "minor_faults",
+    "major_faults",
+    "resident_before",
+    "interrupted",
+];
+
+/// A CSV file of every run so far.
+pub struct Csv {
+    path: PathBuf,
+    rows: Vec<Vec<String>>,
+}
+
+impl Csv {
+    /// Refuses to replace a file that exists unless `overwrite`.
+    pub fn create(path: &Path, overwrite: bool) -> anyhow::Result<Self> {
+        if path.exists() && !overwrite {
+            return Err(crate::cmd::usage(format!(
+                "--csv {}: the file exists; choose a new name or pass --overwrite",
+                path.display()
+            )));
+        }
+        Ok(Csv {
+            path: path.to_path_buf(),
+            rows: Vec::new(),
+        })
+    }
+
+    fn write(&self) -> anyhow::Result<()> {
+        let tmp = self.path.with_extension("csv.tmp");
+        {
+            let mut w =
+                csv::Writer::from_path(&tmp).with_context(|| format!("--csv {}", tmp.display()))?;
+            w.write_record(HEADER)?;
+            for r in &self.rows {
+                w.write_record(r)?;
+            }
+            w.flush()?;
+        }
+        std::fs::rename(&tmp, &self.path).with_context(|| format!("--csv {}", self.path.display()))
+    }
+}
+
+impl Exporter for Csv {
+    fn record(&mut self, rec: &BenchRecord) -> anyhow::Result<()> {
+        let s = &rec.spec;
+        for (i, r) in rec.runs.iter().enumerate() {
+            let l = &r.latency;
+            self.rows.push(vec![
+                rec.label.clone(),
+                s.engine.to_string(),
+                s.op.name(),
+                s.pattern.to_string(),
+                s.bs.to_string(),
+                s.qd.to_string(),
+                s.batch_submit.to_string(),
+                s.threads.to_string(),
+                s.direct.to_string(),
+                s.cache.name().to_string(),
+                (i + 1).to_string(),
+                r.duration_ns.to_string(),
+                r.bytes.to_string(),
+                r.ops.to_string(),
+                format!("{:.3}", r.mib_per_s),
+                format!("{:.1}", r.iops),
+                l.min_ns.to_string(),
+                format!("{:.1}", l.mean_ns),
+                l.p50_ns.to_string(),
+                l.p90_ns.to_string(),
+                l.p99_ns.to_string(),
+                l.p99_9_ns.to_string(),
+                l.p99_99_ns.to_string(),
+                l.max_ns.to_string(),
+                format!("{:.2}", r.cpu.user_pct),
+                format!("{:.2}", r.cpu.sys_pct),
+                format!("{:.1}", r.cpu.cpu_ns_per_op),
+                r.cpu.vol_csw.to_string(),
+                r.cpu.invol_csw.to_string(),
+                r.cpu.minor_faults.to_string(),
+                r.cpu.major_faults.to_string(),
+                format!("{:.4}", r.resident_before),
+                r.interrupted.to_string(),
+            ]);
+        }
+        self.write()
+    }
+}

@@ -1,0 +1,20 @@
+//! Writers of results: a human table, one JSON document, JSON lines, CSV.
+//! Each file format is one small exporter; files are written after every
+//! configuration so an interrupted sweep keeps what it measured.
+
+pub mod csv;
+pub mod json;
+pub mod jsonl;
+pub mod table;
+
+use iolab_bench::record::BenchRecord;
+
+/// Receives each configuration's record as soon as it is complete.
+pub trait Exporter {
+    /// One more record.
+    fn record(&mut self, rec: &BenchRecord) -> anyhow::Result<()>;
+    /// All records are in.
+    fn finish(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+}

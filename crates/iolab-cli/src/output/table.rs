@@ -1,0 +1,208 @@
+//! The human-readable text: a detailed block for one configuration, a
+//! compact table for sweeps, and the definition of latency under both.
+
+use iolab_bench::prepare::human;
+use iolab_bench::record::{BenchRecord, RunMetrics, LATENCY_DEFINITION};
+use std::fmt::Write;
+
+/// Formats nanoseconds with a readable unit.
+pub fn ns(v: f64) -> String {
+    if v < 1e3 {
+        format!("{v:.0} ns")
+    } else if v < 1e6 {
+        format!("{:.1} µs", v / 1e3)
+    } else if v < 1e9 {
+        format!("{:.2} ms", v / 1e6)
+    } else {
+        format!("{:.2} s", v / 1e9)
+    }
+}
+
+/// Formats a count with thousands separators.
+pub fn count(v: f64) -> String {
+    let s = format!("{:.0}", v);
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 && c != '-' {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn describe(rec: &BenchRecord) -> String {
+    let s = &rec.spec;
+    let mut d = format!("{} {} {} {}", s.engine, s.op.name(), s.pattern, human(s.bs));
+    if !s.engine.is_sync() {
+        let _ = write!(d, " qd {} batch {}", s.qd, s.batch_submit);
+    }
+    let _ = write!(d, " threads {}", s.threads);
+    if s.file_per_thread {
+        d.push_str(" file-per-thread");
+    }
+    d.push_str(if s.direct { " O_DIRECT" } else { " buffered" });
+    let _ = write!(d, " cache {}", s.cache.name());
+    d
+}
+
+/// The detailed block for one configuration.
+pub fn detail(rec: &BenchRecord) -> String {
+    let mut o = String::new();
+    let Some(r) = rec.median_run() else {
+        return o;
+    };
+    let _ = writeln!(o, "{}  {}", rec.label, describe(rec));
+    let _ = writeln!(
+        o,
+        "  resident before  {:.1} % of the file in the page cache",
+        r.resident_before * 100.0
+    );
+    let _ = writeln!(
+        o,
+        "  throughput       {:.1} MiB/s   {} IOPS   ({} in {:.2} s){}",
+        r.mib_per_s,
+        count(r.iops),
+        human(r.bytes),
+        r.duration_ns as f64 / 1e9,
+        if r.interrupted { "  [interrupted]" } else { "" }
+    );
+    let l = &r.latency;
+    let _ = writeln!(
+        o,
+        "  latency          min {}  mean {}  p50 {}  p90 {}",
+        ns(l.min_ns as f64),
+        ns(l.mean_ns),
+        ns(l.p50_ns as f64),
+        ns(l.p90_ns as f64)
+    );
+    let _ = writeln!(
+        o,
+        "                   p99 {}  p99.9 {}  p99.99 {}  max {}",
+        ns(l.p99_ns as f64),
+        ns(l.p99_9_ns as f64),
+        ns(l.p99_99_ns as f64),
+        ns(l.max_ns as f64)
+    );
+    let c = &r.cpu;
+    let _ = writeln!(
+        o,
+        "  cpu              user {:.1} %  system {:.1} %  (of one core; {} per op)",
+        c.user_pct,
+        c.sys_pct,
+        ns(c.cpu_ns_per_op)
+    );
+    let _ = writeln!(
+        o,
+        "  context switches {} voluntary, {} involuntary;  page faults {} minor, {} major",
+        count(c.vol_csw as f64),
+        count(c.invol_csw as f64),
+        count(c.minor_faults as f64),
+        count(c.major_faults as f64)
+    );
+    if rec.runs.len() > 1 {
+        let m = &rec.summary.mib_per_s;
+        let p = &rec.summary.p99_ns;
+        let _ = writeln!(
+            o,
+            "  {} repeats       MiB/s mean {:.1} median {:.1} min {:.1} max {:.1} sd {:.1}",
+            rec.runs.len(),
+            m.mean,
+            m.median,
+            m.min,
+            m.max,
+            m.stddev
+        );
+        let _ = writeln!(
+            o,
+            "                   p99   mean {} median {} min {} max {} sd {}",
+            ns(p.mean),
+            ns(p.median),
+            ns(p.min),
+            ns(p.max),
+            ns(p.stddev)
+        );
+    }
+    o
+}
+
+/// The compact table of a sweep.
+pub fn sweep(recs: &[BenchRecord]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:<14} {:<8} {:<7} {:>8} {:>4} {:>4} {:>5} {:>6} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>6}",
+        "label", "engine", "pattern", "bs", "qd", "bat", "thr", "cache", "MiB/s", "sd", "IOPS", "p50", "p99", "p99.9", "cpu%"
+    );
+    for rec in recs {
+        let Some(r) = rec.median_run() else { continue };
+        let s = &rec.spec;
+        let _ = writeln!(
+            o,
+            "{:<14} {:<8} {:<7} {:>8} {:>4} {:>4} {:>5} {:>6} {:>10.1} {:>8.1} {:>10} {:>10} {:>10} {:>10} {:>6.1}",
+            rec.label,
+            s.engine.name(),
+            s.pattern.name(),
+            human(s.bs),
+            s.qd,
+            s.batch_submit,
+            s.threads,
+            s.cache.name(),
+            r.mib_per_s,
+            rec.summary.mib_per_s.stddev,
+            count(r.iops),
+            ns(r.latency.p50_ns as f64),
+            ns(r.latency.p99_ns as f64),
+            ns(r.latency.p99_9_ns as f64),
+            r.cpu.user_pct + r.cpu.sys_pct
+        );
+    }
+    o
+}
+
+/// The footer under every latency table.
+pub fn footer(repeats: usize) -> String {
+    let mut s = format!("{LATENCY_DEFINITION}.\n");
+    if repeats > 1 {
+        s.push_str("Rows show the run with the median throughput; sd is across repeats.\n");
+    }
+    s
+}
+
+/// One live interval line.
+pub fn interval_line(s: &iolab_bench::record::IntervalSample) -> String {
+    format!(
+        "  {:>8.1} s  {:>10.1} MiB/s  {:>10} IOPS  p50 {:>9}  p99 {:>9}",
+        s.t_ms as f64 / 1000.0,
+        s.mib_per_s,
+        count(s.iops),
+        ns(s.p50_ns as f64),
+        ns(s.p99_ns as f64)
+    )
+}
+
+/// Whether a run looks suspicious enough to warn about it.
+pub fn warnings(r: &RunMetrics) -> Vec<String> {
+    let mut w = Vec::new();
+    if r.ops > 0 && r.duration_ns < 100_000_000 {
+        w.push(format!(
+            "measured only {:.1} ms: use --time or a larger --size for stable numbers",
+            r.duration_ns as f64 / 1e6
+        ));
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(ns(812.0), "812 ns");
+        assert_eq!(ns(95_200.0), "95.2 µs");
+        assert_eq!(ns(12_345_678.0), "12.35 ms");
+        assert_eq!(count(1234567.0), "1,234,567");
+        assert_eq!(count(12.0), "12");
+    }
+}
