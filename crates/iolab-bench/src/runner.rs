@@ -123,7 +123,13 @@ fn plans(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<Vec<Plan>> {
                 blocks, spec.bs
             )));
         }
-        let budget = total_ops.map(|o| o / w + u64::from(t < o % w));
+        let one_pass = spec.stop == crate::spec::StopRule::default();
+        let budget = if one_pass && spec.pattern != AccessPattern::Rand && !spec.file_per_thread {
+            // One pass: each worker exactly its own slice.
+            Some(count)
+        } else {
+            total_ops.map(|o| o / w + u64::from(t < o % w))
+        };
         let seed = spec.seed ^ (t + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93);
         v.push(Plan {
             worker: t as u32,

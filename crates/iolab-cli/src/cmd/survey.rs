@@ -1,18 +1,295 @@
-//! The default command: a survey of the storage under a directory.
+//! The default command: a survey of the storage under a directory, in about
+//! a minute. Sequential 1 MiB reads, random 4 KiB reads one at a time and 32
+//! in flight, cold and warm page cache, with the engines that suit each;
+//! then one table and a few lines of advice.
 
+use super::bench::{execute, temp_path, Session};
+use crate::cleanup;
+use crate::output::table::{count, ns};
 use anyhow::Result;
-use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use iolab::engine::{EngineKind, EngineOpts};
+use iolab_bench::prepare::human;
+use iolab_bench::record::{BenchRecord, LATENCY_DEFINITION};
+use iolab_bench::spec::{AccessPattern, CacheMode, OpMix, StopRule, WorkloadSpec};
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Arguments of the survey.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SurveyArgs {
-    /// Directory whose storage to measure.
+    /// Directory whose storage to measure (a temporary file is made there and removed).
     #[arg(long, default_value = ".")]
     pub dir: PathBuf,
+    /// Size of the temporary file (default: 1 GiB, less if free space is short).
+    #[arg(long, value_parser = crate::parse::size)]
+    pub size: Option<u64>,
+    /// Seconds per measurement (default 2.5).
+    #[arg(long, value_parser = crate::parse::duration)]
+    pub time: Option<std::time::Duration>,
+    /// Print one JSON document on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Which question a configuration answers.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Group {
+    SeqCold,
+    SeqWarm,
+    Rand1Cold,
+    Rand32Cold,
+    RandWarm,
+}
+
+impl Group {
+    fn title(self) -> &'static str {
+        match self {
+            Group::SeqCold => "sequential 1 MiB, cold",
+            Group::SeqWarm => "sequential 1 MiB, warm",
+            Group::Rand1Cold => "random 4 KiB depth 1, cold",
+            Group::Rand32Cold => "random 4 KiB depth 32, cold",
+            Group::RandWarm => "random 4 KiB, warm",
+        }
+    }
+}
+
+struct Plan {
+    group: Group,
+    engine: EngineKind,
+    pattern: AccessPattern,
+    bs: u64,
+    qd: u32,
+    direct: bool,
+    cache: CacheMode,
+}
+
+fn plans() -> Vec<Plan> {
+    use AccessPattern::*;
+    use CacheMode::*;
+    use EngineKind::*;
+    let p = |group, engine, pattern, bs, qd, direct, cache| Plan {
+        group,
+        engine,
+        pattern,
+        bs,
+        qd,
+        direct,
+        cache,
+    };
+    const M: u64 = 1 << 20;
+    const K4: u64 = 4096;
+    vec![
+        p(Group::SeqCold, Pread, Seq, M, 1, false, Cold),
+        p(Group::SeqCold, Pread, Seq, M, 1, true, Cold),
+        p(Group::SeqCold, Uring, Seq, M, 4, true, Cold),
+        p(Group::SeqWarm, Pread, Seq, M, 1, false, Warm),
+        p(Group::SeqWarm, Mmap, Seq, M, 1, false, Warm),
+        p(Group::Rand1Cold, Pread, Rand, K4, 1, true, Cold),
+        p(Group::Rand1Cold, Pread, Rand, K4, 1, false, Cold),
+        p(Group::Rand32Cold, Uring, Rand, K4, 32, true, Cold),
+        p(Group::RandWarm, Pread, Rand, K4, 1, false, Warm),
+        p(Group::RandWarm, Mmap, Rand, K4, 1, false, Warm),
+        p(Group::RandWarm, Uring, Rand, K4, 32, false, Warm),
+    ]
+}
+
+fn survey_size(dir: &Path, asked: Option<u64>) -> Result<u64> {
+    let free = iolab::file::free_space(dir)?;
+    if let Some(s) = asked {
+        if s > free {
+            return Err(super::usage(format!(
+                "--size {}: {} has only {} free",
+                human(s),
+                dir.display(),
+                human(free)
+            )));
+        }
+        return Ok(s);
+    }
+    // 1 GiB, but never more than a quarter of the free space.
+    let s = (1u64 << 30).min(free / 4) / (1 << 20) * (1 << 20);
+    if s < 64 << 20 {
+        return Err(super::usage(format!(
+            "--dir {}: only {} free; the survey needs at least 256 MiB",
+            dir.display(),
+            human(free)
+        )));
+    }
+    Ok(s)
 }
 
 /// Runs the survey.
-pub fn run(_a: &SurveyArgs, _stop: &AtomicBool) -> Result<i32> {
-    Ok(0)
+pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
+    let file = temp_path(&a.dir)?;
+    let size = survey_size(&a.dir, a.size)?;
+    let time = a.time.map(|t| t.as_nanos() as u64).unwrap_or(2_500_000_000);
+    cleanup::register(&file);
+    let plans = plans();
+    let specs: Vec<WorkloadSpec> = plans
+        .iter()
+        .map(|p| WorkloadSpec {
+            engine: p.engine,
+            op: OpMix::Read,
+            pattern: p.pattern,
+            bs: p.bs,
+            qd: p.qd,
+            batch_submit: 1,
+            batch_complete: 1,
+            threads: 1,
+            file_per_thread: false,
+            file: file.clone(),
+            file_size: size,
+            direct: p.direct,
+            cache: p.cache,
+            drop_caches: false,
+            engine_opts: EngineOpts::default(),
+            stop: StopRule {
+                bytes: if p.pattern == AccessPattern::Seq {
+                    Some(size)
+                } else {
+                    None
+                },
+                ops: None,
+                time_ns: Some(time),
+            },
+            ramp_ns: 0,
+            interval_ns: None,
+            seed: 42,
+            verify: false,
+        })
+        .collect();
+    eprintln!(
+        "iolab survey of {} ({} test file, {} measurements of up to {:.1} s; Ctrl-C stops early)",
+        a.dir.display(),
+        human(size),
+        specs.len(),
+        time as f64 / 1e9
+    );
+    let ses = Session {
+        stop,
+        repeat: 1,
+        size_given: true,
+        overwrite: false,
+        live: false,
+    };
+    let mut exporters: Vec<Box<dyn crate::output::Exporter>> = Vec::new();
+    if a.json {
+        exporters.push(Box::new(crate::output::json::Json::default()));
+    }
+    let recs = execute(&specs, &ses, true, &mut exporters, |_| {})?;
+    if !a.json {
+        let groups: Vec<Group> = plans.iter().map(|p| p.group).collect();
+        print!("{}", render(&recs, &groups));
+    }
+    Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 })
+}
+
+fn engine_desc(r: &BenchRecord) -> String {
+    let s = &r.spec;
+    let mut d = s.engine.to_string();
+    if !s.engine.is_sync() {
+        let _ = write!(d, " depth {}", s.qd);
+    }
+    d.push_str(if s.direct { ", O_DIRECT" } else { ", buffered" });
+    d
+}
+
+fn render(recs: &[BenchRecord], groups: &[Group]) -> String {
+    let mut o = String::new();
+    if let Some(r) = recs.first() {
+        let e = &r.env;
+        let _ = writeln!(
+            o,
+            "\nstorage: {} on {} ({}), scheduler {}, kernel {}, {} cores, {} RAM",
+            e.fs_type.as_deref().unwrap_or("?"),
+            e.device.as_deref().unwrap_or("?"),
+            e.device_model.as_deref().unwrap_or("?"),
+            e.scheduler.as_deref().unwrap_or("?"),
+            e.kernel,
+            e.cores,
+            human(e.memory_bytes)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\n{:<28} {:<26} {:>9} {:>10} {:>10} {:>10} {:>6}",
+        "workload", "engine", "MiB/s", "IOPS", "p50", "p99", "cpu%"
+    );
+    for (r, g) in recs.iter().zip(groups) {
+        let Some(m) = r.median_run() else { continue };
+        let _ = writeln!(
+            o,
+            "{:<28} {:<26} {:>9.1} {:>10} {:>10} {:>10} {:>6.1}",
+            g.title(),
+            engine_desc(r),
+            m.mib_per_s,
+            count(m.iops),
+            ns(m.latency.p50_ns as f64),
+            ns(m.latency.p99_ns as f64),
+            m.cpu.user_pct + m.cpu.sys_pct
+        );
+    }
+    let _ = writeln!(o, "{LATENCY_DEFINITION}.\n\nadvice:");
+    let best = |g: Group| {
+        recs.iter()
+            .zip(groups)
+            .filter(|(_, x)| **x == g)
+            .filter_map(|(r, _)| r.median_run().map(|m| (r, m)))
+            .max_by(|a, b| a.1.mib_per_s.total_cmp(&b.1.mib_per_s))
+    };
+    let gbs = |m: f64| {
+        let b = m * (1 << 20) as f64;
+        if b >= 1e9 {
+            format!("{:.2} GB/s", b / 1e9)
+        } else {
+            format!("{:.0} MB/s", b / 1e6)
+        }
+    };
+    if let Some((r, m)) = best(Group::SeqCold) {
+        let _ = writeln!(
+            o,
+            "- sequential reads from the device: {}, 1 MiB blocks — {}",
+            engine_desc(r),
+            gbs(m.mib_per_s)
+        );
+    }
+    if let Some((r, m)) = best(Group::SeqWarm) {
+        let _ = writeln!(
+            o,
+            "- sequential reads of cached data: {} — {} (memory copy speed, not the device)",
+            engine_desc(r),
+            gbs(m.mib_per_s)
+        );
+    }
+    let r1 = best(Group::Rand1Cold);
+    let r32 = best(Group::Rand32Cold);
+    if let Some((r, m)) = r1 {
+        let _ = writeln!(
+            o,
+            "- random 4 KiB reads one at a time: {} — {} IOPS, p99 {}: the device's latency floor",
+            engine_desc(r),
+            count(m.iops),
+            ns(m.latency.p99_ns as f64)
+        );
+    }
+    if let (Some((r, m)), Some((_, m1))) = (r32, r1) {
+        let _ = writeln!(
+            o,
+            "- random 4 KiB reads with many in flight: {} — {} IOPS, {:.1}x depth 1: keep requests queued (io_uring, or threads)",
+            engine_desc(r),
+            count(m.iops),
+            m.iops / m1.iops.max(1.0)
+        );
+    }
+    if let Some((r, m)) = best(Group::RandWarm) {
+        let _ = writeln!(
+            o,
+            "- random 4 KiB reads of cached data: {} — {} IOPS, p50 {}",
+            engine_desc(r),
+            count(m.iops),
+            ns(m.latency.p50_ns as f64)
+        );
+    }
+    o
 }

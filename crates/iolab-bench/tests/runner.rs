@@ -1,0 +1,350 @@
+//! Runner tests on real files: every engine returns the pattern's bytes, the
+//! runner respects the queue depth, shuffle visits each block once, writes
+//! keep the file verifiable, and corruption is caught with its offset.
+
+use iolab::buf::BufId;
+use iolab::engine::{self, Caps, Done, Engine, EngineConfig, EngineKind, EngineOpts, Op};
+use iolab_bench::prepare::{prepare, set_cache, PrepareOpts, Prepared};
+use iolab_bench::runner::{run_once, EngineFactory, RealEngines, RunControl};
+use iolab_bench::spec::{AccessPattern, CacheMode, OpMix, StopRule, WorkloadSpec};
+use iolab_bench::BenchError;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+const SIZE: u64 = 2 << 20;
+
+fn spec(file: &Path, engine: EngineKind) -> WorkloadSpec {
+    WorkloadSpec {
+        engine,
+        op: OpMix::Read,
+        pattern: AccessPattern::Seq,
+        bs: 4096,
+        qd: 1,
+        batch_submit: 1,
+        batch_complete: 1,
+        threads: 1,
+        file_per_thread: false,
+        file: file.to_path_buf(),
+        file_size: SIZE,
+        direct: false,
+        cache: CacheMode::AsIs,
+        drop_caches: false,
+        engine_opts: EngineOpts::default(),
+        stop: StopRule::default(),
+        ramp_ns: 0,
+        interval_ns: None,
+        seed: 5,
+        verify: true,
+    }
+}
+
+fn prep(s: &WorkloadSpec) -> Prepared {
+    let stop = AtomicBool::new(false);
+    prepare(
+        s,
+        true,
+        PrepareOpts::default(),
+        &stop,
+        &mut |_| {},
+        &mut |_, _| {},
+    )
+    .unwrap()
+}
+
+fn run(
+    s: &WorkloadSpec,
+    p: &Prepared,
+    f: &dyn EngineFactory,
+) -> Result<iolab_bench::record::RunMetrics, BenchError> {
+    let stop = AtomicBool::new(false);
+    let ctl = RunControl {
+        stop: &stop,
+        on_interval: None,
+    };
+    let res = set_cache(s, p, s.file_size).unwrap();
+    run_once(s, p, s.file_size, res, f, &ctl)
+}
+
+fn direct_ok(dir: &Path) -> bool {
+    iolab::file::fs_type(dir) != Some("tmpfs")
+}
+
+#[test]
+fn every_engine_reads_the_pattern_for_every_order_size_and_cache_mode() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("data");
+    let base = spec(&file, EngineKind::Pread);
+    let p = prep(&base);
+    let mut runs = 0;
+    for engine in EngineKind::ALL {
+        if engine == EngineKind::Null {
+            continue;
+        }
+        for pattern in [
+            AccessPattern::Seq,
+            AccessPattern::Rand,
+            AccessPattern::Shuffle,
+        ] {
+            for bs in [4096u64, 65536, 1 << 20] {
+                for direct in [false, true] {
+                    if direct && (!engine.supports_direct() || !direct_ok(d.path())) {
+                        continue;
+                    }
+                    let mut s = spec(&file, engine);
+                    s.pattern = pattern;
+                    s.bs = bs;
+                    s.direct = direct;
+                    s.qd = if engine.is_sync() { 1 } else { 8 };
+                    s.batch_submit = if engine.is_sync() { 1 } else { 4 };
+                    let p = Prepared {
+                        align: if direct {
+                            Some(iolab::file::dio_alignment(&file).unwrap())
+                        } else {
+                            None
+                        },
+                        ..p.clone()
+                    };
+                    let m = run(&s, &p, &RealEngines)
+                        .unwrap_or_else(|e| panic!("{engine} {pattern} {bs} direct={direct}: {e}"));
+                    assert_eq!(m.bytes, SIZE, "{engine} {pattern} {bs} direct={direct}");
+                    assert_eq!(m.ops, SIZE / bs);
+                    let o = m.latency.ordered();
+                    assert!(o.windows(2).all(|w| w[0] <= w[1]), "{:?}", m.latency);
+                    runs += 1;
+                }
+            }
+        }
+    }
+    assert!(runs >= 6 * 3 * 3, "only {runs} runs");
+}
+
+#[test]
+fn multithreaded_shared_and_per_thread_files_verify() {
+    let d = tempfile::tempdir().unwrap();
+    for per_thread in [false, true] {
+        let mut s = spec(&d.path().join(format!("f{per_thread}")), EngineKind::Uring);
+        s.threads = 2;
+        s.qd = 16;
+        s.batch_submit = 4;
+        s.file_per_thread = per_thread;
+        s.pattern = AccessPattern::Shuffle;
+        let p = prep(&s);
+        let m = run(&s, &p, &RealEngines).unwrap();
+        assert_eq!(m.bytes, s.data_bytes());
+    }
+}
+
+#[test]
+fn threads_zero_runs_on_the_calling_thread() {
+    let d = tempfile::tempdir().unwrap();
+    let mut s = spec(&d.path().join("f"), EngineKind::Pread);
+    s.threads = 0;
+    let p = prep(&s);
+    let m = run(&s, &p, &RealEngines).unwrap();
+    assert_eq!(m.bytes, SIZE);
+}
+
+#[test]
+fn corruption_is_caught_with_file_and_offset() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("f");
+    let s = spec(&file, EngineKind::Pread);
+    let p = prep(&s);
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+        let mut b = [0u8; 1];
+        f.read_at(&mut b, 0).ok();
+        f.write_at(&[0xAB ^ iolab::pattern::Pattern::new(0).byte(0)], 100_003)
+            .unwrap();
+    }
+    let e = run(&s, &p, &RealEngines).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("100003") && msg.contains(&file.display().to_string()),
+        "{msg}"
+    );
+    assert_eq!(e.exit_code(), 1);
+}
+
+#[test]
+fn writes_keep_the_file_verifiable() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("f");
+    for engine in [EngineKind::Pread, EngineKind::Read, EngineKind::Uring] {
+        let mut s = spec(&file, engine);
+        s.op = OpMix::Rw { read_pct: 50 };
+        s.pattern = AccessPattern::Rand;
+        s.qd = if engine.is_sync() { 1 } else { 8 };
+        let p = prep(&s);
+        let m = run(&s, &p, &RealEngines).unwrap();
+        assert!(m.read_ops > 0 && m.write_ops > 0, "{engine}: {m:?}");
+        // A full verified read afterwards still sees the pattern.
+        let r = spec(&file, EngineKind::Pread);
+        run(&r, &prep(&r), &RealEngines).unwrap();
+    }
+}
+
+/// Wraps an engine and counts ops in flight, remembering the maximum and
+/// every offset submitted.
+struct Counting {
+    inner: Box<dyn Engine>,
+    inflight: usize,
+    max: Arc<AtomicUsize>,
+    offsets: Arc<Mutex<Vec<u64>>>,
+    qd: usize,
+}
+
+impl Engine for Counting {
+    fn name(&self) -> &'static str {
+        "counting"
+    }
+    fn caps(&self) -> Caps {
+        self.inner.caps()
+    }
+    fn submit(&mut self, ops: &[Op]) -> iolab::Result<usize> {
+        let n = self.inner.submit(ops)?;
+        self.inflight += n;
+        assert!(
+            self.inflight <= self.qd,
+            "{} in flight > qd {}",
+            self.inflight,
+            self.qd
+        );
+        self.max.fetch_max(self.inflight, Ordering::Relaxed);
+        self.offsets
+            .lock()
+            .unwrap()
+            .extend(ops[..n].iter().map(|o| o.offset));
+        Ok(n)
+    }
+    fn reap(&mut self, min: usize, out: &mut Vec<Done>) -> iolab::Result<usize> {
+        assert!(
+            min <= self.inflight,
+            "asked to wait for {min} with {} in flight",
+            self.inflight
+        );
+        let before = out.len();
+        let n = self.inner.reap(min, out)?;
+        // Hand completions back in reverse order: the runner must match tags.
+        out[before..].reverse();
+        self.inflight -= n;
+        Ok(n)
+    }
+    fn buf(&self, id: BufId) -> &[u8] {
+        self.inner.buf(id)
+    }
+    fn buf_mut(&mut self, id: BufId) -> &mut [u8] {
+        self.inner.buf_mut(id)
+    }
+}
+
+struct CountingFactory {
+    kind: EngineKind,
+    max: Arc<AtomicUsize>,
+    offsets: Arc<Mutex<Vec<u64>>>,
+}
+
+impl EngineFactory for CountingFactory {
+    fn build(
+        &self,
+        spec: &WorkloadSpec,
+        _w: u32,
+        cfg: EngineConfig,
+    ) -> iolab::Result<Box<dyn Engine>> {
+        let qd = cfg.qd as usize;
+        Ok(Box::new(Counting {
+            inner: engine::build(self.kind, cfg)?,
+            inflight: 0,
+            max: self.max.clone(),
+            offsets: self.offsets.clone(),
+            qd: qd.max(spec.qd as usize),
+        }))
+    }
+}
+
+#[test]
+fn runner_never_exceeds_queue_depth_and_fills_it() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("f");
+    for (kind, qd, batch) in [
+        (EngineKind::Uring, 8, 3),
+        (EngineKind::Null, 16, 16),
+        (EngineKind::Uring, 1, 1),
+    ] {
+        let mut s = spec(&file, kind);
+        s.qd = qd;
+        s.batch_submit = batch;
+        s.threads = 2;
+        s.pattern = AccessPattern::Rand;
+        s.verify = kind != EngineKind::Null;
+        let p = prep(&s);
+        let f = CountingFactory {
+            kind,
+            max: Arc::new(AtomicUsize::new(0)),
+            offsets: Default::default(),
+        };
+        let m = run(&s, &p, &f).unwrap();
+        assert_eq!(m.ops, SIZE / 4096);
+        let max = f.max.load(Ordering::Relaxed);
+        assert!(
+            max <= qd as usize && max >= batch as usize,
+            "{kind}: max in flight {max}, qd {qd}"
+        );
+    }
+}
+
+#[test]
+fn shuffle_visits_every_block_exactly_once() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("f");
+    for threads in [1, 3] {
+        let mut s = spec(&file, EngineKind::Null);
+        s.pattern = AccessPattern::Shuffle;
+        s.threads = threads;
+        s.qd = 4;
+        s.verify = false;
+        let p = prep(&s);
+        let f = CountingFactory {
+            kind: EngineKind::Null,
+            max: Arc::new(AtomicUsize::new(0)),
+            offsets: Default::default(),
+        };
+        run(&s, &p, &f).unwrap();
+        let mut offs = f.offsets.lock().unwrap().clone();
+        let in_order = offs.windows(2).filter(|w| w[1] == w[0] + 4096).count();
+        offs.sort_unstable();
+        let all: Vec<u64> = (0..SIZE / 4096).map(|b| b * 4096).collect();
+        assert_eq!(offs, all, "threads {threads}");
+        assert!(
+            in_order < offs.len() / 10,
+            "shuffle looks sequential: {in_order}"
+        );
+    }
+}
+
+#[test]
+fn time_limit_and_intervals() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("f");
+    let mut s = spec(&file, EngineKind::Pread);
+    s.stop.time_ns = Some(600_000_000);
+    s.interval_ns = Some(100_000_000);
+    s.pattern = AccessPattern::Rand;
+    s.cache = CacheMode::Warm;
+    s.verify = false;
+    let p = prep(&s);
+    let m = run(&s, &p, &RealEngines).unwrap();
+    assert!(
+        m.duration_ns >= 590_000_000 && m.duration_ns < 2_000_000_000,
+        "{}",
+        m.duration_ns
+    );
+    assert!(m.resident_before > 0.99);
+    assert!(m.intervals.len() >= 4, "{:?}", m.intervals);
+    assert!(m
+        .intervals
+        .iter()
+        .all(|i| i.iops > 0.0 && i.p50_ns <= i.p99_ns));
+}

@@ -1,0 +1,332 @@
+//! Runs the real `iolab` binary: bad input gets one line and exit 2, results
+//! are valid JSON/CSV, `xor` matches an independent fold, Ctrl-C stops
+//! cleanly with what was measured.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn iolab(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run iolab")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Exit 2, exactly one line on stderr, naming `flag`.
+fn assert_bad(args: &[&str], flag: &str) {
+    let d = tempfile::tempdir().unwrap();
+    let o = iolab(args, d.path());
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+    assert_eq!(
+        e.trim_end().lines().count(),
+        1,
+        "{args:?}: more than one line: {e}"
+    );
+    assert!(e.contains(flag), "{args:?}: '{e}' does not name {flag}");
+    assert!(!e.contains("panicked") && !e.contains("backtrace"), "{e}");
+    // Nothing left behind.
+    let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
+    assert!(left.is_empty(), "{args:?} left files: {left:?}");
+}
+
+#[test]
+fn bad_inputs_exit_2_with_one_line_naming_the_flag() {
+    assert_bad(
+        &["bench", "--bs", "0", "--file", "f", "--size", "1m"],
+        "--bs",
+    );
+    assert_bad(
+        &[
+            "bench", "--bs", "3k", "--direct", "--file", "f", "--size", "1m",
+        ],
+        "--bs",
+    );
+    assert_bad(&["bench", "--file", "missing"], "--size");
+    assert_bad(&["bench", "--engine", "warp", "--size", "1m"], "--engine");
+    assert_bad(
+        &["bench", "--engine", "pread", "--qd", "8", "--size", "1m"],
+        "--qd",
+    );
+    assert_bad(&["bench", "--file", "f", "--size", "1000t"], "--size");
+    assert_bad(&["bench", "--time", "ten", "--size", "1m"], "--time");
+    assert_bad(
+        &["bench", "--qd", "0", "--engine", "uring", "--size", "1m"],
+        "--qd",
+    );
+    assert_bad(
+        &[
+            "bench", "--engine", "uring", "--qd", "4", "--batch", "8", "--size", "1m",
+        ],
+        "--batch",
+    );
+    assert_bad(
+        &["bench", "--engine", "pread", "--fixed-bufs", "--size", "1m"],
+        "--fixed-bufs",
+    );
+    assert_bad(
+        &[
+            "bench",
+            "--engine",
+            "uring",
+            "--sqpoll",
+            "--sqpoll-cpu",
+            "99",
+            "--size",
+            "1m",
+        ],
+        "--sqpoll-cpu",
+    );
+    assert_bad(
+        &["bench", "--engine", "mmap", "--op", "write", "--size", "1m"],
+        "--op",
+    );
+    assert_bad(&["bench", "--nonsense"], "--nonsense");
+    assert_bad(&["xor", "no-such-file"], "no-such-file");
+}
+
+#[test]
+fn never_writes_into_a_file_it_did_not_make() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("mine");
+    std::fs::write(&f, vec![1u8; 1 << 20]).unwrap();
+    let o = iolab(&["bench", "--op", "write", "--file", "mine"], d.path());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--overwrite"));
+    assert_eq!(std::fs::read(&f).unwrap(), vec![1u8; 1 << 20]);
+    // Reading it is fine, verifying it is not (its bytes are unknown).
+    let o = iolab(&["bench", "--file", "mine", "--bs", "64k"], d.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = iolab(&["bench", "--file", "mine", "--verify"], d.path());
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn one_measurement_prints_every_metric_and_json_is_valid() {
+    let d = tempfile::tempdir().unwrap();
+    let o = iolab(
+        &[
+            "bench",
+            "--engine",
+            "pread",
+            "--pattern",
+            "rand",
+            "--bs",
+            "4k",
+            "--file",
+            "f",
+            "--size",
+            "4m",
+            "--ops",
+            "2000",
+            "--verify",
+        ],
+        d.path(),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for word in [
+        "MiB/s",
+        "IOPS",
+        "min",
+        "mean",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "p99.99",
+        "max",
+        "user",
+        "system",
+        "context switches",
+        "minor",
+        "major",
+        "resident before",
+        "latency =",
+    ] {
+        assert!(out.contains(word), "missing {word}: {out}");
+    }
+    // The file stays, the next run reuses it.
+    assert!(d.path().join("f").exists());
+    let o = iolab(
+        &[
+            "bench",
+            "--engine",
+            "uring,null",
+            "--qd",
+            "1,8",
+            "--file",
+            "f",
+            "--ops",
+            "1000",
+            "--json",
+            "--repeat",
+            "2",
+        ],
+        d.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("stdout is one JSON document");
+    let recs = v["records"].as_array().unwrap();
+    assert_eq!(recs.len(), 4);
+    for r in recs {
+        assert_eq!(r["runs"].as_array().unwrap().len(), 2);
+        assert_eq!(r["runs"][0]["ops"], 1000);
+        assert!(r["env"]["kernel"].as_str().unwrap().len() > 1);
+        assert!(r["summary"]["mib_per_s"]["median"].as_f64().unwrap() > 0.0);
+        let l = &r["runs"][0]["latency"];
+        let p: Vec<u64> = [
+            "min_ns",
+            "p50_ns",
+            "p90_ns",
+            "p99_ns",
+            "p99_9_ns",
+            "p99_99_ns",
+            "max_ns",
+        ]
+        .iter()
+        .map(|k| l[k].as_u64().unwrap())
+        .collect();
+        assert!(p.windows(2).all(|w| w[0] <= w[1]), "{p:?}");
+    }
+}
+
+#[test]
+fn sweep_skips_impossible_combinations_and_writes_csv_and_jsonl() {
+    let d = tempfile::tempdir().unwrap();
+    let o = iolab(
+        &[
+            "bench",
+            "--engine",
+            "pread,uring",
+            "--qd",
+            "1,4",
+            "--size",
+            "2m",
+            "--ops",
+            "500",
+            "--csv",
+            "r.csv",
+            "--jsonl",
+            "r.jsonl",
+        ],
+        d.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("skipping"));
+    let csv = std::fs::read_to_string(d.path().join("r.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 3, "{csv}");
+    let jl = std::fs::read_to_string(d.path().join("r.jsonl")).unwrap();
+    assert_eq!(jl.lines().count(), 3);
+    for l in jl.lines() {
+        serde_json::from_str::<serde_json::Value>(l).unwrap();
+    }
+    // The temporary data file is gone.
+    assert!(!std::fs::read_dir(d.path()).unwrap().any(|e| e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .contains("iolab")));
+    // An existing CSV is not replaced without --overwrite.
+    let o = iolab(
+        &[
+            "bench", "--engine", "null", "--size", "1m", "--csv", "r.csv",
+        ],
+        d.path(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn xor_matches_an_independent_fold() {
+    let d = tempfile::tempdir().unwrap();
+    let n = (5 << 20) + 6;
+    let data: Vec<u8> = (0..n as u64)
+        .map(|i| (i.wrapping_mul(0x9E37_79B9) >> 7) as u8)
+        .collect();
+    std::fs::write(d.path().join("x"), &data).unwrap();
+    let mut want = 0u32;
+    for c in data.chunks(4) {
+        let mut w = [0u8; 4];
+        w[..c.len()].copy_from_slice(c);
+        want ^= u32::from_le_bytes(w);
+    }
+    let o = iolab(&["xor", "x"], d.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        format!("{want:#010x}")
+    );
+    // And a generated file's XOR equals the pattern's, computed without I/O.
+    let o = iolab(
+        &["bench", "--file", "g", "--size", "3m", "--ops", "1"],
+        d.path(),
+    );
+    assert_eq!(o.status.code(), Some(0));
+    let seed = iolab::file::iolab_seed(&d.path().join("g"));
+    if let Some(seed) = seed {
+        let want = iolab::pattern::Pattern::new(seed).xor32(3 << 20);
+        let o = iolab(&["xor", "g"], d.path());
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            format!("{want:#010x}")
+        );
+    }
+}
+
+#[test]
+fn ctrl_c_stops_prints_writes_and_cleans_up() {
+    let d = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args([
+            "bench",
+            "--engine",
+            "pread",
+            "--pattern",
+            "rand",
+            "--size",
+            "16m",
+            "--cache",
+            "warm",
+            "--time",
+            "60s",
+            "--jsonl",
+            "r.jsonl",
+        ])
+        .current_dir(d.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let k = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(k.success());
+    let t = Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(10));
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("IOPS") && out.contains("[interrupted]"),
+        "{out}"
+    );
+    let jl = std::fs::read_to_string(d.path().join("r.jsonl")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(jl.lines().next().unwrap()).unwrap();
+    assert_eq!(v["runs"][0]["interrupted"], true);
+    assert!(v["runs"][0]["ops"].as_u64().unwrap() > 0);
+    let left: Vec<String> = std::fs::read_dir(d.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, vec!["r.jsonl".to_string()]);
+}
