@@ -21,6 +21,9 @@ cleanup() { rm -rf "$out"; [ "${KEEP:-0}" = 1 ] || rm -f "$file"; }
 trap cleanup EXIT INT TERM
 [ -e "$file" ] || "$iolab" bench --file "$file" --size "$size" --ops 1 >/dev/null
 warm() { dd if="$file" of=/dev/null bs=1M status=none; }
+# This disk may sit on a host cache: read the file twice first so neither
+# tool inherits a cache the other warmed, and alternate who goes first.
+"$iolab" xor "$file" >/dev/null 2>&1; "$iolab" xor "$file" >/dev/null 2>&1
 
 # name | iolab flags | fio flags | cache (cold/warm)
 workloads=(
@@ -41,12 +44,17 @@ for w in "${workloads[@]}"; do
       warm) icache="--cache warm"; finv="--invalidate=0"; warm ;;
       null) icache="--cache as-is"; finv="--invalidate=0" ;;
     esac
-    # shellcheck disable=SC2086
-    "$iolab" bench $iflags $icache --file "$file" --time "${secs}s" --json >"$out/i.json"
-    [ "$cache" = warm ] && warm
-    # shellcheck disable=SC2086
-    fio --name=vs --filename="$file" --size="$size" $fflags $finv --time_based --runtime="$secs" \
-        --lat_percentiles=1 --output-format=json >"$out/f.json" 2>/dev/null
+    run_iolab() {
+      # shellcheck disable=SC2086
+      "$iolab" bench $iflags $icache --file "$file" --time "${secs}s" --json >"$out/i.json"
+    }
+    run_fio() {
+      if [ "$cache" = warm ]; then warm; fi
+      # shellcheck disable=SC2086
+      fio --name=vs --filename="$file" --size="$size" $fflags $finv --time_based --runtime="$secs" \
+          --lat_percentiles=1 --output-format=json >"$out/f.json" 2>/dev/null
+    }
+    if [ $((p % 2)) = 1 ]; then run_iolab; run_fio; else run_fio; run_iolab; fi
     python3 - "$out/i.json" "$out/f.json" "$name" "$p" <<'PY' | tee -a "$out/rows"
 import json, sys
 i = json.load(open(sys.argv[1]))["records"][0]["runs"][0]

@@ -60,6 +60,30 @@ pub struct RunControl<'a> {
     pub on_interval: Option<&'a (dyn Fn(&IntervalSample) + Sync)>,
 }
 
+/// The hot loop's clock: nanoseconds since its creation.
+struct OpClock {
+    clock: quanta::Clock,
+    base_raw: u64,
+    base: Instant,
+}
+
+impl OpClock {
+    fn new() -> Self {
+        let clock = quanta::Clock::new();
+        let base_raw = clock.raw();
+        OpClock {
+            base: Instant::now(),
+            base_raw,
+            clock,
+        }
+    }
+
+    #[inline(always)]
+    fn now_ns(&self) -> u64 {
+        self.clock.delta_as_nanos(self.base_raw, self.clock.raw())
+    }
+}
+
 /// One interval of one worker.
 struct IntervalPart {
     idx: u64,
@@ -215,7 +239,7 @@ fn work(
         OpMix::Rw { read_pct } => read_pct as u64,
     };
     let mut free: Vec<u32> = (0..qd as u32).rev().collect();
-    let mut started = vec![Instant::now(); qd];
+    let mut started = vec![0u64; qd];
     let mut meta: Vec<(u64, OpKind)> = vec![(0, OpKind::Read); qd];
     let mut pending: Vec<Op> = Vec::with_capacity(batch);
     let mut done: Vec<Done> = Vec::with_capacity(qd);
@@ -224,19 +248,19 @@ fn work(
 
     let mut hist = new_histogram();
     let (mut ops, mut reads, mut writes, mut bytes) = (0u64, 0u64, 0u64, 0u64);
-    let t_begin = Instant::now();
-    let ramp_end = t_begin + Duration::from_nanos(spec.ramp_ns);
+    // Per-op time stamps are ns since `t_begin` from the TSC where it is
+    // invariant (quanta), else clock_gettime: two reads per submit/reap round.
+    let clock = OpClock::new();
+    let t_begin = clock.base;
+    let ramp_end = spec.ramp_ns;
     let mut measuring = spec.ramp_ns == 0;
-    let deadline = spec
-        .stop
-        .time_ns
-        .map(|t| ramp_end + Duration::from_nanos(t));
-    let interval = spec.interval_ns.map(Duration::from_nanos);
+    let deadline = spec.stop.time_ns.map(|t| ramp_end + t);
+    let interval = spec.interval_ns;
     let mut iv_next = interval.map(|i| ramp_end + i);
     let mut iv_idx = 0u64;
     let mut iv_hist = interval.map(|_| new_histogram());
     let (mut iv_ops, mut iv_bytes) = (0u64, 0u64);
-    let mut end = t_begin;
+    let mut end = 0u64;
     let mut stopping = false;
 
     loop {
@@ -276,7 +300,7 @@ fn work(
             }
             let exhausted = plan.budget.is_some_and(|b| issued >= b);
             if !pending.is_empty() && (pending.len() >= batch || free.is_empty() || exhausted) {
-                let t = Instant::now();
+                let t = clock.now_ns();
                 for op in &pending {
                     started[op.tag as usize] = t;
                 }
@@ -311,7 +335,7 @@ fn work(
         if done.is_empty() {
             continue;
         }
-        let t = Instant::now();
+        let t = clock.now_ns();
         end = t;
         if !measuring && t >= ramp_end {
             measuring = true;
@@ -367,7 +391,7 @@ fn work(
                     }
                 }
             }
-            let lat = t.duration_since(started[slot]).as_nanos() as u64;
+            let lat = t.saturating_sub(started[slot]);
             hist.saturating_record(lat.max(1));
             ops += 1;
             bytes += n as u64;
@@ -413,8 +437,8 @@ fn work(
         reads,
         writes,
         bytes,
-        end,
-        measure_start: ramp_end,
+        end: t_begin + Duration::from_nanos(end),
+        measure_start: t_begin + Duration::from_nanos(ramp_end),
     }
 }
 

@@ -388,14 +388,14 @@ pub fn execute(
             pb.set_message(spec.label());
             let resident = prepare::set_cache(&spec, &prep, size)?;
             let pb2 = pb.clone();
-            let live = |s: &IntervalSample| pb2.println(output::table::interval_line(s));
+            let live = |s: &IntervalSample| say(&pb2, output::table::interval_line(s));
             let ctl = RunControl {
                 stop: ses.stop,
                 on_interval: if ses.live { Some(&live) } else { None },
             };
             let m = run_once(&spec, &prep, size, resident, &RealEngines, &ctl)?;
             for w in output::table::warnings(&m) {
-                pb.println(format!("warning: {}: {w}", spec.label()));
+                say(&pb, format!("warning: {}: {w}", spec.label()));
             }
             runs.push(m);
             pb.inc(1);
@@ -415,6 +415,16 @@ pub fn execute(
         e.finish()?;
     }
     Ok(records)
+}
+
+/// A line on stderr that does not tear the progress bar (which is hidden,
+/// and would swallow the line, when stderr is not a terminal).
+fn say(pb: &indicatif::ProgressBar, line: String) {
+    if pb.is_hidden() {
+        eprintln!("{line}");
+    } else {
+        pb.println(line);
+    }
 }
 
 /// A temporary file path in `dir` (not yet created).

@@ -24,7 +24,7 @@ pub struct SurveyArgs {
     /// Size of the temporary file (default: 1 GiB, less if free space is short).
     #[arg(long, value_parser = crate::parse::size)]
     pub size: Option<u64>,
-    /// Seconds per measurement (default 2.5).
+    /// Time per measurement (default 4s).
     #[arg(long, value_parser = crate::parse::duration)]
     pub time: Option<std::time::Duration>,
     /// Print one JSON document on stdout instead of the table.
@@ -123,7 +123,7 @@ fn survey_size(dir: &Path, asked: Option<u64>) -> Result<u64> {
 pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
     let file = temp_path(&a.dir)?;
     let size = survey_size(&a.dir, a.size)?;
-    let time = a.time.map(|t| t.as_nanos() as u64).unwrap_or(2_500_000_000);
+    let time = a.time.map(|t| t.as_nanos() as u64).unwrap_or(4_000_000_000);
     cleanup::register(&file);
     let plans = plans();
     let specs: Vec<WorkloadSpec> = plans
