@@ -82,6 +82,9 @@ pub struct CpuUsage {
     pub sys_pct: f64,
     /// CPU time per op, ns (user + system).
     pub cpu_ns_per_op: f64,
+    /// Of the system time, the io_uring SQPOLL kernel threads' share, as a
+    /// percentage of one core (None without SQPOLL).
+    pub sqpoll_pct: Option<f64>,
     /// Voluntary context switches.
     pub vol_csw: u64,
     /// Involuntary context switches.
@@ -93,8 +96,8 @@ pub struct CpuUsage {
 }
 
 impl CpuUsage {
-    /// From a usage delta over `wall_ns` and `ops`.
-    pub fn from_usage(u: &Usage, wall_ns: u64, ops: u64) -> Self {
+    /// From a usage delta over `wall_ns` and `ops` (and SQPOLL threads' CPU).
+    pub fn from_usage(u: &Usage, wall_ns: u64, ops: u64, sqpoll_ns: Option<u64>) -> Self {
         let w = wall_ns.max(1) as f64;
         CpuUsage {
             user_pct: u.user_ns as f64 * 100.0 / w,
@@ -104,6 +107,7 @@ impl CpuUsage {
             } else {
                 0.0
             },
+            sqpoll_pct: sqpoll_ns.map(|n| n as f64 * 100.0 / w),
             vol_csw: u.vol_csw,
             invol_csw: u.invol_csw,
             minor_faults: u.minor_faults,

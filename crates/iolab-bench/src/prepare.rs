@@ -94,11 +94,20 @@ pub fn validate(spec: &WorkloadSpec) -> Result<()> {
             "--verify: the null engine and --mmap-touch copy no bytes, so there is nothing to verify".into(),
         ));
     }
-    if spec.engine_opts.hipri && spec.engine != EngineKind::Preadv2 {
+    if spec.engine_opts.hipri && !matches!(spec.engine, EngineKind::Preadv2 | EngineKind::Uring) {
         return Err(usage(format!(
-            "--hipri: only the preadv2 engine takes it, not {}",
+            "--hipri: only the preadv2 and uring engines take it, not {}",
             spec.engine
         )));
+    }
+    if spec.engine == EngineKind::Uring
+        && (spec.engine_opts.hipri || spec.engine_opts.uring.iopoll)
+        && !spec.direct
+    {
+        return Err(usage(
+            "--iopoll/--hipri with uring needs --direct: polled completion bypasses the page cache"
+                .into(),
+        ));
     }
     if spec.engine_opts.mmap_touch && spec.engine != EngineKind::Mmap {
         return Err(usage(format!(

@@ -108,6 +108,8 @@ struct WorkerOut {
     end: Instant,
     /// Start of the measured phase (after ramp).
     measure_start: Instant,
+    /// CPU of this worker's SQPOLL kernel thread during the run, ns.
+    sqpoll_ns: Option<u64>,
 }
 
 /// The work one worker does.
@@ -251,6 +253,13 @@ fn work(
     // Per-op time stamps are ns since `t_begin` from the TSC where it is
     // invariant (quanta), else clock_gettime: two reads per submit/reap round.
     let clock = OpClock::new();
+    let sqpoll0 = sh
+        .spec
+        .engine_opts
+        .uring
+        .sqpoll
+        .then(iolab::os::sqpoll_cpu_ns)
+        .flatten();
     let t_begin = clock.base;
     let ramp_end = spec.ramp_ns;
     let mut measuring = spec.ramp_ns == 0;
@@ -431,7 +440,10 @@ fn work(
     if inflight > 0 {
         let _ = eng.reap(inflight, &mut done);
     }
+    // Read before the engine (and so its SQPOLL thread) goes away.
+    let sqpoll_ns = sqpoll0.and_then(|a| iolab::os::sqpoll_cpu_ns().map(|b| b.saturating_sub(a)));
     WorkerOut {
+        sqpoll_ns,
         hist,
         ops,
         reads,
@@ -594,6 +606,7 @@ pub fn run_once(
     let _ = main_start;
     let mut hist = new_histogram();
     let (mut ops, mut reads, mut writes, mut bytes) = (0, 0, 0, 0);
+    let sqpoll_ns = outs.iter().filter_map(|o| o.sqpoll_ns).reduce(|a, b| a + b);
     let mut start: Option<Instant> = None;
     let mut end: Option<Instant> = None;
     for o in &outs {
@@ -620,7 +633,7 @@ pub fn run_once(
         mib_per_s: bytes as f64 / secs / (1 << 20) as f64,
         iops: ops as f64 / secs,
         latency: LatencySummary::of(&hist),
-        cpu: CpuUsage::from_usage(&usage, duration_ns, ops),
+        cpu: CpuUsage::from_usage(&usage, duration_ns, ops, sqpoll_ns),
         resident_before,
         intervals: merger.finish(),
         interrupted: ctl.stop.load(Ordering::Relaxed),

@@ -48,6 +48,32 @@ impl Usage {
     }
 }
 
+/// CPU time, ns, used so far by the io_uring SQPOLL kernel thread that
+/// serves rings created by the calling thread (`iou-sqp-<tid>`), from its
+/// `/proc/self/task/*/schedstat`. None when it has none.
+pub fn sqpoll_cpu_ns() -> Option<u64> {
+    let me = std::fs::read_link("/proc/thread-self").ok()?;
+    let tid = me.file_name()?.to_string_lossy().into_owned();
+    let want = format!("iou-sqp-{tid}");
+    let mut total = None;
+    for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() != want {
+            continue;
+        }
+        let ns = std::fs::read_to_string(t.path().join("schedstat"))
+            .ok()
+            .and_then(|s| {
+                s.split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse::<u64>().ok())
+            })
+            .unwrap_or(0);
+        *total.get_or_insert(0) += ns;
+    }
+    total
+}
+
 /// The system page size in bytes.
 pub fn page_size() -> usize {
     crate::sys::mman::page_size()

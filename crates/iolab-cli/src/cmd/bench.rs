@@ -486,20 +486,15 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         exporters.push(Box::new(output::json::Json::default()));
     }
     let single = all.len() == 1;
-    let text = !a.json;
-    let records = execute(&all, &ses, temp, &mut exporters, |rec| {
-        if text && !single {
-            // Sweeps show each row as it completes, after the header.
-        }
-        let _ = rec;
-    })?;
-    if text && !records.is_empty() {
-        if single {
-            print!("{}", output::table::detail(&records[0]));
+    let records = execute(&all, &ses, temp, &mut exporters, |_| {})?;
+    if !a.json && !records.is_empty() {
+        let mut text = if single {
+            output::table::detail(&records[0])
         } else {
-            print!("{}", output::table::sweep(&records));
-        }
-        print!("{}", output::table::footer(a.repeat as usize));
+            output::table::sweep(&records)
+        };
+        text.push_str(&output::table::footer(a.repeat as usize));
+        output::stdout(&text)?;
     }
     Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 })
 }

@@ -180,7 +180,7 @@ pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
     let recs = execute(&specs, &ses, true, &mut exporters, |_| {})?;
     if !a.json {
         let groups: Vec<Group> = plans.iter().map(|p| p.group).collect();
-        print!("{}", render(&recs, &groups));
+        crate::output::stdout(&render(&recs, &groups))?;
     }
     Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 })
 }

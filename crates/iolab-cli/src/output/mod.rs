@@ -18,3 +18,13 @@ pub trait Exporter {
         Ok(())
     }
 }
+
+/// Writes text to stdout. A closed pipe (`iolab ... | head`) surfaces as a
+/// `BrokenPipe` error, which the binary treats as success, not a panic.
+pub fn stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    o.write_all(text.as_bytes())?;
+    o.flush()?;
+    Ok(())
+}

@@ -92,6 +92,12 @@ pub fn detail(rec: &BenchRecord) -> String {
         c.sys_pct,
         ns(c.cpu_ns_per_op)
     );
+    if let Some(p) = c.sqpoll_pct {
+        let _ = writeln!(
+            o,
+            "  sqpoll thread    {p:.1} % of one core (kernel thread iou-sqp, included in system)"
+        );
+    }
     let _ = writeln!(
         o,
         "  context switches {} voluntary, {} involuntary;  page faults {} minor, {} major",
@@ -186,8 +192,8 @@ pub fn warnings(r: &RunMetrics) -> Vec<String> {
     let mut w = Vec::new();
     if r.ops > 0 && r.duration_ns < 100_000_000 {
         w.push(format!(
-            "measured only {:.1} ms: use --time or a larger --size for stable numbers",
-            r.duration_ns as f64 / 1e6
+            "measured only {}: use --time or a larger --size for stable numbers",
+            ns(r.duration_ns as f64)
         ));
     }
     w

@@ -203,7 +203,8 @@ pub struct UringOpts {
 /// Engine options beyond depth and buffers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct EngineOpts {
-    /// RWF_HIPRI for preadv2 (polled completion where the device has poll queues).
+    /// Polled completion where the device has poll queues: RWF_HIPRI for
+    /// preadv2, IORING_SETUP_IOPOLL for uring (fio's `hipri`).
     pub hipri: bool,
     /// mmap: only fault the pages in (touch one byte per page), copy nothing.
     pub mmap_touch: bool,
@@ -248,6 +249,18 @@ impl EngineConfig {
     }
 }
 
+/// Counters an engine keeps about how it talked to the kernel, so tests and
+/// reports can see that an option really took effect.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineStats {
+    /// Ops issued with a fixed-buffer opcode (READ_FIXED / WRITE_FIXED).
+    pub fixed_buf_ops: u64,
+    /// Ops issued against a registered file.
+    pub fixed_file_ops: u64,
+    /// System calls made to submit or wait (io_uring_enter, io_submit, ...).
+    pub enter_calls: u64,
+}
+
 /// The contract every engine keeps.
 pub trait Engine: Send {
     /// The engine's command-line name.
@@ -265,6 +278,10 @@ pub trait Engine: Send {
     fn buf(&self, id: BufId) -> &[u8];
     /// A buffer slot, mutably (to fill data before a write).
     fn buf_mut(&mut self, id: BufId) -> &mut [u8];
+    /// How the engine talked to the kernel so far.
+    fn stats(&self) -> EngineStats {
+        EngineStats::default()
+    }
 }
 
 /// Builds engine `kind` for one worker.

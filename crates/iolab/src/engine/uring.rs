@@ -8,7 +8,7 @@
 //! has it (6.1+): each worker owns its ring, and completions then run in the
 //! worker's own context at reap time instead of interrupting it.
 
-use super::{Caps, Done, Engine, EngineConfig, EngineFile, Op, OpKind};
+use super::{Caps, Done, Engine, EngineConfig, EngineFile, EngineStats, Op, OpKind};
 use crate::buf::{BufId, BufPool};
 use crate::error::{Errno, Error, Result};
 use io_uring::{opcode, squeue, types, IoUring, Probe};
@@ -35,6 +35,7 @@ pub struct Uring {
     fixed_bufs: bool,
     /// SQEs pushed since the last enter (resubmissions made while reaping).
     unsubmitted: bool,
+    stats: EngineStats,
 }
 
 fn setup_err(feature: &str, e: std::io::Error) -> Error {
@@ -55,11 +56,29 @@ impl Uring {
     /// Sets up the ring, registers what the options ask, and probes that
     /// the read/write opcodes exist.
     pub fn new(cfg: EngineConfig) -> Result<Self> {
-        let u = cfg.opts.uring;
+        let mut u = cfg.opts.uring;
+        // fio's io_uring `hipri` is IOPOLL; iolab's --hipri means the same here.
+        u.iopoll |= cfg.opts.hipri;
         if u.iopoll && !cfg.direct {
             return Err(Error::Invalid(
                 "--iopoll needs --direct: polled completion bypasses the page cache".into(),
             ));
+        }
+        if u.iopoll {
+            for f in &cfg.files {
+                let dev = crate::file::block_device_of(&f.path);
+                if let Some(d) = dev {
+                    if d.queue_attr("io_poll").as_deref() == Some("0") {
+                        return Err(Error::Unsupported {
+                            feature: "--iopoll".into(),
+                            why: format!(
+                                "device {} has no poll queues (/sys/block/{}/queue/io_poll is 0; NVMe needs the nvme.poll_queues module parameter)",
+                                d.name, d.name
+                            ),
+                        });
+                    }
+                }
+            }
         }
         let qd = cfg.qd.max(1);
         let entries = qd.next_power_of_two();
@@ -134,6 +153,7 @@ impl Uring {
             reg_files: u.reg_files,
             fixed_bufs: u.fixed_bufs,
             unsubmitted: false,
+            stats: EngineStats::default(),
         })
     }
 
@@ -178,6 +198,8 @@ impl Uring {
                     .build())
             }
         };
+        self.stats.fixed_buf_ops += u64::from(self.fixed_bufs);
+        self.stats.fixed_file_ops += u64::from(self.reg_files);
         e.user_data(idx as u64)
     }
 
@@ -191,6 +213,7 @@ impl Uring {
 
     fn enter(&mut self, want: usize) -> Result<()> {
         loop {
+            self.stats.enter_calls += 1;
             match self.ring.submit_and_wait(want) {
                 Ok(_) => {
                     self.unsubmitted = false;
@@ -318,6 +341,10 @@ impl Engine for Uring {
 
     fn buf_mut(&mut self, id: BufId) -> &mut [u8] {
         self.pool.slot_mut(id)
+    }
+
+    fn stats(&self) -> EngineStats {
+        self.stats
     }
 }
 
