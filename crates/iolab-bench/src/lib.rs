@@ -8,6 +8,7 @@
 
 pub mod env;
 pub mod error;
+pub mod fio;
 pub mod metrics;
 pub mod offsets;
 pub mod prepare;

@@ -102,6 +102,22 @@ pub struct BenchRecord {
     pub summary: RepeatSummary,
     /// What latency means.
     pub latency_definition: String,
+    /// The side-by-side comparison with fio (`--vs fio`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_fio: Option<FioComparison>,
+}
+
+/// iolab and fio run alternately on the same file (`--vs fio`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FioComparison {
+    /// The exact fio command.
+    pub command: String,
+    /// How iolab's terms map to fio's.
+    pub notes: Vec<String>,
+    /// iolab's numbers, one per pair.
+    pub iolab: Vec<crate::fio::Comparable>,
+    /// fio's numbers, one per pair.
+    pub fio: Vec<crate::fio::Comparable>,
 }
 
 impl BenchRecord {
@@ -121,6 +137,7 @@ impl BenchRecord {
             started_unix_ms,
             runs,
             latency_definition: LATENCY_DEFINITION.to_string(),
+            vs_fio: None,
         }
     }
 

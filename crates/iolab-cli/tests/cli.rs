@@ -330,3 +330,73 @@ fn ctrl_c_stops_prints_writes_and_cleans_up() {
         .collect();
     assert_eq!(left, vec!["r.jsonl".to_string()]);
 }
+
+fn have_fio() -> bool {
+    Command::new("fio")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+#[test]
+fn vs_fio_runs_both_alternately_and_refuses_what_fio_cannot_express() {
+    assert_bad(
+        &["bench", "--engine", "stream", "--size", "1m", "--vs", "fio"],
+        "stream",
+    );
+    assert_bad(&["bench", "--vs", "dd", "--size", "1m"], "--vs");
+    if !have_fio() {
+        eprintln!("skipped the run: fio is not installed (scripts/setup.sh installs it)");
+        return;
+    }
+    assert_bad(
+        &["bench", "--verify", "--size", "1m", "--vs", "fio"],
+        "--verify",
+    );
+    let d = tempfile::tempdir().unwrap();
+    let o = iolab(
+        &[
+            "bench",
+            "--engine",
+            "pread",
+            "--pattern",
+            "rand",
+            "--file",
+            "f",
+            "--size",
+            "8m",
+            "--ops",
+            "2000",
+            "--vs",
+            "fio",
+            "--pairs",
+            "2",
+            "--json",
+        ],
+        d.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let c = &v["records"][0]["vs_fio"];
+    assert!(c["command"]
+        .as_str()
+        .unwrap()
+        .starts_with("fio --name=iolab --filename="));
+    assert_eq!(c["fio"].as_array().unwrap().len(), 2);
+    assert_eq!(c["iolab"].as_array().unwrap().len(), 2);
+    assert!(c["fio"][0]["iops"].as_f64().unwrap() > 0.0);
+    let o = iolab(
+        &[
+            "bench", "--engine", "uring", "--qd", "4", "--file", "f", "--ops", "1000", "--vs",
+            "fio", "--pairs", "1",
+        ],
+        d.path(),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        out.contains("fio command: fio") && out.contains("iolab/fio"),
+        "{out}"
+    );
+}

@@ -144,6 +144,12 @@ pub struct BenchArgs {
     /// Seed of the offsets (and of the pattern of files created now).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Compare with another tool on the same file: `fio`.
+    #[arg(long, value_name = "TOOL", value_parser = ["fio"])]
+    pub vs: Option<String>,
+    /// With --vs: pairs of runs, alternating who goes first.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub pairs: u32,
     /// Print one JSON document on stdout (instead of the table).
     #[arg(long)]
     pub json: bool,
@@ -486,6 +492,35 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         exporters.push(Box::new(output::json::Json::default()));
     }
     let single = all.len() == 1;
+    if a.vs.is_some() {
+        super::vs::check(&all)?;
+        let env = Environment::capture(
+            &file
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| ".".into()),
+        );
+        let mut text = String::new();
+        for s in &all {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let rec = super::vs::compare(s, &ses, temp, a.pairs, &env)?;
+            for e in exporters.iter_mut() {
+                e.record(&rec)?;
+            }
+            text.push_str(&super::vs::render(&rec));
+            text.push('\n');
+        }
+        for e in exporters.iter_mut() {
+            e.finish()?;
+        }
+        if !a.json {
+            text.push_str(&output::table::footer(1));
+            output::stdout(&text)?;
+        }
+        return Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 });
+    }
     let records = execute(&all, &ses, temp, &mut exporters, |_| {})?;
     if !a.json && !records.is_empty() {
         let mut text = if single {

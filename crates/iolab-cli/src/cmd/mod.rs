@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod survey;
+pub mod vs;
 pub mod xor;
 
 /// Bad input found by the command line itself (exit status 2).

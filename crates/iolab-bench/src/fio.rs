@@ -1,0 +1,424 @@
+//! Translating a workload into the fio command a careful fio user would
+//! write, and reading fio's JSON output back into comparable numbers.
+//!
+//! Fairness rules: iolab's `shuffle` is fio's default random map, `rand` is
+//! fio with `--norandommap`; `--cache cold` is fio's `--invalidate=1` (both
+//! drop the file's pages with POSIX_FADV_DONTNEED), warm and as-is are
+//! `--invalidate=0` after iolab prepares the cache; latency is compared with
+//! fio's `lat` (submission to completion), which fio reports as percentiles
+//! only with `--lat_percentiles=1`.
+
+use crate::spec::{AccessPattern, CacheMode, OpMix, WorkloadSpec};
+use iolab::engine::EngineKind;
+use serde::{Deserialize, Serialize};
+
+/// A fio command line and what a reader should know about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FioCommand {
+    /// Arguments after `fio`.
+    pub args: Vec<String>,
+    /// How the translation maps iolab's terms to fio's.
+    pub notes: Vec<String>,
+}
+
+impl FioCommand {
+    /// The command as one shell line.
+    pub fn line(&self) -> String {
+        let mut s = String::from("fio");
+        for a in &self.args {
+            s.push(' ');
+            if a.contains([' ', '$', '\'', '"']) {
+                s.push('\'');
+                s.push_str(&a.replace('\'', "'\\''"));
+                s.push('\'');
+            } else {
+                s.push_str(a);
+            }
+        }
+        s
+    }
+}
+
+/// A size the way fio users write it (`4k`, `1m`, `2g`, else bytes).
+pub fn fio_size(b: u64) -> String {
+    for (shift, unit) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
+        if b >= 1 << shift && b % (1 << shift) == 0 {
+            return format!("{}{unit}", b >> shift);
+        }
+    }
+    b.to_string()
+}
+
+fn secs(ns: u64) -> String {
+    if ns % 1_000_000_000 == 0 {
+        format!("{}s", ns / 1_000_000_000)
+    } else {
+        format!("{}ms", ns.div_ceil(1_000_000))
+    }
+}
+
+/// The fio command equivalent to `spec`, or why there is none.
+pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
+    let mut a: Vec<String> = vec!["--name=iolab".into()];
+    let mut notes = Vec::new();
+    let u = &spec.engine_opts.uring;
+    let engine = match spec.engine {
+        EngineKind::Read => "sync",
+        EngineKind::Pread => "psync",
+        EngineKind::Preadv2 => "pvsync2",
+        EngineKind::Mmap => "mmap",
+        EngineKind::Uring => "io_uring",
+        EngineKind::Null => "null",
+        EngineKind::Stream => {
+            return Err("fio has no buffered-stream engine like iolab's stream".into())
+        }
+    };
+    if spec.engine_opts.mmap_touch {
+        return Err(
+            "fio's mmap engine always copies; it has no touch-only mode (--mmap-touch)".into(),
+        );
+    }
+    if spec.verify {
+        return Err(
+            "fio cannot check iolab's data pattern (--verify); drop --verify to compare".into(),
+        );
+    }
+    if spec.op.writes() {
+        return Err("fio writes its own data and would destroy the file's verifiable pattern; compare reads".into());
+    }
+    if u.sqpoll_idle_ms.is_some() {
+        return Err("fio has no option for the SQPOLL idle time (--sqpoll-idle)".into());
+    }
+    let workers = spec.workers() as u64;
+    if spec.file_per_thread {
+        let stem = spec.file.display().to_string();
+        a.push(format!("--filename_format={stem}.$jobnum"));
+    } else {
+        a.push(format!("--filename={}", spec.file.display()));
+    }
+    a.push(format!("--ioengine={engine}"));
+    let rw = match (spec.op, spec.pattern) {
+        (OpMix::Read, AccessPattern::Seq) => "read",
+        (OpMix::Read, _) => "randread",
+        (OpMix::Write, AccessPattern::Seq) => "write",
+        (OpMix::Write, _) => "randwrite",
+        (OpMix::Rw { .. }, AccessPattern::Seq) => "rw",
+        (OpMix::Rw { .. }, _) => "randrw",
+    };
+    a.push(format!("--rw={rw}"));
+    if let OpMix::Rw { read_pct } = spec.op {
+        a.push(format!("--rwmixread={read_pct}"));
+    }
+    a.push(format!("--bs={}", fio_size(spec.bs)));
+    match spec.pattern {
+        AccessPattern::Rand => {
+            a.push("--norandommap".into());
+            notes.push("rand = uniform with replacement = fio --norandommap".into());
+        }
+        AccessPattern::Shuffle => {
+            notes.push("shuffle = every block once = fio's default random map".into())
+        }
+        AccessPattern::Seq => {}
+    }
+    a.push(format!("--direct={}", u8::from(spec.direct)));
+    if !spec.engine.is_sync() {
+        a.push(format!("--iodepth={}", spec.qd));
+        if spec.batch_submit != 1 {
+            a.push(format!("--iodepth_batch_submit={}", spec.batch_submit));
+        }
+        if spec.batch_complete != 1 {
+            a.push(format!(
+                "--iodepth_batch_complete_min={}",
+                spec.batch_complete
+            ));
+        }
+    }
+    if spec.engine == EngineKind::Uring {
+        if u.fixed_bufs {
+            a.push("--fixedbufs".into());
+        }
+        if u.reg_files {
+            a.push("--registerfiles".into());
+        }
+        if u.sqpoll {
+            a.push("--sqthread_poll=1".into());
+            if let Some(c) = u.sqpoll_cpu {
+                a.push(format!("--sqthread_poll_cpu={c}"));
+            }
+        }
+    }
+    if spec.engine_opts.hipri || u.iopoll {
+        a.push("--hipri".into());
+    }
+    // Sizes: a shared file's sequential work is sliced per thread.
+    if !spec.file_per_thread && workers > 1 && spec.pattern != AccessPattern::Rand {
+        let slice = spec.file_size / workers / spec.bs * spec.bs;
+        a.push(format!("--size={}", fio_size(slice)));
+        a.push(format!("--offset_increment={}", fio_size(slice)));
+    } else {
+        a.push(format!("--size={}", fio_size(spec.file_size)));
+    }
+    if workers > 1 {
+        a.push(format!("--numjobs={workers}"));
+        a.push("--thread".into());
+        a.push("--group_reporting".into());
+    }
+    match spec.cache {
+        CacheMode::Cold => {
+            a.push("--invalidate=1".into());
+            notes.push("cache cold: iolab evicts the file's pages before each run; fio --invalidate=1 does the same".into());
+        }
+        CacheMode::Warm => {
+            a.push("--invalidate=0".into());
+            notes.push("cache warm: iolab reads the file into the page cache before each run of either tool; fio --invalidate=0 keeps it".into());
+        }
+        CacheMode::AsIs => a.push("--invalidate=0".into()),
+    }
+    if let Some(t) = spec.stop.time_ns {
+        a.push("--time_based".into());
+        a.push(format!("--runtime={}", secs(t)));
+    } else if let Some(o) = spec.stop.ops {
+        a.push(format!("--number_ios={}", o.div_ceil(workers)));
+    } else if let Some(b) = spec.stop.bytes {
+        a.push(format!("--io_size={}", fio_size(b.div_ceil(workers))));
+    }
+    if spec.ramp_ns > 0 {
+        a.push(format!("--ramp_time={}", secs(spec.ramp_ns)));
+    }
+    a.push("--lat_percentiles=1".into());
+    a.push("--percentile_list=50:90:99:99.9:99.99".into());
+    a.push("--output-format=json".into());
+    notes.push(
+        "latency: iolab's submit-to-completion = fio's lat (percentiles via --lat_percentiles=1)"
+            .into(),
+    );
+    Ok(FioCommand { args: a, notes })
+}
+
+/// The numbers compared between iolab and fio.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Comparable {
+    /// MiB/s.
+    pub mib_per_s: f64,
+    /// Ops per second.
+    pub iops: f64,
+    /// Median latency, ns.
+    pub p50_ns: f64,
+    /// 99th percentile, ns.
+    pub p99_ns: f64,
+    /// 99.9th percentile, ns.
+    pub p99_9_ns: f64,
+    /// CPU, % of one core (user + system).
+    pub cpu_pct: f64,
+}
+
+impl Comparable {
+    /// From an iolab run.
+    pub fn of_run(r: &crate::record::RunMetrics) -> Self {
+        Comparable {
+            mib_per_s: r.mib_per_s,
+            iops: r.iops,
+            p50_ns: r.latency.p50_ns as f64,
+            p99_ns: r.latency.p99_ns as f64,
+            p99_9_ns: r.latency.p99_9_ns as f64,
+            cpu_pct: r.cpu.user_pct + r.cpu.sys_pct,
+        }
+    }
+
+    /// From fio's JSON output (`--output-format=json --group_reporting`).
+    pub fn of_fio_json(text: &str) -> Result<Self, String> {
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("fio printed no JSON: {e}"))?;
+        let jobs = v["jobs"].as_array().ok_or("fio JSON has no jobs")?;
+        let mut c = Comparable::default();
+        let mut lat: Vec<(f64, &serde_json::Value)> = Vec::new();
+        for j in jobs {
+            for side in ["read", "write"] {
+                let s = &j[side];
+                let bw = s["bw_bytes"].as_f64().unwrap_or(0.0);
+                if s["io_bytes"].as_u64().unwrap_or(0) == 0 {
+                    continue;
+                }
+                c.mib_per_s += bw / (1 << 20) as f64;
+                c.iops += s["iops"].as_f64().unwrap_or(0.0);
+                lat.push((
+                    s["iops"].as_f64().unwrap_or(0.0),
+                    &s["lat_ns"]["percentile"],
+                ));
+            }
+            // fio's CPU figures are percentages of the job's run time; with
+            // --thread and group reporting they cover all the jobs' threads.
+            c.cpu_pct +=
+                j["usr_cpu"].as_f64().unwrap_or(0.0) + j["sys_cpu"].as_f64().unwrap_or(0.0);
+        }
+        let pick = |k: &str| -> f64 {
+            // With one side (reads only) there is one histogram; else weight by IOPS.
+            let tot: f64 = lat.iter().map(|l| l.0).sum();
+            lat.iter()
+                .map(|(w, p)| {
+                    p[k].as_f64().unwrap_or(f64::NAN) * if tot > 0.0 { w / tot } else { 1.0 }
+                })
+                .sum()
+        };
+        c.p50_ns = pick("50.000000");
+        c.p99_ns = pick("99.000000");
+        c.p99_9_ns = pick("99.900000");
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::StopRule;
+    use iolab::engine::EngineOpts;
+    use std::path::PathBuf;
+
+    fn base() -> WorkloadSpec {
+        WorkloadSpec {
+            engine: EngineKind::Pread,
+            op: OpMix::Read,
+            pattern: AccessPattern::Seq,
+            bs: 1 << 20,
+            qd: 1,
+            batch_submit: 1,
+            batch_complete: 1,
+            threads: 1,
+            file_per_thread: false,
+            file: PathBuf::from("/data/f"),
+            file_size: 2 << 30,
+            direct: true,
+            cache: CacheMode::Cold,
+            drop_caches: false,
+            engine_opts: EngineOpts::default(),
+            stop: StopRule {
+                time_ns: Some(10_000_000_000),
+                ..Default::default()
+            },
+            ramp_ns: 0,
+            interval_ns: None,
+            seed: 1,
+            verify: false,
+        }
+    }
+
+    const TAIL: &str =
+        "--lat_percentiles=1 --percentile_list=50:90:99:99.9:99.99 --output-format=json";
+
+    fn line(s: &WorkloadSpec) -> String {
+        command(s).unwrap().line()
+    }
+
+    #[test]
+    fn a_dozen_specs_translate_exactly() {
+        let mut s = base();
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=psync --rw=read --bs=1m --direct=1 --size=2g --invalidate=1 --time_based --runtime=10s {TAIL}"));
+
+        s.pattern = AccessPattern::Rand;
+        s.bs = 4096;
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=psync --rw=randread --bs=4k --norandommap --direct=1 --size=2g --invalidate=1 --time_based --runtime=10s {TAIL}"));
+
+        s.pattern = AccessPattern::Shuffle;
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=psync --rw=randread --bs=4k --direct=1 --size=2g --invalidate=1 --time_based --runtime=10s {TAIL}"));
+
+        s.pattern = AccessPattern::Rand;
+        s.engine = EngineKind::Uring;
+        s.qd = 32;
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=io_uring --rw=randread --bs=4k --norandommap --direct=1 --iodepth=32 --size=2g --invalidate=1 --time_based --runtime=10s {TAIL}"));
+
+        s.batch_submit = 8;
+        s.batch_complete = 4;
+        s.engine_opts.uring.fixed_bufs = true;
+        s.engine_opts.uring.reg_files = true;
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=io_uring --rw=randread --bs=4k --norandommap --direct=1 --iodepth=32 --iodepth_batch_submit=8 --iodepth_batch_complete_min=4 --fixedbufs --registerfiles --size=2g --invalidate=1 --time_based --runtime=10s {TAIL}"));
+
+        s.engine_opts.uring.sqpoll = true;
+        s.engine_opts.uring.sqpoll_cpu = Some(1);
+        s.threads = 2;
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=io_uring --rw=randread --bs=4k --norandommap --direct=1 --iodepth=32 --iodepth_batch_submit=8 --iodepth_batch_complete_min=4 --fixedbufs --registerfiles --sqthread_poll=1 --sqthread_poll_cpu=1 --size=2g --numjobs=2 --thread --group_reporting --invalidate=1 --time_based --runtime=10s {TAIL}"));
+
+        let mut s = base();
+        s.threads = 4;
+        s.bs = 128 << 10;
+        s.direct = false;
+        s.cache = CacheMode::Warm;
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=psync --rw=read --bs=128k --direct=0 --size=512m --offset_increment=512m --numjobs=4 --thread --group_reporting --invalidate=0 --time_based --runtime=10s {TAIL}"));
+
+        s.file_per_thread = true;
+        s.file_size = 1 << 30;
+        assert_eq!(line(&s), format!("fio --name=iolab '--filename_format=/data/f.$jobnum' --ioengine=psync --rw=read --bs=128k --direct=0 --size=1g --numjobs=4 --thread --group_reporting --invalidate=0 --time_based --runtime=10s {TAIL}"));
+
+        let mut s = base();
+        s.engine = EngineKind::Mmap;
+        s.direct = false;
+        s.pattern = AccessPattern::Rand;
+        s.bs = 4096;
+        s.cache = CacheMode::Warm;
+        s.stop = StopRule {
+            ops: Some(1_000_000),
+            ..Default::default()
+        };
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=mmap --rw=randread --bs=4k --norandommap --direct=0 --size=2g --invalidate=0 --number_ios=1000000 {TAIL}"));
+
+        let mut s = base();
+        s.engine = EngineKind::Preadv2;
+        s.engine_opts.hipri = true;
+        s.stop = StopRule {
+            bytes: Some(1 << 30),
+            ..Default::default()
+        };
+        s.ramp_ns = 2_000_000_000;
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=pvsync2 --rw=read --bs=1m --direct=1 --hipri --size=2g --invalidate=1 --io_size=1g --ramp_time=2s {TAIL}"));
+
+        let mut s = base();
+        s.engine = EngineKind::Null;
+        s.qd = 1;
+        s.cache = CacheMode::AsIs;
+        s.stop = StopRule::default();
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=null --rw=read --bs=1m --direct=1 --iodepth=1 --size=2g --invalidate=0 {TAIL}"));
+
+        let mut s = base();
+        s.engine = EngineKind::Read;
+        s.direct = false;
+        s.stop.time_ns = Some(1_500_000_000);
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=sync --rw=read --bs=1m --direct=0 --size=2g --invalidate=1 --time_based --runtime=1500ms {TAIL}"));
+    }
+
+    #[test]
+    fn untranslatable_specs_are_refused_with_a_reason() {
+        let mut s = base();
+        s.engine = EngineKind::Stream;
+        assert!(command(&s).unwrap_err().contains("stream"));
+        let mut s = base();
+        s.verify = true;
+        assert!(command(&s).unwrap_err().contains("--verify"));
+        let mut s = base();
+        s.op = OpMix::Write;
+        assert!(command(&s).unwrap_err().contains("pattern"));
+        let mut s = base();
+        s.engine = EngineKind::Mmap;
+        s.engine_opts.mmap_touch = true;
+        assert!(command(&s).unwrap_err().contains("--mmap-touch"));
+    }
+
+    #[test]
+    fn parses_fio_json() {
+        let j = r#"{"jobs":[{"usr_cpu":1.5,"sys_cpu":10.0,
+            "read":{"io_bytes":4096000,"bw_bytes":1048576,"iops":256.0,
+              "lat_ns":{"percentile":{"50.000000":1000,"99.000000":5000,"99.900000":9000}}},
+            "write":{"io_bytes":0,"bw_bytes":0,"iops":0}}]}"#;
+        let c = Comparable::of_fio_json(j).unwrap();
+        assert_eq!(
+            (
+                c.mib_per_s,
+                c.iops,
+                c.p50_ns,
+                c.p99_ns,
+                c.p99_9_ns,
+                c.cpu_pct
+            ),
+            (1.0, 256.0, 1000.0, 5000.0, 9000.0, 11.5)
+        );
+        assert!(Comparable::of_fio_json("fio: bad option").is_err());
+    }
+}
