@@ -42,7 +42,7 @@ impl FioCommand {
 /// A size the way fio users write it (`4k`, `1m`, `2g`, else bytes).
 pub fn fio_size(b: u64) -> String {
     for (shift, unit) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
-        if b >= 1 << shift && b % (1 << shift) == 0 {
+        if b >= 1 << shift && b.is_multiple_of(1 << shift) {
             return format!("{}{unit}", b >> shift);
         }
     }
@@ -50,7 +50,7 @@ pub fn fio_size(b: u64) -> String {
 }
 
 fn secs(ns: u64) -> String {
-    if ns % 1_000_000_000 == 0 {
+    if ns.is_multiple_of(1_000_000_000) {
         format!("{}s", ns / 1_000_000_000)
     } else {
         format!("{}ms", ns.div_ceil(1_000_000))

@@ -147,7 +147,7 @@ pub fn prepare(
                 .to_path_buf()
         };
         let a = file::dio_alignment(&probe)?;
-        if spec.bs % a.required as u64 != 0 {
+        if !spec.bs.is_multiple_of(a.required as u64) {
             return Err(usage(format!(
                 "--bs {}: O_DIRECT on {} needs a multiple of {} bytes (device physical block {}, kernel minimum {})",
                 human(spec.bs),

@@ -63,7 +63,7 @@ impl Pattern {
     pub fn fill(&self, buf: &mut [u8], off: u64) {
         let mut pos = 0usize;
         // Leading bytes up to a word boundary.
-        while pos < buf.len() && (off + pos as u64) % 8 != 0 {
+        while pos < buf.len() && !(off + pos as u64).is_multiple_of(8) {
             buf[pos] = self.byte(off + pos as u64);
             pos += 1;
         }
@@ -96,7 +96,7 @@ impl Pattern {
             }
             Ok(())
         };
-        while pos < buf.len() && (off + pos as u64) % 8 != 0 {
+        while pos < buf.len() && !(off + pos as u64).is_multiple_of(8) {
             check(pos)?;
             pos += 1;
         }
