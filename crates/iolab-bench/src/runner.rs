@@ -253,13 +253,14 @@ fn work(
     // Per-op time stamps are ns since `t_begin` from the TSC where it is
     // invariant (quanta), else clock_gettime: two reads per submit/reap round.
     let clock = OpClock::new();
-    let sqpoll0 = sh
-        .spec
-        .engine_opts
-        .uring
-        .sqpoll
-        .then(iolab::os::sqpoll_cpu_ns)
-        .flatten();
+    // The SQPOLL thread names itself when it first runs, which may be after
+    // this point: then it has used (almost) nothing yet, so start from 0.
+    let sqpoll = sh.spec.engine_opts.uring.sqpoll;
+    let sqpoll0 = if sqpoll {
+        iolab::os::sqpoll_cpu_ns().unwrap_or(0)
+    } else {
+        0
+    };
     let t_begin = clock.base;
     let ramp_end = spec.ramp_ns;
     let mut measuring = spec.ramp_ns == 0;
@@ -441,7 +442,11 @@ fn work(
         let _ = eng.reap(inflight, &mut done);
     }
     // Read before the engine (and so its SQPOLL thread) goes away.
-    let sqpoll_ns = sqpoll0.and_then(|a| iolab::os::sqpoll_cpu_ns().map(|b| b.saturating_sub(a)));
+    let sqpoll_ns = if sqpoll {
+        iolab::os::sqpoll_cpu_ns().map(|b| b.saturating_sub(sqpoll0))
+    } else {
+        None
+    };
     WorkerOut {
         sqpoll_ns,
         hist,

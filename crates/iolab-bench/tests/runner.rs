@@ -348,3 +348,27 @@ fn time_limit_and_intervals() {
         .iter()
         .all(|i| i.iops > 0.0 && i.p50_ns <= i.p99_ns));
 }
+
+#[test]
+fn sqpoll_thread_cpu_is_found_and_reported() {
+    let d = tempfile::tempdir().unwrap();
+    let mut s = spec(&d.path().join("f"), EngineKind::Uring);
+    s.qd = 8;
+    s.engine_opts.uring.sqpoll = true;
+    s.engine_opts.uring.sqpoll_idle_ms = Some(50);
+    s.stop.time_ns = Some(300_000_000);
+    s.pattern = AccessPattern::Rand;
+    s.cache = CacheMode::Warm;
+    let p = prep(&s);
+    let m = match run(&s, &p, &RealEngines) {
+        Ok(m) => m,
+        Err(e) if e.exit_code() == 2 => {
+            eprintln!("skipped: SQPOLL unavailable here: {e}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let pct = m.cpu.sqpoll_pct.expect("SQPOLL CPU reported");
+    assert!(pct > 0.0 && pct <= 100.0 * 2.0, "{pct}");
+    assert!(m.cpu.sys_pct + m.cpu.user_pct >= pct * 0.5, "{:?}", m.cpu);
+}

@@ -88,6 +88,10 @@ fn bad_inputs_exit_2_with_one_line_naming_the_flag() {
         "--op",
     );
     assert_bad(&["bench", "--nonsense"], "--nonsense");
+    assert_bad(
+        &["bench", "--engine", "uring", "--iopoll", "--size", "1m"],
+        "--iopoll",
+    );
     assert_bad(&["xor", "no-such-file"], "no-such-file");
 }
 
@@ -398,5 +402,24 @@ fn vs_fio_runs_both_alternately_and_refuses_what_fio_cannot_express() {
     assert!(
         out.contains("fio command: fio") && out.contains("iolab/fio"),
         "{out}"
+    );
+}
+
+#[test]
+fn unsupported_iopoll_is_one_line_and_exit_2() {
+    let d = tempfile::tempdir().unwrap();
+    let dev = iolab::file::block_device_of(d.path());
+    let polls = dev
+        .and_then(|d| d.queue_attr("io_poll"))
+        .unwrap_or_default();
+    if polls != "0" {
+        eprintln!("skipped: this device may poll (io_poll={polls})");
+        return;
+    }
+    assert_bad(
+        &[
+            "bench", "--engine", "uring", "--iopoll", "--direct", "--size", "1m", "--ops", "10",
+        ],
+        "--iopoll",
     );
 }
