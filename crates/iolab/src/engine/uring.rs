@@ -93,8 +93,14 @@ impl Uring {
             if u.iopoll {
                 b.setup_iopoll();
             }
-            if modern && !u.sqpoll {
-                b.setup_single_issuer().setup_defer_taskrun();
+            if modern {
+                // As fio's own peak tool sets up its rings: no SQ index
+                // array (6.6+), and for rings the worker drives itself, one
+                // issuer whose completions run when it reaps (6.1+).
+                b.setup_no_sqarray();
+                if !u.sqpoll {
+                    b.setup_single_issuer().setup_defer_taskrun();
+                }
             }
             b.setup_cqsize(entries * 2).build(entries)
         };
@@ -105,7 +111,7 @@ impl Uring {
         } else {
             "--engine uring"
         };
-        // Older kernels (< 6.1) reject DEFER_TASKRUN with EINVAL: retry plain.
+        // Older kernels reject these flags with EINVAL: retry with none of them.
         let ring = build(true)
             .or_else(|_| build(false))
             .map_err(|e| setup_err(feature, e))?;
