@@ -272,6 +272,7 @@ fn work(
     let (mut iv_ops, mut iv_bytes) = (0u64, 0u64);
     let mut end = 0u64;
     let mut stopping = false;
+    let mut combined = false;
 
     loop {
         let budget_left = plan.budget.is_none_or(|b| issued < b);
@@ -314,7 +315,19 @@ fn work(
                 for op in &pending {
                     started[op.tag as usize] = t;
                 }
-                match eng.submit(&pending) {
+                // When the runner will wait right after submitting (queue
+                // full, or no more work), one combined call lets io_uring
+                // submit and wait in a single io_uring_enter.
+                let res = if free.is_empty() || exhausted {
+                    let min = bc.min(inflight + pending.len());
+                    done.clear();
+                    combined = true;
+                    eng.submit_and_reap(&pending, min, &mut done)
+                        .map(|(n, _)| n)
+                } else {
+                    eng.submit(&pending)
+                };
+                match res {
                     Ok(n) => {
                         inflight += n;
                         pending.drain(..n);
@@ -322,26 +335,30 @@ fn work(
                     Err(e) => {
                         sh.fail(e.into());
                         stopping = true;
+                        combined = false;
                     }
                 }
             }
         }
-        if inflight == 0 {
-            if stopping || (!budget_left && pending.is_empty()) {
+        if !combined {
+            if inflight == 0 {
+                if stopping || (!budget_left && pending.is_empty()) {
+                    break;
+                }
+                continue;
+            }
+            let min = if stopping || free.is_empty() || plan.budget.is_some_and(|b| issued >= b) {
+                bc.min(inflight)
+            } else {
+                0
+            };
+            done.clear();
+            if let Err(e) = eng.reap(min, &mut done) {
+                sh.fail(e.into());
                 break;
             }
-            continue;
         }
-        let min = if stopping || free.is_empty() || plan.budget.is_some_and(|b| issued >= b) {
-            bc.min(inflight)
-        } else {
-            0
-        };
-        done.clear();
-        if let Err(e) = eng.reap(min, &mut done) {
-            sh.fail(e.into());
-            break;
-        }
+        combined = false;
         if done.is_empty() {
             continue;
         }

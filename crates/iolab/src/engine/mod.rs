@@ -274,6 +274,18 @@ pub trait Engine: Send {
     /// Appends completions to `out`, waiting until at least `min` are there
     /// (never more than are in flight); returns how many were appended.
     fn reap(&mut self, min: usize, out: &mut Vec<Done>) -> Result<usize>;
+    /// `submit` then `reap(min)`, as one step where the engine can do both
+    /// in one system call (io_uring). Returns (accepted, reaped).
+    fn submit_and_reap(
+        &mut self,
+        ops: &[Op],
+        min: usize,
+        out: &mut Vec<Done>,
+    ) -> Result<(usize, usize)> {
+        let n = self.submit(ops)?;
+        let m = self.reap(min, out)?;
+        Ok((n, m))
+    }
     /// The bytes of a buffer slot (read results, or data to write).
     fn buf(&self, id: BufId) -> &[u8];
     /// A buffer slot, mutably (to fill data before a write).

@@ -287,6 +287,23 @@ impl Uring {
         }
     }
 
+    /// Pushes as many of `ops` as there are free slots; returns how many.
+    fn push_ops(&mut self, ops: &[Op]) -> usize {
+        let mut accepted = 0;
+        for op in ops {
+            let Some(idx) = self.free.pop() else { break };
+            self.slots[idx as usize] = Some(Slot { op: *op, moved: 0 });
+            if !self.push(idx) {
+                self.slots[idx as usize] = None;
+                self.free.push(idx);
+                break;
+            }
+            self.inflight += 1;
+            accepted += 1;
+        }
+        accepted
+    }
+
     fn requeue(&mut self, idx: u32) {
         while !self.push(idx) {
             // SQ full: flush it to the kernel and try again.
@@ -310,26 +327,36 @@ impl Engine for Uring {
     }
 
     fn submit(&mut self, ops: &[Op]) -> Result<usize> {
-        let mut accepted = 0;
-        for op in ops {
-            let Some(idx) = self.free.pop() else { break };
-            self.slots[idx as usize] = Some(Slot { op: *op, moved: 0 });
-            if !self.push(idx) {
-                self.slots[idx as usize] = None;
-                self.free.push(idx);
-                break;
-            }
-            self.inflight += 1;
-            accepted += 1;
-        }
+        let accepted = self.push_ops(ops);
         if accepted > 0 || self.unsubmitted {
             self.enter(0)?;
         }
         Ok(accepted)
     }
 
+    fn submit_and_reap(
+        &mut self,
+        ops: &[Op],
+        min: usize,
+        out: &mut Vec<Done>,
+    ) -> Result<(usize, usize)> {
+        let accepted = self.push_ops(ops);
+        self.unsubmitted |= accepted > 0;
+        let min = min.min(self.inflight);
+        let mut got = self.drain(out);
+        while got < min {
+            // Submits what was pushed and waits, in one io_uring_enter.
+            self.enter(min - got)?;
+            got += self.drain(out);
+        }
+        if self.unsubmitted {
+            self.enter(0)?;
+        }
+        Ok((accepted, got))
+    }
+
     fn reap(&mut self, min: usize, out: &mut Vec<Done>) -> Result<usize> {
-        let min = min.min(self.inflight + out.len());
+        let min = min.min(self.inflight);
         let mut got = self.drain(out);
         while got < min {
             self.enter(min - got)?;
