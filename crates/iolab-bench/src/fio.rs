@@ -68,6 +68,11 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
         EngineKind::Preadv2 => "pvsync2",
         EngineKind::Mmap => "mmap",
         EngineKind::Uring => "io_uring",
+        EngineKind::Libaio => "libaio",
+        EngineKind::Posixaio => "posixaio",
+        EngineKind::Threadpool => {
+            return Err("fio has no thread-pool engine like iolab's threadpool".into())
+        }
         EngineKind::Null => "null",
         EngineKind::Stream => {
             return Err("fio has no buffered-stream engine like iolab's stream".into())

@@ -236,6 +236,15 @@ impl WorkloadSpec {
                 }
             }
             EngineKind::Null => format!("N{}B{}", self.qd, self.batch_submit),
+            EngineKind::Libaio => format!("A{}B{}", self.qd, self.batch_submit),
+            EngineKind::Posixaio => format!("X{}", self.qd),
+            EngineKind::Threadpool => {
+                let helpers = match self.engine_opts.pool_threads {
+                    0 => self.qd,
+                    n => n,
+                };
+                format!("W{}P{helpers}", self.qd)
+            }
             EngineKind::Uring => {
                 let mut s = format!("U{}B{}", self.qd, self.batch_submit);
                 if u.fixed_bufs {
@@ -301,6 +310,9 @@ mod tests {
         s.engine = EngineKind::Pread;
         s.engine_opts = EngineOpts::default();
         assert_eq!(s.label(), "P");
+        s.engine = EngineKind::Libaio;
+        s.qd = 16;
+        assert_eq!(s.label(), "A16B1");
     }
 
     #[test]

@@ -87,16 +87,26 @@ fn every_engine_reads_the_pattern_for_every_order_size_and_cache_mode() {
             AccessPattern::Shuffle,
         ] {
             for bs in [4096u64, 65536, 1 << 20] {
-                for direct in [false, true] {
+                for (direct, qd) in [
+                    (false, 1),
+                    (true, 1),
+                    (false, 8),
+                    (true, 8),
+                    (false, 64),
+                    (true, 64),
+                ] {
                     if direct && (!engine.supports_direct() || !direct_ok(d.path())) {
+                        continue;
+                    }
+                    if engine.is_sync() && qd > 1 {
                         continue;
                     }
                     let mut s = spec(&file, engine);
                     s.pattern = pattern;
                     s.bs = bs;
                     s.direct = direct;
-                    s.qd = if engine.is_sync() { 1 } else { 8 };
-                    s.batch_submit = if engine.is_sync() { 1 } else { 4 };
+                    s.qd = qd;
+                    s.batch_submit = qd.min(4);
                     let p = Prepared {
                         align: if direct {
                             Some(iolab::file::dio_alignment(&file).unwrap())

@@ -39,7 +39,7 @@ pub enum OpArg {
 /// Arguments of `iolab bench`.
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
-    /// Engine(s): read, pread, preadv2, stream, mmap, uring, null.
+    /// Engine(s): read, pread, preadv2, stream, mmap, uring, libaio, posixaio, threadpool, null.
     #[arg(long, value_delimiter = ',', default_value = "pread", value_parser = engine)]
     pub engine: Vec<EngineKind>,
     /// Operation.
@@ -138,6 +138,9 @@ pub struct BenchArgs {
     /// uring: busy-poll for completions (O_DIRECT, device with poll queues).
     #[arg(long)]
     pub iopoll: bool,
+    /// threadpool: helper threads (default: one per op in flight).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub pool_threads: Option<u32>,
     /// Allow writing into, or replacing, files iolab did not create.
     #[arg(long)]
     pub overwrite: bool,
@@ -191,6 +194,13 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
                     "{flag}: only the uring engine takes it, not {e}"
                 )));
             }
+        }
+    }
+    if a.pool_threads.is_some() {
+        if let Some(e) = a.engine.iter().find(|e| **e != EngineKind::Threadpool) {
+            return Err(super::usage(format!(
+                "--pool-threads: only the threadpool engine takes it, not {e}"
+            )));
         }
     }
     if (a.sqpoll_idle.is_some() || a.sqpoll_cpu.is_some()) && !a.sqpoll {
@@ -250,6 +260,7 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
         hipri: a.hipri,
         mmap_touch: a.mmap_touch,
         access: Default::default(),
+        pool_threads: a.pool_threads.unwrap_or(0),
         uring: UringOpts {
             reg_files: a.reg_files,
             fixed_bufs: a.fixed_bufs,
@@ -467,6 +478,11 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         }
     };
     let all = valid_only(specs(a, &file, size))?;
+    if all.iter().any(|s| s.engine == EngineKind::Libaio) {
+        if let Some(w) = iolab::engine::libaio::buffered_warning(a.direct) {
+            eprintln!("warning: {w}");
+        }
+    }
     if temp {
         for s in &all {
             for f in s.files() {

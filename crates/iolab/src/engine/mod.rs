@@ -19,13 +19,16 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+pub mod libaio;
 pub mod mmap;
 pub mod null;
+pub mod posixaio;
 pub mod pread;
 pub mod preadv2;
 pub mod read;
 pub mod stream;
 mod sync;
+pub mod threadpool;
 pub mod uring;
 
 pub use sync::{SyncEngine, SyncIo};
@@ -98,19 +101,28 @@ pub enum EngineKind {
     Mmap,
     /// io_uring.
     Uring,
+    /// Linux native AIO (io_submit / io_getevents).
+    Libaio,
+    /// POSIX AIO (glibc aio_read / aio_suspend).
+    Posixaio,
+    /// pread/pwrite on N helper threads fed through a queue.
+    Threadpool,
     /// No I/O: measures the framework itself.
     Null,
 }
 
 impl EngineKind {
     /// Every engine, in the order help text lists them.
-    pub const ALL: [EngineKind; 7] = [
+    pub const ALL: [EngineKind; 10] = [
         EngineKind::Read,
         EngineKind::Pread,
         EngineKind::Preadv2,
         EngineKind::Stream,
         EngineKind::Mmap,
         EngineKind::Uring,
+        EngineKind::Libaio,
+        EngineKind::Posixaio,
+        EngineKind::Threadpool,
         EngineKind::Null,
     ];
 
@@ -123,13 +135,23 @@ impl EngineKind {
             EngineKind::Stream => "stream",
             EngineKind::Mmap => "mmap",
             EngineKind::Uring => "uring",
+            EngineKind::Libaio => "libaio",
+            EngineKind::Posixaio => "posixaio",
+            EngineKind::Threadpool => "threadpool",
             EngineKind::Null => "null",
         }
     }
 
     /// True for engines with one op in flight (depth is threads' business).
     pub fn is_sync(self) -> bool {
-        !matches!(self, EngineKind::Uring | EngineKind::Null)
+        !matches!(
+            self,
+            EngineKind::Uring
+                | EngineKind::Libaio
+                | EngineKind::Posixaio
+                | EngineKind::Threadpool
+                | EngineKind::Null
+        )
     }
 
     /// True for engines that can write.
@@ -140,6 +162,9 @@ impl EngineKind {
                 | EngineKind::Pread
                 | EngineKind::Preadv2
                 | EngineKind::Uring
+                | EngineKind::Libaio
+                | EngineKind::Posixaio
+                | EngineKind::Threadpool
                 | EngineKind::Null
         )
     }
@@ -212,6 +237,8 @@ pub struct EngineOpts {
     pub access: AccessHint,
     /// io_uring options.
     pub uring: UringOpts,
+    /// threadpool: helper threads (0: one per op in flight).
+    pub pool_threads: u32,
 }
 
 /// One file an engine works on.
@@ -316,6 +343,9 @@ pub fn build(kind: EngineKind, cfg: EngineConfig) -> Result<Box<dyn Engine>> {
         EngineKind::Stream => Box::new(SyncEngine::new(stream::StreamIo::new(&cfg)?, cfg)?),
         EngineKind::Mmap => Box::new(SyncEngine::new(mmap::MmapIo::new(&cfg)?, cfg)?),
         EngineKind::Uring => Box::new(uring::Uring::new(cfg)?),
+        EngineKind::Libaio => Box::new(libaio::Libaio::new(cfg)?),
+        EngineKind::Posixaio => Box::new(posixaio::PosixAio::new(cfg)?),
+        EngineKind::Threadpool => Box::new(threadpool::ThreadPool::new(cfg)?),
         EngineKind::Null => Box::new(null::Null::new(cfg)?),
     })
 }
