@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The asynchronous interfaces against fio: random 4 KiB O_DIRECT reads at
+# depth 1..64 with io_uring (plain, +F registered files, +FM fixed buffers,
+# +S SQPOLL) and libaio on 1 and 2 threads, plus sequential 1 MiB at depth
+# 4 and 16, each as `iolab bench --vs fio` pairs (alternating who goes
+# first). Prints per row the median iolab/fio ratios of IOPS, CPU per I/O
+# and p99.9 latency.
+#
+# usage: scripts/vs-fio-async.sh [DIR]   (env: PAIRS=3 TIME=3 SIZE=2g DEPTHS=1,4,16,32,64)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+dir=${1:-$PWD}
+pairs=${PAIRS:-3}
+secs=${TIME:-3}
+size=${SIZE:-2g}
+depths=${DEPTHS:-1,4,16,32,64}
+command -v fio >/dev/null 2>&1 || bash "$here/scripts/setup.sh"
+(cd "$here" && cargo build --release --quiet)
+iolab="$here/target/release/iolab"
+file="$dir/iolab-vs-fio.dat"
+out=$(mktemp -d)
+cleanup() { rm -rf "$out"; [ "${KEEP:-0}" = 1 ] || rm -f "$file"; }
+trap cleanup EXIT INT TERM
+[ -e "$file" ] || "$iolab" bench --file "$file" --size "$size" --ops 1 >/dev/null
+"$iolab" xor "$file" >/dev/null 2>&1
+common=(--file "$file" --direct --time "${secs}s" --vs fio --pairs "$pairs" --jsonl "$out/r.jsonl")
+rand=(--pattern rand --bs 4k --qd "$depths" --threads 1,2)
+run() { "$iolab" bench "$@" "${common[@]}" >/dev/null; }
+run --engine uring,libaio "${rand[@]}"
+run --engine uring --reg-files "${rand[@]}"
+run --engine uring --reg-files --fixed-bufs "${rand[@]}"
+run --engine uring --sqpoll "${rand[@]}" --threads 1
+run --engine uring,libaio --pattern seq --bs 1m --qd 4,16
+python3 - "$out/r.jsonl" <<'PY'
+import json, sys, statistics as st
+print(f'{"label":<16} {"iolab IOPS":>11} {"fio IOPS":>11} {"IOPS":>6} {"cpu/IO":>7} {"p99.9":>6}')
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    c = r["vs_fio"]
+    def med(side, f):
+        return st.median(f(x) for x in c[side])
+    ii, fi = med("iolab", lambda x: x["iops"]), med("fio", lambda x: x["iops"])
+    ic = med("iolab", lambda x: x["cpu_pct"] / max(x["iops"], 1))
+    fc = med("fio", lambda x: x["cpu_pct"] / max(x["iops"], 1))
+    ip, fp = med("iolab", lambda x: x["p99_9_ns"]), med("fio", lambda x: x["p99_9_ns"])
+    print(f'{r["label"]:<16} {ii:>11.0f} {fi:>11.0f} {ii/fi:>6.3f} {ic/fc:>7.3f} {ip/fp:>6.3f}')
+PY
