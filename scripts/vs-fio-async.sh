@@ -29,7 +29,7 @@ run() { "$iolab" bench "$@" "${common[@]}" >/dev/null; }
 run --engine uring,libaio "${rand[@]}"
 run --engine uring --reg-files "${rand[@]}"
 run --engine uring --reg-files --fixed-bufs "${rand[@]}"
-run --engine uring --sqpoll "${rand[@]}" --threads 1
+run --engine uring --sqpoll --pattern rand --bs 4k --qd "$depths" --threads 1
 run --engine uring,libaio --pattern seq --bs 1m --qd 4,16
 python3 - "$out/r.jsonl" <<'PY'
 import json, sys, statistics as st
