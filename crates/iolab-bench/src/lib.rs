@@ -8,3 +8,4 @@
 
 pub mod env;
 pub mod stats;
+pub mod system;
