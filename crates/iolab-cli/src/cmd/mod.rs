@@ -1,0 +1,3 @@
+//! Subcommands.
+
+pub mod sys;
