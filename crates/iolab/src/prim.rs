@@ -175,6 +175,9 @@ pub struct Balloon {
 
 impl Balloon {
     /// Locks `bytes` of memory in a helper process; returns when locked.
+    /// The helper is killed if the calling thread ends (that is how
+    /// PR_SET_PDEATHSIG works), so keep the balloon on the thread that
+    /// made it.
     pub fn inflate(bytes: u64) -> Result<Self> {
         let n = usize::try_from(bytes)
             .map_err(|_| Error::Invalid(format!("balloon of {bytes} bytes is too large")))?;

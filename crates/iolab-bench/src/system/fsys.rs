@@ -279,7 +279,10 @@ pub fn file_cache(cfg: &Config<'_>) -> Result<Entry> {
     let per_rep: Vec<f64> = (0..reps)
         .map(|r| res.iter().map(|v| v[r]).fold(0.0, f64::max))
         .collect();
-    let fast = Stats::of(&times[0]).median;
+    let fast = times
+        .iter()
+        .map(|t| Stats::of(t).median)
+        .fold(f64::INFINITY, f64::min);
     let knee = sizes
         .iter()
         .zip(&times)

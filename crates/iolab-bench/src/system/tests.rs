@@ -101,7 +101,9 @@ fn every_measurement_at_smoke_scale() {
         if let Some(e) = r.get(n) {
             let pts = &e.series[0].points;
             let (small, big) = (pts[0], pts[pts.len() - 1]);
-            assert!(big.y >= small.y, "{n}: {small:?} vs {big:?}");
+            // Best cases compared: medians of a few round trips between
+            // threads can swing with where the scheduler puts them.
+            assert!(big.y_min >= small.y_min, "{n}: {small:?} vs {big:?}");
         }
     }
     let rep = SysReport {

@@ -3,8 +3,8 @@
 use anyhow::Context;
 use iolab_bench::env::Environment;
 use iolab_bench::system::{
-    self, net, record::EntryLine, Config, Entry, Scale, SysError, SysReport, GROUPS,
-    MEASUREMENTS, SCHEMA_VERSION,
+    self, net, record::EntryLine, Config, Entry, Scale, SysError, SysReport, GROUPS, MEASUREMENTS,
+    QUICK_SKIPS, SCHEMA_VERSION,
 };
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Arguments of `iolab sys`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:\n  iolab sys --quick\n  iolab sys list\n  iolab sys getpid fork mem_latency --json\n  iolab sys net --serve 7777        (on the other machine)\n  iolab sys net --connect host:7777")]
+#[command(
+    after_help = "Examples:\n  iolab sys --quick\n  iolab sys list\n  iolab sys getpid fork mem_latency --json\n  iolab sys net --serve 7777        (on the other machine)\n  iolab sys net --connect host:7777"
+)]
 pub struct SysArgs {
     /// Measurements or groups to run (default: all); `list` prints them.
     #[arg(value_name = "NAME")]
@@ -60,7 +62,9 @@ pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
         return bad("--serve runs only the network tests: use `iolab sys net --serve PORT`");
     }
     if args.connect.is_some() && !net_only {
-        return bad("--connect runs only the network tests: use `iolab sys net --connect HOST:PORT`");
+        return bad(
+            "--connect runs only the network tests: use `iolab sys net --connect HOST:PORT`",
+        );
     }
     let list = match system::select(&args.names) {
         Ok(l) => l,
@@ -72,11 +76,25 @@ pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
         }
         Err(e) => return Err(e.into()),
     };
+    let list: Vec<_> = if args.quick && args.names.is_empty() {
+        for n in QUICK_SKIPS {
+            eprintln!("iolab sys: --quick leaves out {n} (run `iolab sys {n}` for it)");
+        }
+        list.into_iter()
+            .filter(|m| !QUICK_SKIPS.contains(&m.name))
+            .collect()
+    } else {
+        list
+    };
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     if !dir.is_dir() {
         return bad(&format!("--dir {}: not a directory", dir.display()));
     }
-    let scale = if args.quick { Scale::Quick } else { Scale::Full };
+    let scale = if args.quick {
+        Scale::Quick
+    } else {
+        Scale::Full
+    };
     let repeat = args.repeat.unwrap_or(if args.quick { 3 } else { 5 }) as usize;
     let cfg = Config {
         scale,
@@ -214,7 +232,10 @@ fn print_list() {
     for m in MEASUREMENTS {
         println!("{:<16} {:<7} {}", m.name, m.group, m.about);
     }
-    println!("\ngroups: {} (a group name runs the whole group)", GROUPS.join(", "));
+    println!(
+        "\ngroups: {} (a group name runs the whole group)",
+        GROUPS.join(", ")
+    );
 }
 
 fn num(v: f64) -> String {
@@ -308,14 +329,24 @@ fn write_entry(out: &mut dyn Write, en: &Entry) -> std::io::Result<()> {
 
 fn write_series(out: &mut dyn Write, en: &Entry) -> std::io::Result<()> {
     for s in &en.series {
-        writeln!(out, "\n{} ({} by {}; median [min..max] over repeats)", s.name, s.y_unit, s.x_unit)?;
+        writeln!(
+            out,
+            "\n{} ({} by {}; median [min..max] over repeats)",
+            s.name, s.y_unit, s.x_unit
+        )?;
         let mut marks: Vec<_> = en.cache_levels.iter().collect();
         marks.sort_by_key(|c| c.size_bytes);
         let mut mi = 0;
         for p in &s.points {
             while mi < marks.len() && (marks[mi].size_bytes as f64) < p.x {
                 let c = marks[mi];
-                writeln!(out, "  ---- L{} {} cache {} ----", c.level, c.kind, bytes(c.size_bytes as f64))?;
+                writeln!(
+                    out,
+                    "  ---- L{} {} cache {} ----",
+                    c.level,
+                    c.kind,
+                    bytes(c.size_bytes as f64)
+                )?;
                 mi += 1;
             }
             let x = if s.x_unit == "bytes" {

@@ -385,8 +385,8 @@ pub(crate) fn fork_readers(jobs: &mut [ReadJob<'_>]) -> Result<Vec<u64>> {
 }
 
 /// A child process holding `bytes` of locked anonymous memory until it is
-/// killed; it dies with its parent (PR_SET_PDEATHSIG) and offers itself to
-/// the OOM killer first (oom_score_adj 1000).
+/// killed; it dies with the thread that forked it (PR_SET_PDEATHSIG) and
+/// offers itself to the OOM killer first (oom_score_adj 1000).
 pub(crate) struct BalloonChild {
     pid: libc::pid_t,
     _ctl: OwnedFd,
@@ -427,6 +427,11 @@ impl BalloonChild {
                     0,
                 )
             };
+            if p != libc::MAP_FAILED {
+                // Huge pages make locking many GiB far faster (fewer faults).
+                // SAFETY: advice on exactly the mapping just made.
+                unsafe { libc::madvise(p, bytes.max(1), libc::MADV_HUGEPAGE) };
+            }
             let ok = p != libc::MAP_FAILED
                 // SAFETY: p..p+bytes is the mapping just made; mlock faults it in.
                 && unsafe { libc::mlock(p, bytes.max(1)) } == 0;
