@@ -122,7 +122,28 @@ fn syscall(
     let stats = cfg.repeat_per_op(u64::MAX, f)?;
     let mut e = Entry::new(name, "calls", method);
     e.time_ns = Some(stats);
+    if matches!(name, "read1" | "write_null" | "lseek") {
+        let threads = threads_of_this_process();
+        if threads > 1 {
+            e.notes.push(format!(
+                "this process has {threads} threads (Ctrl-C handler); with a shared file table the kernel takes a reference on the file (and, for regular files, the position lock) on each call, which a single-threaded process like lmbench skips"
+            ));
+        }
+    }
     Ok(e)
+}
+
+/// Threads of this process, from /proc/self/status (1 when unknown).
+fn threads_of_this_process() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Threads:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(1)
 }
 
 /// getpid through syscall(SYS_getpid).

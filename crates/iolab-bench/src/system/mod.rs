@@ -55,9 +55,13 @@ pub enum SysError {
 /// Result of this module.
 pub type Result<T, E = SysError> = std::result::Result<T, E>;
 
-pub(crate) fn io_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SysError {
-    let what = what.into();
-    move |source| SysError::Io { what, source }
+/// Wraps an I/O error with the step that failed. The step's text becomes a
+/// `String` only on error, so hot loops pay nothing for it.
+pub(crate) fn io_err<S: Into<String>>(what: S) -> impl FnOnce(std::io::Error) -> SysError {
+    move |source| SysError::Io {
+        what: what.into(),
+        source,
+    }
 }
 
 /// How big the experiments are.
