@@ -187,6 +187,10 @@ impl<T: Read + Write> RwStream for T {}
 fn rtt_entry(name: &str, method: String, rows: Vec<(usize, Stats, Vec<f64>)>) -> Entry {
     let mut e = Entry::new(name, "net", method);
     e.time_ns = rows.first().map(|r| r.1);
+    e.notes.push(
+        "neither end is pinned: a round trip whose ends sit on two CPUs pays two cross-CPU wake-ups (compare ctx_thread_2cpu), one on a single CPU pays two switches, so repeats can differ a lot"
+            .into(),
+    );
     e.series.push(Series {
         name: name.into(),
         x_unit: "bytes".into(),
