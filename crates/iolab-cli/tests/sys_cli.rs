@@ -61,7 +61,8 @@ fn syscall_json_parses() {
 
 #[test]
 fn series_reach_the_csv() {
-    let d = tempfile::tempdir().unwrap();
+    // Under target/ (a real file system: O_DIRECT), not /tmp (maybe tmpfs).
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let csv = d.path().join("r.csv");
     let o = iolab()
         .args(["sys", "contention", "--quick", "--repeat", "1", "--dir"])

@@ -5,7 +5,10 @@ use std::collections::HashMap;
 
 fn smoke_all() -> HashMap<String, Entry> {
     let stop = AtomicBool::new(false);
-    let dir = std::env::temp_dir();
+    // The crate directory is on a real file system (O_DIRECT, eviction);
+    // /tmp may be tmpfs. The measurements make and remove their own
+    // hidden temporary directory inside it.
+    let dir = std::env::current_dir().unwrap();
     let cfg = Config {
         scale: Scale::Smoke,
         repeat: 2,
