@@ -333,7 +333,7 @@ pub(crate) fn fork_readers(jobs: &mut [ReadJob<'_>]) -> Result<Vec<u64>> {
                     child_exit(3);
                 }
             }
-            let dt = clock_ns(libc::CLOCK_MONOTONIC) - t0;
+            let dt = clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(t0);
             let mut msg = [0u8; 16];
             msg[..8].copy_from_slice(&(i as u64).to_le_bytes());
             msg[8..].copy_from_slice(&dt.to_le_bytes());
