@@ -16,5 +16,6 @@ pub mod record;
 pub mod runner;
 pub mod spec;
 pub mod stats;
+pub mod system;
 
 pub use error::{BenchError, Result};

@@ -33,6 +33,9 @@ enum Cmd {
     Bench(Box<cmd::bench::BenchArgs>),
     /// Print the XOR of a file's 4-byte little-endian words.
     Xor(cmd::xor::XorArgs),
+    /// The cost of the operating system's basic operations (syscalls,
+    /// context switches, memory, page faults, loopback network, file cache).
+    Sys(cmd::sys::SysArgs),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         Some(Cmd::Survey(a)) => cmd::survey::run(&a, stop),
         Some(Cmd::Bench(a)) => cmd::bench::run(&a, stop),
         Some(Cmd::Xor(a)) => cmd::xor::run(&a, stop),
+        Some(Cmd::Sys(a)) => cmd::sys::run(&a, stop),
     };
     cleanup::remove_all();
     let code = match res {

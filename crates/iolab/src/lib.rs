@@ -29,6 +29,7 @@ pub mod error;
 pub mod file;
 pub mod os;
 pub mod pattern;
+pub mod prim;
 mod sys;
 pub mod whole;
 pub mod xor;

@@ -5,4 +5,5 @@
 pub(crate) mod alloc;
 pub(crate) mod fs;
 pub(crate) mod mman;
+pub(crate) mod proc;
 pub(crate) mod rusage;

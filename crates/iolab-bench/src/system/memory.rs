@@ -1,0 +1,365 @@
+//! Memory: load latency against working-set size (dependent loads around a
+//! random cycle, one load per 64-byte line, so neither prefetchers nor
+//! out-of-order execution can hide a miss), with the CPU's caches read from
+//! sysfs and the plateaus named; and read, write and copy bandwidth for one
+//! thread and for all threads.
+
+use super::record::{CacheLevel, Plateau};
+use super::{keep, Config, Entry, Point, Result, Rng, Scale, Series};
+use crate::stats::Stats;
+use iolab::prim;
+use std::sync::Barrier;
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * 1024;
+const LINE: usize = 64;
+const WORDS_PER_LINE: usize = LINE / 4;
+
+/// Data and unified caches of CPU 0, from sysfs, by level.
+pub fn cache_levels() -> Vec<CacheLevel> {
+    let mut out = Vec::new();
+    let base = std::path::Path::new("/sys/devices/system/cpu/cpu0/cache");
+    let Ok(rd) = std::fs::read_dir(base) else {
+        return out;
+    };
+    for d in rd.flatten() {
+        if !d.file_name().to_string_lossy().starts_with("index") {
+            continue;
+        }
+        let get = |f: &str| {
+            std::fs::read_to_string(d.path().join(f))
+                .map(|s| s.trim().to_string())
+                .ok()
+        };
+        let (Some(level), Some(kind), Some(size)) = (get("level"), get("type"), get("size")) else {
+            continue;
+        };
+        if kind == "Instruction" {
+            continue;
+        }
+        let Some(size_bytes) = parse_size(&size) else {
+            continue;
+        };
+        out.push(CacheLevel {
+            level: level.parse().unwrap_or(0),
+            kind,
+            size_bytes,
+        });
+    }
+    out.sort_by_key(|c| (c.level, c.size_bytes));
+    out
+}
+
+/// "48K", "32768K", "1M", "123" to bytes.
+fn parse_size(s: &str) -> Option<u64> {
+    let (num, mul) = match s.chars().last()? {
+        'K' | 'k' => (&s[..s.len() - 1], KIB),
+        'M' | 'm' => (&s[..s.len() - 1], MIB),
+        'G' | 'g' => (&s[..s.len() - 1], 1024 * MIB),
+        _ => (s, 1),
+    };
+    num.trim().parse::<u64>().ok().map(|n| n * mul)
+}
+
+fn working_sets(scale: Scale, max: u64) -> Vec<u64> {
+    let mut v = Vec::new();
+    let mut s = KIB;
+    while s <= max {
+        v.push(s);
+        match scale {
+            Scale::Smoke => s *= 4,
+            _ => {
+                if s + s / 2 <= max && s >= 4 * KIB {
+                    v.push(s + s / 2);
+                }
+                s *= 2;
+            }
+        }
+    }
+    if v.last() != Some(&max) {
+        v.push(max);
+    }
+    v
+}
+
+/// Links the first `ws` bytes of `arr` into one random cycle over its lines.
+fn build_cycle(arr: &mut [u32], ws: u64, rng: &mut Rng) {
+    let lines = (ws as usize / LINE).max(1);
+    let mut order: Vec<u32> = (0..lines as u32).collect();
+    rng.shuffle(&mut order);
+    for k in 0..lines {
+        let from = order[k] as usize * WORDS_PER_LINE;
+        let to = order[(k + 1) % lines] * WORDS_PER_LINE as u32;
+        arr[from] = to;
+    }
+}
+
+/// Follows the cycle for about `target_ns`; returns ns per load.
+fn chase(arr: &[u32], target_ns: u64) -> f64 {
+    let mut p = 0u32;
+    let mut loads = 0u64;
+    let t = prim::monotonic_ns();
+    loop {
+        for _ in 0..4096 {
+            p = arr[p as usize];
+        }
+        loads += 4096;
+        let dt = prim::monotonic_ns() - t;
+        if dt >= target_ns {
+            keep(p);
+            return dt as f64 / loads as f64;
+        }
+    }
+}
+
+fn plateau_windows(caches: &[CacheLevel]) -> Vec<(String, u64, u64)> {
+    // One size per level: the largest data/unified cache of that level.
+    let mut sizes: Vec<(u32, u64)> = Vec::new();
+    for c in caches {
+        match sizes.iter_mut().find(|(l, _)| *l == c.level) {
+            Some(s) => s.1 = s.1.max(c.size_bytes),
+            None => sizes.push((c.level, c.size_bytes)),
+        }
+    }
+    let mut w = Vec::new();
+    let mut lo = 0u64;
+    for &(l, size) in &sizes {
+        w.push((format!("L{l}"), lo, size / 2));
+        lo = size * 2;
+    }
+    w.push(("RAM".to_string(), lo.max(2 * KIB), u64::MAX));
+    w
+}
+
+/// Load latency against working-set size, 1 KiB up to 1 GiB (256 MiB with
+/// `--quick`), at least 4x the largest cache.
+pub fn latency(cfg: &Config<'_>) -> Result<Entry> {
+    let caches = cache_levels();
+    let largest = caches
+        .iter()
+        .map(|c| c.size_bytes)
+        .max()
+        .unwrap_or(32 * MIB);
+    let want = cfg
+        .scale
+        .pick(128 * MIB, 256 * MIB, 1024 * MIB)
+        .max((4 * largest).next_power_of_two());
+    let mem_cap = super::meminfo_bytes("MemAvailable").unwrap_or(4096 * MIB) / 4;
+    let max = want.min(mem_cap.max(64 * MIB)).min(4096 * MIB);
+    let sizes = working_sets(cfg.scale, max);
+    let target = cfg.scale.pick(1_000_000, 4_000_000, 12_000_000);
+    let mut arr = vec![0u32; (max as usize) / 4];
+    let mut rng = Rng::new(0x10AD);
+    let reps = cfg.reps();
+    let mut ys: Vec<Vec<f64>> = Vec::new();
+    for &ws in &sizes {
+        cfg.check_stop()?;
+        build_cycle(&mut arr, ws, &mut rng);
+        let mut v = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            v.push(chase(&arr, target));
+        }
+        ys.push(v);
+    }
+    drop(arr);
+    let windows = plateau_windows(&caches);
+    let mut plateaus = Vec::new();
+    let mut ram_per_rep: Vec<f64> = Vec::new();
+    for (name, lo, hi) in &windows {
+        let idx: Vec<usize> = (0..sizes.len())
+            .filter(|&i| sizes[i] >= *lo && sizes[i] <= *hi)
+            .collect();
+        if idx.is_empty() {
+            continue;
+        }
+        let med: Vec<f64> = idx.iter().map(|&i| Stats::of(&ys[i]).median).collect();
+        plateaus.push(Plateau {
+            name: name.clone(),
+            from_bytes: sizes[idx[0]],
+            to_bytes: sizes[*idx.last().unwrap_or(&idx[0])],
+            latency_ns: Stats::of(&med).median,
+        });
+        if name == "RAM" {
+            ram_per_rep = (0..reps)
+                .map(|r| Stats::of(&idx.iter().map(|&i| ys[i][r]).collect::<Vec<_>>()).median)
+                .collect();
+        }
+    }
+    let mut e = Entry::new(
+        "mem_latency",
+        "memory",
+        format!(
+            "dependent 4-byte loads around one random cycle over the 64-byte lines of a working set of 1 KiB..{} MiB (4 KiB pages, no huge pages); headline = RAM plateau",
+            max / MIB
+        ),
+    );
+    if ram_per_rep.is_empty() {
+        // Not enough range for a RAM plateau: report the largest size.
+        ram_per_rep = ys.last().cloned().unwrap_or_default();
+        e.notes
+            .push("no size beyond 2x the last cache; headline is the largest working set".into());
+    }
+    e.time_ns = Some(Stats::of(&ram_per_rep));
+    e.series.push(Series {
+        name: "mem_latency".into(),
+        x_unit: "bytes".into(),
+        y_unit: "ns".into(),
+        points: sizes
+            .iter()
+            .zip(&ys)
+            .map(|(&x, v)| Point::of(x as f64, v))
+            .collect(),
+    });
+    e.cache_levels = caches;
+    e.plateaus = plateaus;
+    Ok(e)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Read,
+    Write,
+    Copy,
+}
+
+fn bandwidth(cfg: &Config<'_>, kind: Kind, all: bool) -> Result<Entry> {
+    let largest = cache_levels()
+        .iter()
+        .map(|c| c.size_bytes)
+        .max()
+        .unwrap_or(32 * MIB);
+    let bytes = cfg
+        .scale
+        .pick(64 * MIB, 128 * MIB, 256 * MIB)
+        .max(4 * largest)
+        .min(1024 * MIB) as usize;
+    let threads = if all {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        1
+    };
+    let passes: usize = cfg.scale.pick(1, 2, 4);
+    let words = bytes / 8;
+    let mut bufs: Vec<(Vec<u64>, Vec<u64>)> = (0..threads)
+        .map(|t| {
+            let src = vec![t as u64 + 1; words];
+            let dst = if kind == Kind::Copy {
+                // Touched now, so the first pass does not pay page faults.
+                vec![1u64; words]
+            } else {
+                Vec::new()
+            };
+            (src, dst)
+        })
+        .collect();
+    let mut per_rep = Vec::new();
+    for _ in 0..cfg.reps() {
+        cfg.check_stop()?;
+        let barrier = Barrier::new(threads);
+        let spans: Vec<(u64, u64)> = std::thread::scope(|s| {
+            let hs: Vec<_> = bufs
+                .iter_mut()
+                .map(|(src, dst)| {
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        barrier.wait();
+                        let t0 = prim::monotonic_ns();
+                        for p in 0..passes {
+                            match kind {
+                                Kind::Read => {
+                                    keep(src.iter().fold(0u64, |a, &x| a.wrapping_add(x)));
+                                }
+                                Kind::Write => src.fill(p as u64),
+                                Kind::Copy => dst.copy_from_slice(src),
+                            }
+                            keep(&*src);
+                            keep(&*dst);
+                        }
+                        (t0, prim::monotonic_ns())
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap_or((0, 1))).collect()
+        });
+        let start = spans.iter().map(|s| s.0).min().unwrap_or(0);
+        let end = spans.iter().map(|s| s.1).max().unwrap_or(1);
+        let moved = (bytes * passes * threads) as f64;
+        per_rep.push(moved / (MIB as f64) / ((end - start).max(1) as f64 / 1e9));
+    }
+    let (name, what) = match (kind, all) {
+        (Kind::Read, false) => ("bw_read", "sum of u64 words"),
+        (Kind::Write, false) => ("bw_write", "fill (memset)"),
+        (Kind::Copy, false) => (
+            "bw_copy",
+            "copy_from_slice (memcpy), bytes copied counted once",
+        ),
+        (Kind::Read, true) => ("bw_read_all", "sum of u64 words"),
+        (Kind::Write, true) => ("bw_write_all", "fill (memset)"),
+        (Kind::Copy, true) => (
+            "bw_copy_all",
+            "copy_from_slice (memcpy), bytes copied counted once",
+        ),
+    };
+    let mut e = Entry::new(
+        name,
+        "memory",
+        format!(
+            "{threads} thread(s), each {passes} pass(es) over its own {} MiB buffer: {what}; total bytes / wall time",
+            bytes as u64 / MIB
+        ),
+    );
+    e.bandwidth_mib_s = Some(Stats::of(&per_rep));
+    Ok(e)
+}
+
+/// Read bandwidth, one thread.
+pub fn bw_read(cfg: &Config<'_>) -> Result<Entry> {
+    bandwidth(cfg, Kind::Read, false)
+}
+/// Write bandwidth, one thread.
+pub fn bw_write(cfg: &Config<'_>) -> Result<Entry> {
+    bandwidth(cfg, Kind::Write, false)
+}
+/// Copy bandwidth, one thread.
+pub fn bw_copy(cfg: &Config<'_>) -> Result<Entry> {
+    bandwidth(cfg, Kind::Copy, false)
+}
+/// Read bandwidth, all threads.
+pub fn bw_read_all(cfg: &Config<'_>) -> Result<Entry> {
+    bandwidth(cfg, Kind::Read, true)
+}
+/// Write bandwidth, all threads.
+pub fn bw_write_all(cfg: &Config<'_>) -> Result<Entry> {
+    bandwidth(cfg, Kind::Write, true)
+}
+/// Copy bandwidth, all threads.
+pub fn bw_copy_all(cfg: &Config<'_>) -> Result<Entry> {
+    bandwidth(cfg, Kind::Copy, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_and_windows() {
+        assert_eq!(parse_size("48K"), Some(48 * KIB));
+        assert_eq!(parse_size("1M"), Some(MIB));
+        let w = plateau_windows(&[
+            CacheLevel {
+                level: 1,
+                kind: "Data".into(),
+                size_bytes: 32 * KIB,
+            },
+            CacheLevel {
+                level: 2,
+                kind: "Unified".into(),
+                size_bytes: MIB,
+            },
+        ]);
+        assert_eq!(w[0], ("L1".into(), 0, 16 * KIB));
+        assert_eq!(w[1], ("L2".into(), 64 * KIB, 512 * KIB));
+        assert_eq!(w[2].0, "RAM");
+        assert_eq!(w[2].1, 2 * MIB);
+    }
+}

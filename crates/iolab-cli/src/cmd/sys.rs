@@ -1,0 +1,376 @@
+//! `iolab sys`: the cost of the operating system's basic operations.
+
+use anyhow::Context;
+use iolab_bench::env::Environment;
+use iolab_bench::system::{
+    self, net, record::EntryLine, Config, Entry, Scale, SysError, SysReport, GROUPS, MEASUREMENTS,
+    QUICK_SKIPS, SCHEMA_VERSION,
+};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Arguments of `iolab sys`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Examples:\n  iolab sys --quick\n  iolab sys list\n  iolab sys getpid fork mem_latency --json\n  iolab sys net --serve 7777        (on the other machine)\n  iolab sys net --connect host:7777"
+)]
+pub struct SysArgs {
+    /// Measurements or groups to run (default: all); `list` prints them.
+    #[arg(value_name = "NAME")]
+    pub names: Vec<String>,
+    /// Smaller experiments: everything in under 45 s.
+    #[arg(long)]
+    pub quick: bool,
+    /// Print one JSON document on stdout instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write one JSON record per measurement to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub jsonl: Option<PathBuf>,
+    /// Also write every series point as CSV rows (series,x,x_unit,y,y_unit,y_min,y_max) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Repeats per measurement [default: 5, 3 with --quick].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: Option<u32>,
+    /// Directory for temporary files (a hidden temp dir is made inside) [default: .].
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Serve the network tests' other end on PORT (all addresses) until Ctrl-C.
+    #[arg(long, value_name = "PORT", conflicts_with = "connect")]
+    pub serve: Option<u16>,
+    /// Run the network tests against `iolab sys net --serve` at HOST:PORT.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub connect: Option<String>,
+}
+
+fn bad(msg: &str) -> anyhow::Result<i32> {
+    eprintln!("iolab sys: {msg}");
+    Ok(2)
+}
+
+/// Runs `iolab sys`; returns the exit code (0 ok, 1 a measurement failed,
+/// 2 bad input, 130 interrupted).
+pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
+    if args.names.len() == 1 && args.names[0] == "list" {
+        print_list();
+        return Ok(0);
+    }
+    let net_only = args.names.is_empty() || args.names.iter().all(|n| n == "net");
+    if args.serve.is_some() && !net_only {
+        return bad("--serve runs only the network tests: use `iolab sys net --serve PORT`");
+    }
+    if args.connect.is_some() && !net_only {
+        return bad(
+            "--connect runs only the network tests: use `iolab sys net --connect HOST:PORT`",
+        );
+    }
+    let list = match system::select(&args.names) {
+        Ok(l) => l,
+        Err(SysError::Unknown(n)) => {
+            return bad(&format!(
+                "unknown measurement '{n}'; names are listed by `iolab sys list`, groups are {}",
+                GROUPS.join(", ")
+            ))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let list: Vec<_> = if args.quick && args.names.is_empty() {
+        for n in QUICK_SKIPS {
+            eprintln!("iolab sys: --quick leaves out {n} (run `iolab sys {n}` for it)");
+        }
+        list.into_iter()
+            .filter(|m| !QUICK_SKIPS.contains(&m.name))
+            .collect()
+    } else {
+        list
+    };
+    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    if !dir.is_dir() {
+        return bad(&format!("--dir {}: not a directory", dir.display()));
+    }
+    let scale = if args.quick {
+        Scale::Quick
+    } else {
+        Scale::Full
+    };
+    let repeat = args.repeat.unwrap_or(if args.quick { 3 } else { 5 }) as usize;
+    let cfg = Config {
+        scale,
+        repeat,
+        dir: dir.clone(),
+        stop,
+    };
+    if let Some(port) = args.serve {
+        return serve(port, stop);
+    }
+    let mut report = SysReport {
+        schema_version: SCHEMA_VERSION,
+        scale: scale.name().into(),
+        repeat,
+        environment: Environment::capture(&dir),
+        entries: Vec::new(),
+    };
+    if let Some(hp) = &args.connect {
+        eprintln!("iolab sys: network tests against {hp}");
+        match net::remote(&cfg, hp) {
+            Ok(es) => report.entries = es,
+            Err(SysError::Cancelled) => return Ok(130),
+            Err(e) => {
+                eprintln!("iolab sys: {hp}: {e}");
+                return Ok(1);
+            }
+        }
+        return finish(args, &report, 0);
+    }
+    let total = list.len();
+    let mut failed = false;
+    let mut i = 0;
+    let mut write_err = None;
+    let r = system::run(&list, &cfg, &mut |m, r| {
+        i += 1;
+        match r {
+            Ok(e) => {
+                eprintln!("[{i}/{total}] {}", m.name);
+                report.entries.push(e.clone());
+                if let Err(e) = write_files(args, &report) {
+                    write_err = Some(e);
+                }
+            }
+            Err(SysError::Unsupported(why)) => {
+                eprintln!("[{i}/{total}] {}: skipped: {why}", m.name)
+            }
+            Err(SysError::Cancelled) => {}
+            Err(e) => {
+                failed = true;
+                eprintln!("[{i}/{total}] {}: failed: {e}", m.name)
+            }
+        }
+    });
+    if let Some(e) = write_err {
+        return Err(e);
+    }
+    let code = match r {
+        Err(SysError::Cancelled) => {
+            eprintln!("iolab sys: interrupted; printing what was measured");
+            130
+        }
+        Err(e) => return Err(e.into()),
+        Ok(()) if failed || stop.load(Ordering::Relaxed) => 1,
+        Ok(()) => 0,
+    };
+    finish(args, &report, code)
+}
+
+fn finish(args: &SysArgs, report: &SysReport, code: i32) -> anyhow::Result<i32> {
+    write_files(args, report)?;
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    let res = if args.json {
+        serde_json::to_writer_pretty(&mut out, report)
+            .map_err(std::io::Error::other)
+            .and_then(|_| writeln!(out))
+    } else {
+        print_table(&mut out, report)
+    };
+    match res {
+        Ok(()) => Ok(code),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(code),
+        Err(e) => Err(e).context("write to stdout"),
+    }
+}
+
+/// Rewrites --jsonl and --csv files with everything measured so far.
+fn write_files(args: &SysArgs, report: &SysReport) -> anyhow::Result<()> {
+    if let Some(p) = &args.jsonl {
+        let mut s = String::new();
+        for e in &report.entries {
+            let line = EntryLine {
+                schema_version: SCHEMA_VERSION,
+                scale: &report.scale,
+                repeat: report.repeat,
+                environment: &report.environment,
+                entry: e,
+            };
+            s.push_str(&serde_json::to_string(&line)?);
+            s.push('\n');
+        }
+        write_atomic(p, s.as_bytes())?;
+    }
+    if let Some(p) = &args.csv {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        for row in report.csv_rows() {
+            w.serialize(row)?;
+        }
+        let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("csv: {e}"))?;
+        write_atomic(p, &bytes)?;
+    }
+    Ok(())
+}
+
+fn write_atomic(p: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    std::fs::write(p, bytes).with_context(|| format!("write {}", p.display()))
+}
+
+fn serve(port: u16, stop: &AtomicBool) -> anyhow::Result<i32> {
+    let addr = std::net::SocketAddr::from(([0, 0, 0, 0], port));
+    let r = net::serve(addr, stop, &mut |a| {
+        eprintln!("iolab sys: serving TCP and UDP on {a}; Ctrl-C to stop")
+    });
+    match r {
+        Ok(()) => Ok(130),
+        Err(e) => {
+            eprintln!("iolab sys: --serve {port}: {e}");
+            Ok(1)
+        }
+    }
+}
+
+fn print_list() {
+    println!("{:<16} {:<7} WHAT", "NAME", "GROUP");
+    for m in MEASUREMENTS {
+        println!("{:<16} {:<7} {}", m.name, m.group, m.about);
+    }
+    println!(
+        "\ngroups: {} (a group name runs the whole group)",
+        GROUPS.join(", ")
+    );
+}
+
+fn num(v: f64) -> String {
+    let a = v.abs();
+    if !v.is_finite() {
+        "-".into()
+    } else if a >= 1e6 {
+        format!("{:.4e}", v)
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn bytes(b: f64) -> String {
+    let b = b.max(0.0);
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.3} GiB", b / (1u64 << 30) as f64)
+    } else if b >= (1u64 << 20) as f64 {
+        format!("{:.1} MiB", b / (1u64 << 20) as f64)
+    } else if b >= 1024.0 {
+        format!("{:.1} KiB", b / 1024.0)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+fn print_table(out: &mut dyn Write, r: &SysReport) -> std::io::Result<()> {
+    let e = &r.environment;
+    writeln!(
+        out,
+        "iolab sys ({} scale, {} repeats) on {} | {} | {} cores | {} RAM | kernel {}",
+        r.scale,
+        r.repeat,
+        e.hostname,
+        e.cpu_model,
+        e.cores,
+        bytes(e.memory_bytes as f64),
+        e.kernel
+    )?;
+    writeln!(
+        out,
+        "{:<16} {:>12} {:<6} {:>12} {:>12} {:>8}",
+        "NAME", "MEDIAN", "UNIT", "MIN", "MAX", "SD%"
+    )?;
+    let mut group = "";
+    for en in &r.entries {
+        if en.group != group {
+            group = &en.group;
+            writeln!(out, "-- {group}")?;
+        }
+        write_entry(out, en)?;
+    }
+    for en in &r.entries {
+        write_series(out, en)?;
+    }
+    Ok(())
+}
+
+fn write_entry(out: &mut dyn Write, en: &Entry) -> std::io::Result<()> {
+    match en.headline() {
+        Some((h, s)) => {
+            let sd = if s.mean != 0.0 {
+                100.0 * s.stddev / s.mean.abs()
+            } else {
+                0.0
+            };
+            let (med, min, max) = if h.unit() == "bytes" {
+                (bytes(s.median), bytes(s.min), bytes(s.max))
+            } else {
+                (num(s.median), num(s.min), num(s.max))
+            };
+            let unit = if h.unit() == "bytes" { "" } else { h.unit() };
+            writeln!(
+                out,
+                "{:<16} {:>12} {:<6} {:>12} {:>12} {:>7.1}%",
+                en.name, med, unit, min, max, sd
+            )?;
+        }
+        None => writeln!(out, "{:<16} {:>12}", en.name, "-")?,
+    }
+    writeln!(out, "    method: {}", en.method)?;
+    for n in &en.notes {
+        writeln!(out, "    note: {n}")?;
+    }
+    Ok(())
+}
+
+fn write_series(out: &mut dyn Write, en: &Entry) -> std::io::Result<()> {
+    for s in &en.series {
+        writeln!(
+            out,
+            "\n{} ({} by {}; median [min..max] over repeats)",
+            s.name, s.y_unit, s.x_unit
+        )?;
+        let mut marks: Vec<_> = en.cache_levels.iter().collect();
+        marks.sort_by_key(|c| c.size_bytes);
+        let mut mi = 0;
+        for p in &s.points {
+            while mi < marks.len() && (marks[mi].size_bytes as f64) < p.x {
+                let c = marks[mi];
+                writeln!(
+                    out,
+                    "  ---- L{} {} cache {} ----",
+                    c.level,
+                    c.kind,
+                    bytes(c.size_bytes as f64)
+                )?;
+                mi += 1;
+            }
+            let x = if s.x_unit == "bytes" {
+                bytes(p.x)
+            } else {
+                format!("{} {}", p.x, s.x_unit)
+            };
+            let (y, lo, hi) = if s.y_unit == "bytes" {
+                (bytes(p.y), bytes(p.y_min), bytes(p.y_max))
+            } else {
+                (num(p.y), num(p.y_min), num(p.y_max))
+            };
+            writeln!(out, "  {x:>14}  {y:>10}  [{lo}..{hi}]")?;
+        }
+        for p in &en.plateaus {
+            writeln!(
+                out,
+                "  plateau {:<4} {:>8} ns  ({}..{})",
+                p.name,
+                num(p.latency_ns),
+                bytes(p.from_bytes as f64),
+                bytes(p.to_bytes as f64)
+            )?;
+        }
+    }
+    Ok(())
+}
