@@ -251,10 +251,15 @@ impl Comparable {
                     &s["lat_ns"]["percentile"],
                 ));
             }
-            // fio's CPU figures are percentages of the job's run time; with
-            // --thread and group reporting they cover all the jobs' threads.
-            c.cpu_pct +=
-                j["usr_cpu"].as_f64().unwrap_or(0.0) + j["sys_cpu"].as_f64().unwrap_or(0.0);
+            // fio's CPU figures are percentages of one job's run time; with
+            // --group_reporting they are the average over the jobs, so scale
+            // by the job count to get the whole run's CPU, as iolab reports.
+            let jobs = j["job options"]["numjobs"]
+                .as_str()
+                .and_then(|n| n.parse::<f64>().ok())
+                .unwrap_or(1.0);
+            c.cpu_pct += jobs
+                * (j["usr_cpu"].as_f64().unwrap_or(0.0) + j["sys_cpu"].as_f64().unwrap_or(0.0));
         }
         let pick = |k: &str| -> f64 {
             // With one side (reads only) there is one histogram; else weight by IOPS.
@@ -425,5 +430,8 @@ mod tests {
             (1.0, 256.0, 1000.0, 5000.0, 9000.0, 11.5)
         );
         assert!(Comparable::of_fio_json("fio: bad option").is_err());
+        // Group reporting over 2 jobs averages CPU per job: scaled back up.
+        let j2 = j.replace(r#""usr_cpu""#, r#""job options":{"numjobs":"2"},"usr_cpu""#);
+        assert_eq!(Comparable::of_fio_json(&j2).unwrap().cpu_pct, 23.0);
     }
 }
