@@ -342,16 +342,9 @@ impl Engine for Uring {
     ) -> Result<(usize, usize)> {
         let accepted = self.push_ops(ops);
         self.unsubmitted |= accepted > 0;
-        let min = min.min(self.inflight);
-        let mut got = self.drain(out);
-        while got < min {
-            // Submits what was pushed and waits, in one io_uring_enter.
-            self.enter(min - got)?;
-            got += self.drain(out);
-        }
-        if self.unsubmitted {
-            self.enter(0)?;
-        }
+        // reap's wait is an io_uring_enter that also submits what was
+        // pushed: one system call for both.
+        let got = self.reap(min, out)?;
         Ok((accepted, got))
     }
 
