@@ -548,12 +548,11 @@ pub fn run_once(
         parts: Default::default(),
         out: Vec::new(),
     };
-    let (outs, usage, main_start) = if spec.threads == 0 {
+    let (outs, usage) = if spec.threads == 0 {
         // The calling thread does the work itself.
         let plan = plans.into_iter().next().expect("one plan");
         let eng = build_engine(spec, prep, &plan, factory)?;
         let u0 = Usage::now();
-        let t0 = Instant::now();
         let out = work(&sh, plan, eng, &tx);
         drop(tx);
         for m in rx.try_iter() {
@@ -561,7 +560,7 @@ pub fn run_once(
                 merger.add(p, ctl.on_interval);
             }
         }
-        (vec![out], Usage::now().since(&u0), t0)
+        (vec![out], Usage::now().since(&u0))
     } else {
         let barrier = Barrier::new(plans.len() + 1);
         std::thread::scope(|s| -> Result<_> {
@@ -614,7 +613,7 @@ pub fn run_once(
                 .into_iter()
                 .filter_map(|h| h.join().unwrap_or(None))
                 .collect();
-            Ok((outs, usage, t0))
+            Ok((outs, usage))
         })?
     };
     if let Some(e) = sh
@@ -625,7 +624,6 @@ pub fn run_once(
     {
         return Err(e);
     }
-    let _ = main_start;
     let mut hist = new_histogram();
     let (mut ops, mut reads, mut writes, mut bytes) = (0, 0, 0, 0);
     let sqpoll_ns = outs.iter().filter_map(|o| o.sqpoll_ns).reduce(|a, b| a + b);
