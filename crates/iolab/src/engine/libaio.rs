@@ -266,6 +266,7 @@ impl Engine for Libaio {
     }
 
     fn submit(&mut self, ops: &[Op]) -> Result<usize> {
+        super::check_batch(ops, self.files.len(), &self.pool)?;
         self.ptrs.clear();
         let mut taken_slots = Vec::with_capacity(ops.len());
         for op in ops {

@@ -288,6 +288,38 @@ pub struct EngineStats {
     pub enter_calls: u64,
 }
 
+/// Checks a batch before any of it starts: every op names an existing file
+/// and buffer slot and fits in its slot. Engines call this first in
+/// `submit`, so a bad op is an error, never an overrun or a panic, and the
+/// engine stays usable.
+pub fn check_batch(ops: &[Op], files: usize, pool: &BufPool) -> Result<()> {
+    for op in ops {
+        if op.file.0 as usize >= files {
+            return Err(Error::Invalid(format!(
+                "op {}: no file {} (the engine has {files})",
+                op.tag, op.file.0
+            )));
+        }
+        if op.buf.0 as usize >= pool.count() {
+            return Err(Error::Invalid(format!(
+                "op {}: no buffer slot {} (the engine has {})",
+                op.tag,
+                op.buf.0,
+                pool.count()
+            )));
+        }
+        if op.len as usize > pool.slot_len() {
+            return Err(Error::Invalid(format!(
+                "op {}: {} bytes do not fit a {}-byte buffer slot",
+                op.tag,
+                op.len,
+                pool.slot_len()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The contract every engine keeps.
 pub trait Engine: Send {
     /// The engine's command-line name.

@@ -159,6 +159,7 @@ impl Engine for PosixAio {
     }
 
     fn submit(&mut self, ops: &[Op]) -> Result<usize> {
+        super::check_batch(ops, self.files.len(), &self.pool)?;
         let mut n = 0;
         for op in ops {
             let Some(idx) = self.free.pop() else { break };

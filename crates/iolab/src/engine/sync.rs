@@ -81,6 +81,7 @@ impl<T: SyncIo> Engine for SyncEngine<T> {
     }
 
     fn submit(&mut self, ops: &[Op]) -> Result<usize> {
+        super::check_batch(ops, self.files.len(), &self.pool)?;
         for op in ops {
             let res = self.run(op);
             self.done.push(Done { tag: op.tag, res });

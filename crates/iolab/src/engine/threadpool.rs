@@ -122,7 +122,11 @@ impl Engine for ThreadPool {
     }
 
     fn submit(&mut self, ops: &[Op]) -> Result<usize> {
+        super::check_batch(ops, self.fds.len(), &self.pool)?;
         let tx = self.tx.as_ref().expect("helpers running");
+        // At most one op per buffer slot in flight, like every engine.
+        let room = self.pool.count().saturating_sub(self.inflight);
+        let ops = &ops[..ops.len().min(room)];
         for op in ops {
             let buf = self.pool.slot_mut(op.buf).as_mut_ptr();
             let j = Job {

@@ -327,6 +327,7 @@ impl Engine for Uring {
     }
 
     fn submit(&mut self, ops: &[Op]) -> Result<usize> {
+        super::check_batch(ops, self.files.len(), &self.pool)?;
         let accepted = self.push_ops(ops);
         if accepted > 0 || self.unsubmitted {
             self.enter(0)?;
@@ -340,6 +341,7 @@ impl Engine for Uring {
         min: usize,
         out: &mut Vec<Done>,
     ) -> Result<(usize, usize)> {
+        super::check_batch(ops, self.files.len(), &self.pool)?;
         let accepted = self.push_ops(ops);
         self.unsubmitted |= accepted > 0;
         // reap's wait is an io_uring_enter that also submits what was
