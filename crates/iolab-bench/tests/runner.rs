@@ -2,7 +2,7 @@
 //! runner respects the queue depth, shuffle visits each block once, writes
 //! keep the file verifiable, and corruption is caught with its offset.
 
-use iolab::buf::BufId;
+use iolab::buf::BufPool;
 use iolab::engine::{self, Caps, Done, Engine, EngineConfig, EngineKind, EngineOpts, Op};
 use iolab_bench::prepare::{prepare, set_cache, PrepareOpts, Prepared};
 use iolab_bench::runner::{run_once, EngineFactory, RealEngines, RunControl};
@@ -242,11 +242,11 @@ impl Engine for Counting {
         self.inflight -= n;
         Ok(n)
     }
-    fn buf(&self, id: BufId) -> &[u8] {
-        self.inner.buf(id)
+    fn pool(&self) -> &BufPool {
+        self.inner.pool()
     }
-    fn buf_mut(&mut self, id: BufId) -> &mut [u8] {
-        self.inner.buf_mut(id)
+    fn pool_mut(&mut self) -> &mut BufPool {
+        self.inner.pool_mut()
     }
 }
 

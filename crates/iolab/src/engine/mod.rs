@@ -345,10 +345,18 @@ pub trait Engine: Send {
         let m = self.reap(min, out)?;
         Ok((n, m))
     }
+    /// The engine's buffer slots.
+    fn pool(&self) -> &BufPool;
+    /// The engine's buffer slots, mutably.
+    fn pool_mut(&mut self) -> &mut BufPool;
     /// The bytes of a buffer slot (read results, or data to write).
-    fn buf(&self, id: BufId) -> &[u8];
+    fn buf(&self, id: BufId) -> &[u8] {
+        self.pool().slot(id)
+    }
     /// A buffer slot, mutably (to fill data before a write).
-    fn buf_mut(&mut self, id: BufId) -> &mut [u8];
+    fn buf_mut(&mut self, id: BufId) -> &mut [u8] {
+        self.pool_mut().slot_mut(id)
+    }
     /// How the engine talked to the kernel so far.
     fn stats(&self) -> EngineStats {
         EngineStats::default()

@@ -4,7 +4,7 @@
 //! interface.
 
 use super::{Caps, Done, Engine, EngineConfig, EngineFile, EngineStats, Op, OpKind};
-use crate::buf::{BufId, BufPool};
+use crate::buf::BufPool;
 use crate::error::{Errno, Error, Result};
 use std::os::fd::AsRawFd;
 
@@ -194,12 +194,12 @@ impl Engine for PosixAio {
         Ok(got)
     }
 
-    fn buf(&self, id: BufId) -> &[u8] {
-        self.pool.slot(id)
+    fn pool(&self) -> &BufPool {
+        &self.pool
     }
 
-    fn buf_mut(&mut self, id: BufId) -> &mut [u8] {
-        self.pool.slot_mut(id)
+    fn pool_mut(&mut self) -> &mut BufPool {
+        &mut self.pool
     }
 
     fn stats(&self) -> EngineStats {

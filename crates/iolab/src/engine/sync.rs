@@ -3,7 +3,7 @@
 //! each engine file only the one system call that makes it different.
 
 use super::{Caps, Done, Engine, EngineConfig, EngineFile, Op, OpKind};
-use crate::buf::{BufId, BufPool};
+use crate::buf::BufPool;
 use crate::error::{Errno, Result};
 
 /// One synchronous transfer primitive (pread, read, a mapping copy, ...).
@@ -95,11 +95,11 @@ impl<T: SyncIo> Engine for SyncEngine<T> {
         Ok(n)
     }
 
-    fn buf(&self, id: BufId) -> &[u8] {
-        self.pool.slot(id)
+    fn pool(&self) -> &BufPool {
+        &self.pool
     }
 
-    fn buf_mut(&mut self, id: BufId) -> &mut [u8] {
-        self.pool.slot_mut(id)
+    fn pool_mut(&mut self) -> &mut BufPool {
+        &mut self.pool
     }
 }

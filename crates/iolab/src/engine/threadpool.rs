@@ -4,7 +4,7 @@
 //! which is exactly the cost this engine exists to show.
 
 use super::{Caps, Done, Engine, EngineConfig, EngineStats, Op, OpKind};
-use crate::buf::{BufId, BufPool};
+use crate::buf::BufPool;
 use crate::error::{Errno, Error, Result};
 use crossbeam_channel::{unbounded, Receiver, Sender};
 use std::os::fd::{AsRawFd, RawFd};
@@ -164,12 +164,12 @@ impl Engine for ThreadPool {
         Ok(got)
     }
 
-    fn buf(&self, id: BufId) -> &[u8] {
-        self.pool.slot(id)
+    fn pool(&self) -> &BufPool {
+        &self.pool
     }
 
-    fn buf_mut(&mut self, id: BufId) -> &mut [u8] {
-        self.pool.slot_mut(id)
+    fn pool_mut(&mut self) -> &mut BufPool {
+        &mut self.pool
     }
 
     fn stats(&self) -> EngineStats {

@@ -9,7 +9,7 @@
 //! worker's own context at reap time instead of interrupting it.
 
 use super::{Caps, Done, Engine, EngineConfig, EngineFile, EngineStats, Op, OpKind};
-use crate::buf::{BufId, BufPool};
+use crate::buf::BufPool;
 use crate::error::{Errno, Error, Result};
 use io_uring::{opcode, squeue, types, IoUring, Probe};
 use std::os::fd::AsRawFd;
@@ -363,12 +363,12 @@ impl Engine for Uring {
         Ok(got)
     }
 
-    fn buf(&self, id: BufId) -> &[u8] {
-        self.pool.slot(id)
+    fn pool(&self) -> &BufPool {
+        &self.pool
     }
 
-    fn buf_mut(&mut self, id: BufId) -> &mut [u8] {
-        self.pool.slot_mut(id)
+    fn pool_mut(&mut self) -> &mut BufPool {
+        &mut self.pool
     }
 
     fn stats(&self) -> EngineStats {
