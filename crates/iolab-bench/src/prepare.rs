@@ -123,6 +123,68 @@ pub fn validate(spec: &WorkloadSpec) -> Result<()> {
     Ok(())
 }
 
+/// Whether a name exists at all (a dangling symlink exists: it is not a
+/// missing file iolab may create).
+fn present(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok()
+}
+
+/// Refuses, before anything is made or measured, a `--file` that is not a
+/// regular file (FIFOs, character devices, sockets, directories, the
+/// kernel's /proc and /sys files) or a dangling symlink. A block device is
+/// allowed for reading only. A missing file is fine (it may be created).
+pub fn check_file_kind(p: &Path, writes: bool) -> Result<()> {
+    let lmeta = match std::fs::symlink_metadata(p) {
+        Ok(m) => m,
+        Err(_) => return Ok(()),
+    };
+    let meta = match std::fs::metadata(p) {
+        Ok(m) => m,
+        Err(_) if lmeta.file_type().is_symlink() => {
+            return Err(usage(format!(
+                "--file {}: a symbolic link to a missing file; iolab does not create files through links (name the target, or a new file)",
+                p.display()
+            )))
+        }
+        Err(e) => return Err(usage(format!("--file {}: {e}", p.display()))),
+    };
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_block_device() {
+        if writes {
+            return Err(usage(format!(
+                "--file {}: a block device; iolab reads block devices but never writes to them",
+                p.display()
+            )));
+        }
+        return Ok(());
+    }
+    let what = if t.is_dir() {
+        Some("a directory")
+    } else if t.is_fifo() {
+        Some("a FIFO")
+    } else if t.is_char_device() {
+        Some("a character device")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    };
+    if let Some(what) = what {
+        return Err(usage(format!(
+            "--file {}: not a regular file ({what}); name a regular file or a block device",
+            p.display()
+        )));
+    }
+    if let Some(fs) = file::virtual_fs(p) {
+        return Err(usage(format!(
+            "--file {}: not a regular file (a {fs} file the kernel generates); name a file on storage",
+            p.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Makes sure every file exists with the right size (creating it when
 /// missing), and checks alignment, free space and ownership rules.
 pub fn prepare(
@@ -162,7 +224,10 @@ pub fn prepare(
         None
     };
     // Free space for every file still to be made, checked before making any.
-    let missing: Vec<&PathBuf> = paths.iter().filter(|p| !p.exists()).collect();
+    for p in &paths {
+        check_file_kind(p, spec.op.writes())?;
+    }
+    let missing: Vec<&PathBuf> = paths.iter().filter(|p| !present(p)).collect();
     if !missing.is_empty() {
         if !size_given {
             return Err(usage(format!(
@@ -197,11 +262,21 @@ pub fn prepare(
     let mut files = Vec::new();
     for (i, p) in paths.iter().enumerate() {
         let mut created = false;
-        if !p.exists() {
+        if !present(p) {
             let pat = Pattern::new(spec.seed.wrapping_add(0x5EED_0000 + i as u64));
-            created_hook(p);
             let total = spec.file_size;
-            file::create_pattern_file(p, total, pat, false, cancel, &mut |n| progress(n, total))?;
+            // O_EXCL: if another process made the file meanwhile, this
+            // fails and touches nothing. The hook runs the moment the file
+            // exists, so the caller can note its inode (and remove only it).
+            file::create_pattern_file_with(
+                p,
+                total,
+                pat,
+                false,
+                cancel,
+                &mut |n| progress(n, total),
+                &mut |_| created_hook(p),
+            )?;
             created = true;
         }
         let is_dev = file::is_block_device(p);

@@ -1,49 +1,94 @@
-//! Ctrl-C and temporary files: the first Ctrl-C asks the run to stop (what
-//! was measured is still printed and written); a second one exits at once.
-//! Either way, files iolab made for this run only are removed.
+//! Signals and the files this run made.
+//!
+//! The first SIGINT/SIGTERM asks the run to stop (what was measured is
+//! still printed and written); a second one ends the process at once (the
+//! thread-free handler lives in [`iolab::signal`]). Files are registered
+//! with the identity (device, inode) they had when iolab created them, and
+//! [`remove_all`] removes a name only while it still refers to that file:
+//! never a path iolab found existing, never a file another run put there.
 
+use iolab::file::FileIdent;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
-static STOP: AtomicBool = AtomicBool::new(false);
-static PRESSES: AtomicU32 = AtomicU32::new(0);
-static TEMP: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static CREATED: Mutex<Vec<(PathBuf, FileIdent)>> = Mutex::new(Vec::new());
 
-/// Installs the handler; returns the flag runs watch.
+/// Installs the signal handler; returns the flag runs watch.
 pub fn install() -> &'static AtomicBool {
-    let _ = ctrlc::set_handler(|| {
-        STOP.store(true, Ordering::SeqCst);
-        if PRESSES.fetch_add(1, Ordering::SeqCst) >= 1 {
-            remove_all();
-            std::process::exit(130);
+    match iolab::signal::install() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("warning: cannot install the Ctrl-C handler: {e}");
+            iolab::signal::stop_flag()
         }
-    });
-    &STOP
+    }
 }
 
-/// Registers a file to remove when iolab exits (also on Ctrl-C).
-pub fn register(p: &Path) {
-    TEMP.lock()
+/// The exit status for a run stopped by a signal (130 SIGINT, 143 SIGTERM).
+pub fn signal_status() -> Option<i32> {
+    iolab::signal::exit_status()
+}
+
+/// Registers a file (or directory) this run has just created, by identity.
+pub fn register_created(p: &Path, ident: FileIdent) {
+    CREATED
+        .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .push(p.to_path_buf());
+        .push((p.to_path_buf(), ident));
 }
 
 /// Forgets a registered file (it is to be kept).
 pub fn keep(p: &Path) {
-    TEMP.lock()
+    CREATED
+        .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .retain(|q| q != p);
+        .retain(|(q, _)| q != p);
 }
 
-/// Removes every registered file and directory.
-pub fn remove_all() {
-    let files: Vec<PathBuf> = std::mem::take(&mut *TEMP.lock().unwrap_or_else(|e| e.into_inner()));
-    for f in files.iter().rev() {
-        if f.is_dir() {
-            let _ = std::fs::remove_dir_all(f);
+/// Forgets a registered file and removes it (if it is still the one made).
+pub fn remove(p: &Path) {
+    let mut v = CREATED.lock().unwrap_or_else(|e| e.into_inner());
+    v.retain(|(q, id)| {
+        if q == p {
+            iolab::file::remove_if_same(q, *id);
+            false
         } else {
-            let _ = std::fs::remove_file(f);
+            true
         }
+    });
+}
+
+/// Removes every registered file that still is the one this run made.
+pub fn remove_all() {
+    let files = std::mem::take(&mut *CREATED.lock().unwrap_or_else(|e| e.into_inner()));
+    for (p, id) in files.iter().rev() {
+        iolab::file::remove_if_same(p, *id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removes_only_the_inode_it_made() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        std::fs::write(&p, b"ours").unwrap();
+        let id = FileIdent::of_path(&p).unwrap();
+        register_created(&p, id);
+        // Someone replaces the file under the same name (made while ours
+        // still exists, so it cannot reuse our inode number).
+        std::fs::write(d.path().join("other"), b"theirs").unwrap();
+        std::fs::rename(d.path().join("other"), &p).unwrap();
+        remove_all();
+        assert_eq!(std::fs::read(&p).unwrap(), b"theirs");
+        // While it is still ours, it goes.
+        let q = d.path().join("g");
+        std::fs::write(&q, b"ours").unwrap();
+        register_created(&q, FileIdent::of_path(&q).unwrap());
+        remove_all();
+        assert!(!q.exists());
     }
 }

@@ -8,6 +8,7 @@
 
 mod cleanup;
 mod cmd;
+mod error;
 mod output;
 mod parse;
 mod progress;
@@ -65,18 +66,21 @@ fn main() -> ExitCode {
         Some(Cmd::Sys(a)) => cmd::sys::run(&a, stop),
     };
     cleanup::remove_all();
+    let _ = stop;
     let code = match res {
         Ok(code) => code,
         Err(e) => {
             let code = exit_code(&e);
-            if code != 130 {
+            // After Ctrl-C an interrupted call's error is expected, not news.
+            if code != 130 && cleanup::signal_status().is_none() {
                 eprintln!("error: {}", one_line(&e));
             }
             code
         }
     };
-    if stop.load(std::sync::atomic::Ordering::Relaxed) {
-        return ExitCode::from(130);
+    // Stopped by a signal: 130 for SIGINT, 143 for SIGTERM.
+    if let Some(sig) = cleanup::signal_status() {
+        return ExitCode::from(sig as u8);
     }
     ExitCode::from(code as u8)
 }

@@ -202,6 +202,128 @@ pub fn create_pattern_file(
     cancel: &AtomicBool,
     progress: &mut dyn FnMut(u64),
 ) -> Result<()> {
+    create_pattern_file_with(path, len, pattern, overwrite, cancel, progress, &mut |_| {})
+}
+
+/// The identity of a file: device, inode and (where the file system keeps
+/// it) birth time, since a freed inode number is soon reused. A name can be
+/// removed and reused; this says whether the name still means the file
+/// iolab made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileIdent {
+    /// Device of the file system (st_dev).
+    pub dev: u64,
+    /// Inode number (st_ino).
+    pub ino: u64,
+    /// Birth time, ns since the epoch, when the file system reports it.
+    pub born_ns: Option<u128>,
+}
+
+impl FileIdent {
+    fn of(m: &std::fs::Metadata) -> FileIdent {
+        FileIdent {
+            dev: m.dev(),
+            ino: m.ino(),
+            born_ns: m
+                .created()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_nanos()),
+        }
+    }
+
+    /// Of the name itself (a symlink is not followed); None if absent.
+    pub fn of_path(path: &Path) -> Option<FileIdent> {
+        Some(Self::of(&std::fs::symlink_metadata(path).ok()?))
+    }
+
+    /// Of what `path` names, following symlinks; None if absent.
+    pub fn of_target(path: &Path) -> Option<FileIdent> {
+        Some(Self::of(&std::fs::metadata(path).ok()?))
+    }
+
+    /// Of an open file.
+    pub fn of_file(f: &File) -> std::io::Result<FileIdent> {
+        Ok(Self::of(&f.metadata()?))
+    }
+}
+
+/// Removes `path` only if the name still refers to `ident` (the file iolab
+/// made), so a file another process put there since is left alone.
+/// Returns whether it removed something.
+pub fn remove_if_same(path: &Path, ident: FileIdent) -> bool {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if FileIdent::of(&m) == ident => {
+            if m.is_dir() {
+                std::fs::remove_dir_all(path).is_ok()
+            } else {
+                std::fs::remove_file(path).is_ok()
+            }
+        }
+        _ => false,
+    }
+}
+
+/// Opens an existing character device or FIFO for writing in place (never
+/// created, truncated or replaced). A FIFO with no reader blocks in `open`;
+/// a signal interrupts it (the handler of [`crate::signal`] has no
+/// `SA_RESTART`) and, once `stop` is set, this returns [`Error::Cancelled`].
+pub fn open_in_place_for_write(path: &Path, stop: &AtomicBool) -> Result<File> {
+    loop {
+        match fs::open_write_once(path) {
+            Ok(f) => return Ok(f),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                if stop.load(Ordering::SeqCst) {
+                    return Err(Error::Cancelled);
+                }
+            }
+            Err(e) => return Err(Error::io(format!("open {}", path.display()), e)),
+        }
+    }
+}
+
+/// Whether this process may write `path` (checked with the effective ids).
+pub fn may_write(path: &Path) -> bool {
+    fs::may_write(path)
+}
+
+/// Whether the file system holding `path` is mounted read-only.
+pub fn on_read_only_fs(path: &Path) -> bool {
+    fs::read_only(path)
+}
+
+/// The name of the kernel's virtual file system holding `path` (`proc`,
+/// `sysfs`, ...), whose "files" are generated on read and have no size.
+pub fn virtual_fs(path: &Path) -> Option<&'static str> {
+    let t = fs::statfs(path).ok()?.2;
+    Some(match t {
+        0x9fa0 => "proc",
+        0x6265_6572 => "sysfs",
+        0x6367_7270 => "cgroup2",
+        0x0027_e0eb => "cgroup",
+        0x6462_6720 => "debugfs",
+        0x7472_6163 => "tracefs",
+        0x7363_6673 => "securityfs",
+        0x6265_6570 => "configfs",
+        0xcafe_4a11 => "bpf",
+        0x6165_676c => "pstore",
+        0xde5e_81e4 => "efivarfs",
+        _ => return None,
+    })
+}
+
+/// Like [`create_pattern_file`], and tells `on_created` the identity of
+/// the file the moment it exists, so a caller can remove exactly that file
+/// (and no other that later takes its name) if the run is interrupted.
+pub fn create_pattern_file_with(
+    path: &Path,
+    len: u64,
+    pattern: Pattern,
+    overwrite: bool,
+    cancel: &AtomicBool,
+    progress: &mut dyn FnMut(u64),
+    on_created: &mut dyn FnMut(FileIdent),
+) -> Result<()> {
     let mut o = OpenOptions::new();
     o.write(true);
     if overwrite {
@@ -212,6 +334,9 @@ pub fn create_pattern_file(
     let mut f = o
         .open(path)
         .map_err(|e| Error::io(format!("create {}", path.display()), e))?;
+    let ident =
+        FileIdent::of_file(&f).map_err(|e| Error::io(format!("fstat {}", path.display()), e))?;
+    on_created(ident);
     let res = (|| -> Result<()> {
         const CHUNK: usize = 4 << 20;
         let mut buf = vec![0u8; CHUNK];
@@ -239,7 +364,8 @@ pub fn create_pattern_file(
     })();
     if res.is_err() {
         drop(f);
-        let _ = std::fs::remove_file(path);
+        // Only the file made here: not whatever has the name by now.
+        remove_if_same(path, ident);
     }
     res
 }

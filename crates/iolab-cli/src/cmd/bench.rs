@@ -141,9 +141,6 @@ pub struct BenchArgs {
     /// threadpool: helper threads (default: one per op in flight).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub pool_threads: Option<u32>,
-    /// Allow writing into, or replacing, files iolab did not create.
-    #[arg(long)]
-    pub overwrite: bool,
     /// Seed of the offsets (and of the pattern of files created now).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -153,15 +150,9 @@ pub struct BenchArgs {
     /// With --vs: pairs of runs, alternating who goes first.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub pairs: u32,
-    /// Print one JSON document on stdout (instead of the table).
-    #[arg(long)]
-    pub json: bool,
-    /// Append one JSON record per configuration to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub jsonl: Option<PathBuf>,
-    /// Write one CSV row per run to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
+    /// Outputs: --json, --jsonl, --csv, --overwrite.
+    #[command(flatten)]
+    pub out: output::flags::OutputArgs,
 }
 
 /// Options shared by every configuration of one invocation.
@@ -229,12 +220,7 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
         return Err(super::usage("--read-pct needs --op rw"));
     }
     if let Some(f) = &a.file {
-        if f.is_dir() {
-            return Err(super::usage(format!(
-                "--file {}: is a directory; name a file",
-                f.display()
-            )));
-        }
+        prepare::check_file_kind(f, a.op != OpArg::Read)?;
     }
     if a.time.is_some_and(|t| t.is_zero()) {
         return Err(super::usage(
@@ -346,8 +332,12 @@ pub fn prepare_files(spec: &WorkloadSpec, ses: &Session, temp: bool) -> Result<P
         },
         ses.stop,
         &mut |p| {
-            // Until the file is complete it is ours to remove on Ctrl-C.
-            cleanup::register(p);
+            // Called the moment the file is made (O_EXCL): this inode, not
+            // whatever later has its name, is ours to remove on Ctrl-C, or
+            // at exit if temporary.
+            if let Some(id) = iolab::file::FileIdent::of_path(p) {
+                cleanup::register_created(p, id);
+            }
         },
         &mut |n, total| {
             let b = bar.get_or_insert_with(|| crate::progress::bytes(total, "creating test file"));
@@ -421,15 +411,25 @@ pub fn execute(
             break;
         }
         let rec = BenchRecord::new(spec.clone(), env.clone(), started, runs);
-        for e in exporters.iter_mut() {
-            e.record(&rec)?;
-        }
+        let written = exporters.iter_mut().try_for_each(|e| e.record(&rec));
         each(&rec);
         records.push(rec);
+        if let Err(e) = written {
+            // A write blocked (a FIFO nobody reads) and Ctrl-C ended it:
+            // still print what was measured. Any other failure is an error.
+            if ses.stop.load(Ordering::SeqCst) {
+                break;
+            }
+            return Err(e);
+        }
     }
     pb.finish_and_clear();
     for e in exporters.iter_mut() {
-        e.finish()?;
+        if let Err(e) = e.finish() {
+            if !ses.stop.load(Ordering::SeqCst) {
+                return Err(e);
+            }
+        }
     }
     Ok(records)
 }
@@ -468,7 +468,7 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         (Some(s), _) => s,
         (None, None) => 1 << 30,
         (None, Some(f)) => {
-            if !f.exists() && !a.file_per_thread {
+            if std::fs::symlink_metadata(f).is_err() && !a.file_per_thread {
                 return Err(super::usage(format!(
                     "--file {}: no such file; give --size to create it (e.g. --size 1g)",
                     f.display()
@@ -478,33 +478,32 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         }
     };
     let all = valid_only(specs(a, &file, size))?;
+    let mut measured: Vec<PathBuf> = all.iter().flat_map(|s| s.files()).collect();
+    measured.dedup();
+    for f in &measured {
+        prepare::check_file_kind(f, all.iter().any(|s| s.op.writes()))?;
+    }
+    let targets = a.out.check(&measured)?;
     if all.iter().any(|s| s.engine == EngineKind::Libaio) {
         if let Some(w) = iolab::engine::libaio::buffered_warning(a.direct) {
             eprintln!("warning: {w}");
-        }
-    }
-    if temp {
-        for s in &all {
-            for f in s.files() {
-                cleanup::register(&f);
-            }
         }
     }
     let ses = Session {
         stop,
         repeat: a.repeat,
         size_given,
-        overwrite: a.overwrite,
+        overwrite: a.out.overwrite,
         live: a.interval.is_some(),
     };
     let mut exporters: Vec<Box<dyn Exporter>> = Vec::new();
-    if let Some(p) = &a.csv {
-        exporters.push(Box::new(output::csv::Csv::create(p, a.overwrite)?));
+    if let Some(t) = targets.csv {
+        exporters.push(Box::new(output::csv::Csv::new(t)));
     }
-    if let Some(p) = &a.jsonl {
-        exporters.push(Box::new(output::jsonl::JsonLines::open(p)?));
+    if let Some(t) = targets.jsonl {
+        exporters.push(Box::new(output::jsonl::JsonLines::new(t)));
     }
-    if a.json {
+    if a.out.json {
         exporters.push(Box::new(output::json::Json::default()));
     }
     let single = all.len() == 1;
@@ -531,14 +530,14 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         for e in exporters.iter_mut() {
             e.finish()?;
         }
-        if !a.json {
+        if !a.out.json {
             text.push_str(&output::table::footer(1));
             output::stdout(&text)?;
         }
         return Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 });
     }
     let records = execute(&all, &ses, temp, &mut exporters, |_| {})?;
-    if !a.json && !records.is_empty() {
+    if !a.out.json && !records.is_empty() {
         let mut text = if single {
             output::table::detail(&records[0])
         } else {

@@ -6,12 +6,4 @@ pub mod sys;
 pub mod vs;
 pub mod xor;
 
-/// Bad input found by the command line itself (exit status 2).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
-
-/// Shorthand for a usage error as an `anyhow::Error`.
-pub fn usage(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(UsageError(msg.into()))
-}
+pub use crate::error::{usage, UsageError};

@@ -4,7 +4,6 @@
 //! then one table and a few lines of advice.
 
 use super::bench::{execute, temp_path, Session};
-use crate::cleanup;
 use crate::output::table::{count, ns};
 use anyhow::Result;
 use iolab::engine::{EngineKind, EngineOpts};
@@ -124,7 +123,6 @@ pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
     let file = temp_path(&a.dir)?;
     let size = survey_size(&a.dir, a.size)?;
     let time = a.time.map(|t| t.as_nanos() as u64).unwrap_or(4_000_000_000);
-    cleanup::register(&file);
     let plans = plans();
     let specs: Vec<WorkloadSpec> = plans
         .iter()

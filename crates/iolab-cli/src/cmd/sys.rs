@@ -1,5 +1,6 @@
 //! `iolab sys`: the cost of the operating system's basic operations.
 
+use crate::output::flags::{OutputArgs, Targets};
 use anyhow::Context;
 use iolab_bench::env::Environment;
 use iolab_bench::system::{
@@ -7,7 +8,7 @@ use iolab_bench::system::{
     QUICK_SKIPS, SCHEMA_VERSION,
 };
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Arguments of `iolab sys`.
@@ -22,15 +23,10 @@ pub struct SysArgs {
     /// Smaller experiments: everything in under 45 s.
     #[arg(long)]
     pub quick: bool,
-    /// Print one JSON document on stdout instead of the table.
-    #[arg(long)]
-    pub json: bool,
-    /// Also write one JSON record per measurement to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub jsonl: Option<PathBuf>,
-    /// Also write every series point as CSV rows (series,x,x_unit,y,y_unit,y_min,y_max) to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
+    /// Outputs: --json, --jsonl (one record per measurement), --csv (every
+    /// series point: series,x,x_unit,y,y_unit,y_min,y_max), --overwrite.
+    #[command(flatten)]
+    pub out: OutputArgs,
     /// Repeats per measurement [default: 5, 3 with --quick].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: Option<u32>,
@@ -90,6 +86,10 @@ pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
     if !dir.is_dir() {
         return bad(&format!("--dir {}: not a directory", dir.display()));
     }
+    let mut out = SysOut {
+        targets: args.out.check(&[])?,
+        jsonl_done: 0,
+    };
     let scale = if args.quick {
         Scale::Quick
     } else {
@@ -122,7 +122,7 @@ pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
                 return Ok(1);
             }
         }
-        return finish(args, &report, 0);
+        return finish(args, &mut out, &report, 0);
     }
     let total = list.len();
     let mut failed = false;
@@ -134,8 +134,10 @@ pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
             Ok(e) => {
                 eprintln!("[{i}/{total}] {}", m.name);
                 report.entries.push(e.clone());
-                if let Err(e) = write_files(args, &report) {
-                    write_err = Some(e);
+                if write_err.is_none() {
+                    if let Err(e) = out.write(&report) {
+                        write_err = Some(e);
+                    }
                 }
             }
             Err(SysError::Unsupported(why)) => {
@@ -160,14 +162,14 @@ pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
         Ok(()) if failed || stop.load(Ordering::Relaxed) => 1,
         Ok(()) => 0,
     };
-    finish(args, &report, code)
+    finish(args, &mut out, &report, code)
 }
 
-fn finish(args: &SysArgs, report: &SysReport, code: i32) -> anyhow::Result<i32> {
-    write_files(args, report)?;
+fn finish(args: &SysArgs, out: &mut SysOut, report: &SysReport, code: i32) -> anyhow::Result<i32> {
+    out.write(report)?;
     let out = std::io::stdout();
     let mut out = out.lock();
-    let res = if args.json {
+    let res = if args.out.json {
         serde_json::to_writer_pretty(&mut out, report)
             .map_err(std::io::Error::other)
             .and_then(|_| writeln!(out))
@@ -181,36 +183,40 @@ fn finish(args: &SysArgs, report: &SysReport, code: i32) -> anyhow::Result<i32> 
     }
 }
 
-/// Rewrites --jsonl and --csv files with everything measured so far.
-fn write_files(args: &SysArgs, report: &SysReport) -> anyhow::Result<()> {
-    if let Some(p) = &args.jsonl {
-        let mut s = String::new();
-        for e in &report.entries {
-            let line = EntryLine {
-                schema_version: SCHEMA_VERSION,
-                scale: &report.scale,
-                repeat: report.repeat,
-                environment: &report.environment,
-                entry: e,
-            };
-            s.push_str(&serde_json::to_string(&line)?);
-            s.push('\n');
-        }
-        write_atomic(p, s.as_bytes())?;
-    }
-    if let Some(p) = &args.csv {
-        let mut w = csv::Writer::from_writer(Vec::new());
-        for row in report.csv_rows() {
-            w.serialize(row)?;
-        }
-        let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("csv: {e}"))?;
-        write_atomic(p, &bytes)?;
-    }
-    Ok(())
+/// The output files of `iolab sys`, written through the one writer.
+struct SysOut {
+    targets: Targets,
+    /// Entries already appended to --jsonl.
+    jsonl_done: usize,
 }
 
-fn write_atomic(p: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    std::fs::write(p, bytes).with_context(|| format!("write {}", p.display()))
+impl SysOut {
+    /// Appends new entries to --jsonl and rewrites --csv with every point
+    /// measured so far.
+    fn write(&mut self, report: &SysReport) -> anyhow::Result<()> {
+        if let Some(t) = &mut self.targets.jsonl {
+            for e in &report.entries[self.jsonl_done.min(report.entries.len())..] {
+                let line = EntryLine {
+                    schema_version: SCHEMA_VERSION,
+                    scale: &report.scale,
+                    repeat: report.repeat,
+                    environment: &report.environment,
+                    entry: e,
+                };
+                t.append_jsonl(&serde_json::to_vec(&line)?)?;
+            }
+            self.jsonl_done = report.entries.len();
+        }
+        if let Some(t) = &mut self.targets.csv {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            for row in report.csv_rows() {
+                w.serialize(row)?;
+            }
+            let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("csv: {e}"))?;
+            t.write_all_atomically(&bytes)?;
+        }
+        Ok(())
+    }
 }
 
 fn serve(port: u16, stop: &AtomicBool) -> anyhow::Result<i32> {

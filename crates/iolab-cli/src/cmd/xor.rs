@@ -13,20 +13,20 @@ pub struct XorArgs {
     pub file: PathBuf,
 }
 
+/// Refuses, without opening it (opening a FIFO blocks), anything but a
+/// regular file on storage or a block device.
+pub fn check(a: &XorArgs) -> Result<()> {
+    let f = &a.file;
+    if std::fs::metadata(f).is_err() {
+        return Err(super::usage(format!("xor: {}: no such file", f.display())));
+    }
+    iolab_bench::prepare::check_file_kind(f, false)
+        .map_err(|e| super::usage(e.to_string().replacen("--file ", "xor: ", 1)))
+}
+
 /// Prints the XOR on stdout and how it was read on stderr.
 pub fn run(a: &XorArgs, _stop: &AtomicBool) -> Result<i32> {
-    if !a.file.exists() {
-        return Err(super::usage(format!(
-            "xor: {} does not exist",
-            a.file.display()
-        )));
-    }
-    if a.file.is_dir() {
-        return Err(super::usage(format!(
-            "xor: {} is a directory, not a file",
-            a.file.display()
-        )));
-    }
+    check(a)?;
     let t = Instant::now();
     let (x, st) =
         iolab::xor::xor_file(&a.file).with_context(|| format!("xor {}", a.file.display()))?;

@@ -1,10 +1,9 @@
 //! `--csv FILE`: one row per run, the file rewritten (atomically) after each
 //! configuration.
 
+use super::target::OutputTarget;
 use super::Exporter;
-use anyhow::Context;
 use iolab_bench::record::BenchRecord;
-use std::path::{Path, PathBuf};
 
 /// Column names, in order.
 pub const HEADER: &[&str] = &[
@@ -45,40 +44,29 @@ pub const HEADER: &[&str] = &[
 
 /// A CSV file of every run so far.
 pub struct Csv {
-    path: PathBuf,
+    target: OutputTarget,
     rows: Vec<Vec<String>>,
 }
 
 impl Csv {
-    /// Refuses to replace a file that exists unless `overwrite`.
-    pub fn create(path: &Path, overwrite: bool) -> anyhow::Result<Self> {
-        if path.exists() && !overwrite {
-            return Err(crate::cmd::usage(format!(
-                "--csv {}: the file exists; choose a new name or pass --overwrite",
-                path.display()
-            )));
-        }
-        Ok(Csv {
-            path: path.to_path_buf(),
+    /// Writes through `target` (checked before measuring).
+    pub fn new(target: OutputTarget) -> Self {
+        Csv {
+            target,
             rows: Vec::new(),
-        })
+        }
     }
 
-    fn write(&self) -> anyhow::Result<()> {
-        let tmp = self.path.with_extension("csv.tmp");
-        {
-            let mut w =
-                csv::Writer::from_path(&tmp).with_context(|| format!("--csv {}", tmp.display()))?;
-            w.write_record(HEADER)?;
-            for r in &self.rows {
-                w.write_record(r)?;
-            }
-            w.flush()?;
+    fn write(&mut self) -> anyhow::Result<()> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(HEADER)?;
+        for r in &self.rows {
+            w.write_record(r)?;
         }
-        std::fs::rename(&tmp, &self.path).with_context(|| format!("--csv {}", self.path.display()))
+        let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("csv: {e}"))?;
+        self.target.write_all_atomically(&bytes)
     }
 }
-
 impl Exporter for Csv {
     fn record(&mut self, rec: &BenchRecord) -> anyhow::Result<()> {
         let s = &rec.spec;

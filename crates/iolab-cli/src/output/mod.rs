@@ -3,9 +3,11 @@
 //! configuration so an interrupted sweep keeps what it measured.
 
 pub mod csv;
+pub mod flags;
 pub mod json;
 pub mod jsonl;
 pub mod table;
+pub mod target;
 
 use iolab_bench::record::BenchRecord;
 

@@ -140,3 +140,42 @@ pub(crate) fn sync_all() {
     // SAFETY: sync takes no arguments and cannot fail.
     unsafe { libc::sync() };
 }
+
+/// One `open(2)` of an existing path for writing, never creating or
+/// truncating it, and without retrying on `EINTR` (std's `File::open`
+/// retries, which would block for ever on a FIFO with no reader even after
+/// Ctrl-C).
+pub(crate) fn open_write_once(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    let c = cpath(path).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: c is a NUL-terminated path; no O_CREAT, so no mode argument.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOCTTY,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd was just returned by open and is owned by nobody else.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
+/// Whether the calling process may write `path` (faccessat with the
+/// effective ids, as the kernel will check them).
+pub(crate) fn may_write(path: &Path) -> bool {
+    let Ok(c) = cpath(path) else { return false };
+    // SAFETY: c is a NUL-terminated path; no memory is written.
+    unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) == 0 }
+}
+
+/// Whether the file system holding `path` is mounted read-only.
+pub(crate) fn read_only(path: &Path) -> bool {
+    let Ok(c) = cpath(path) else { return false };
+    // SAFETY: statvfs is plain old data.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: valid path and out-pointer.
+    let r = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
+    r == 0 && st.f_flag & libc::ST_RDONLY != 0
+}

@@ -7,3 +7,4 @@ pub(crate) mod fs;
 pub(crate) mod mman;
 pub(crate) mod proc;
 pub(crate) mod rusage;
+pub(crate) mod signal;
