@@ -144,6 +144,14 @@ pub struct BenchArgs {
     /// Seed of the offsets (and of the pattern of files created now).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Count failed ops and keep going (fio's continue_on_error); the record
+    /// keeps the count and the first errors.
+    #[arg(long)]
+    pub continue_on_error: bool,
+    /// End the run with an error naming the op when one is in flight longer
+    /// than this (e.g. 5s; default: no limit).
+    #[arg(long, value_parser = parse::duration)]
+    pub op_timeout: Option<Duration>,
     /// Compare with another tool on the same file: `fio`.
     #[arg(long, value_name = "TOOL", value_parser = ["fio"])]
     pub vs: Option<String>,
@@ -227,6 +235,11 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
             "--time 0: give a positive duration (e.g. 10s)",
         ));
     }
+    if a.op_timeout.is_some_and(|t| t < Duration::from_millis(1)) {
+        return Err(super::usage(
+            "--op-timeout: use at least 1ms (e.g. 5s)",
+        ));
+    }
     if a.interval.is_some_and(|t| t < Duration::from_millis(10)) {
         return Err(super::usage("--interval: use at least 10ms"));
     }
@@ -288,6 +301,8 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
                                 interval_ns: a.interval.map(|t| t.as_nanos() as u64),
                                 seed: a.seed,
                                 verify: a.verify,
+                                continue_on_error: a.continue_on_error,
+                                op_timeout_ns: a.op_timeout.map(|t| t.as_nanos() as u64),
                             });
                         }
                     }
@@ -400,7 +415,7 @@ pub fn execute(
                 stop: ses.stop,
                 on_interval: if ses.live { Some(&live) } else { None },
             };
-            let m = run_once(&spec, &prep, size, resident, &RealEngines, &ctl)?;
+            let m = run_once(&spec, &prep, size, resident, RealEngines::shared(), &ctl)?;
             for w in output::table::warnings(&m) {
                 say(&pb, format!("warning: {}: {w}", spec.label()));
             }
