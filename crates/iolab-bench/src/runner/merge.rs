@@ -10,7 +10,11 @@ use std::time::Instant;
 pub(super) fn metrics(c: Collected, resident_before: f64, errors: Vec<String>) -> RunMetrics {
     let mut hist = new_histogram();
     let (mut ops, mut reads, mut writes, mut bytes, mut failed) = (0, 0, 0, 0, 0);
-    let sqpoll_ns = c.outs.iter().filter_map(|o| o.sqpoll_ns).reduce(|a, b| a + b);
+    let sqpoll_ns = c
+        .outs
+        .iter()
+        .filter_map(|o| o.sqpoll_ns)
+        .reduce(|a, b| a + b);
     let mut start: Option<Instant> = None;
     let mut end: Option<Instant> = None;
     for o in &c.outs {

@@ -147,9 +147,9 @@ fn collect(sh: &Shared, ctl: &RunControl, rx: &mpsc::Receiver<Msg>, n: usize) ->
     let ramp_end = Instant::now() + Duration::from_nanos(spec.ramp_ns);
     let mut u0 = Usage::now();
     let mut ramp_pending = spec.ramp_ns > 0;
-    let tick = spec
-        .op_timeout_ns
-        .map_or(TICK, |t| TICK.min(Duration::from_nanos(t / 4).max(Duration::from_millis(1))));
+    let tick = spec.op_timeout_ns.map_or(TICK, |t| {
+        TICK.min(Duration::from_nanos(t / 4).max(Duration::from_millis(1)))
+    });
     let mut ending: Option<Instant> = None;
     let mut outs = Vec::new();
     let mut finished = 0;

@@ -165,7 +165,10 @@ pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
     if a.json {
         exporters.push(Box::new(crate::output::json::Json::default()));
     }
-    let recs = execute(&specs, &ses, true, &mut exporters, |_| {})?;
+    let (recs, failed) = execute(&specs, &ses, true, &mut exporters, |_| {})?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
     if !a.json {
         let groups: Vec<Group> = plans.iter().map(|p| p.group).collect();
         crate::output::stdout(&render(&recs, &groups))?;
