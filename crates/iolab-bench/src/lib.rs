@@ -13,6 +13,7 @@ pub mod metrics;
 pub mod offsets;
 pub mod prepare;
 pub mod record;
+pub mod residency;
 pub mod runner;
 pub mod spec;
 pub mod stats;

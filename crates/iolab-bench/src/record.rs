@@ -54,6 +54,18 @@ pub struct RunMetrics {
     pub cpu: CpuUsage,
     /// Fraction of the data resident in the page cache before the run.
     pub resident_before: f64,
+    /// Fraction of the data resident in the page cache after the run.
+    #[serde(default)]
+    pub resident_after: f64,
+    /// Each file's resident fraction before and after the run (mincore).
+    #[serde(default)]
+    pub residency: Vec<crate::residency::FileResidency>,
+    /// Whether the cache state asked for held to the end of the run: false
+    /// for a cold run that ended more than 5 % resident and may have read a
+    /// block twice (its later reads may have been cache hits), or a warm run
+    /// that lost its pages. None with `--cache as-is`.
+    #[serde(default)]
+    pub cache_held: Option<bool>,
     /// Per-interval samples (empty without `--interval`).
     pub intervals: Vec<IntervalSample>,
     /// The run was stopped early (Ctrl-C).

@@ -201,6 +201,7 @@ fn build_engine(
             write: spec.op.writes(),
         },
     )?;
+    iolab::cache::advise(&file, spec.pattern.hint())?;
     let cfg = EngineConfig {
         files: vec![EngineFile {
             path: f.path.clone(),
@@ -535,6 +536,7 @@ pub fn run_once(
 ) -> Result<RunMetrics> {
     crate::prepare::validate(spec)?;
     let plans = plans(spec, prep, size)?;
+    let cache_before = crate::residency::Snapshot::take(prep, size)?;
     let sh = Shared {
         spec,
         ctl,
@@ -643,6 +645,7 @@ pub fn run_once(
         _ => 0,
     };
     let secs = duration_ns.max(1) as f64 / 1e9;
+    let cache = crate::residency::check(spec, prep, size, &cache_before, ops)?;
     Ok(RunMetrics {
         duration_ns,
         bytes,
@@ -655,6 +658,9 @@ pub fn run_once(
         latency: LatencySummary::of(&hist),
         cpu: CpuUsage::from_usage(&usage, duration_ns, ops, sqpoll_ns),
         resident_before,
+        resident_after: cache.resident_after,
+        residency: cache.files,
+        cache_held: cache.held,
         intervals: merger.finish(),
         interrupted: ctl.stop.load(Ordering::Relaxed),
     })

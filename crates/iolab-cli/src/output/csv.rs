@@ -39,6 +39,8 @@ pub const HEADER: &[&str] = &[
     "minor_faults",
     "major_faults",
     "resident_before",
+    "resident_after",
+    "cache_held",
     "interrupted",
 ];
 
@@ -105,6 +107,8 @@ impl Exporter for Csv {
                 r.cpu.minor_faults.to_string(),
                 r.cpu.major_faults.to_string(),
                 format!("{:.4}", r.resident_before),
+                format!("{:.4}", r.resident_after),
+                r.cache_held.map(|h| h.to_string()).unwrap_or_default(),
                 r.interrupted.to_string(),
             ]);
         }
