@@ -110,6 +110,8 @@ struct WorkerOut {
     measure_start: Instant,
     /// CPU of this worker's SQPOLL kernel thread during the run, ns.
     sqpoll_ns: Option<u64>,
+    /// This worker thread's own CPU and its rings' kernel threads'.
+    cpu: crate::cpu::WorkerCpuOut,
 }
 
 /// The work one worker does.
@@ -262,6 +264,7 @@ fn work(
     } else {
         0
     };
+    let mut cpu = crate::cpu::WorkerCpu::start();
     let t_begin = clock.base;
     let ramp_end = spec.ramp_ns;
     let mut measuring = spec.ramp_ns == 0;
@@ -367,6 +370,7 @@ fn work(
         end = t;
         if !measuring && t >= ramp_end {
             measuring = true;
+            cpu.restart();
             hist.reset();
             (ops, reads, writes, bytes) = (0, 0, 0, 0);
         }
@@ -465,7 +469,9 @@ fn work(
     } else {
         None
     };
+    let cpu = cpu.finish();
     WorkerOut {
+        cpu,
         sqpoll_ns,
         hist,
         ops,
@@ -656,7 +662,14 @@ pub fn run_once(
         mib_per_s: bytes as f64 / secs / (1 << 20) as f64,
         iops: ops as f64 / secs,
         latency: LatencySummary::of(&hist),
-        cpu: CpuUsage::from_usage(&usage, duration_ns, ops, sqpoll_ns),
+        cpu: CpuUsage {
+            split: crate::cpu::split(
+                &outs.iter().map(|o| o.cpu).collect::<Vec<_>>(),
+                &usage,
+                duration_ns,
+            ),
+            ..CpuUsage::from_usage(&usage, duration_ns, ops, sqpoll_ns)
+        },
         resident_before,
         resident_after: cache.resident_after,
         residency: cache.files,

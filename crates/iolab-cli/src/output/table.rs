@@ -98,6 +98,16 @@ pub fn detail(rec: &BenchRecord) -> String {
         c.sys_pct,
         ns(c.cpu_ns_per_op)
     );
+    let sp = &c.split;
+    let _ = writeln!(
+        o,
+        "  cpu by thread    submitting {:.1} % (user {:.1}, system {:.1}; what fio counts)  helpers {:.1} %  kernel io threads {:.1} %",
+        sp.submit_pct(),
+        sp.submit_user_pct,
+        sp.submit_sys_pct,
+        sp.helpers_pct,
+        sp.kernel_pct
+    );
     if let Some(p) = c.sqpoll_pct {
         let _ = writeln!(
             o,
