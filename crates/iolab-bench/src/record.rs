@@ -130,6 +130,23 @@ pub struct FioComparison {
     pub iolab: Vec<crate::fio::Comparable>,
     /// fio's numbers, one per pair.
     pub fio: Vec<crate::fio::Comparable>,
+    /// For the null engine: fio again with iolab's per-op accounting, run
+    /// in the same pairs (the fair ratio; the one above is the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fair: Option<FairFio>,
+}
+
+/// fio with the same per-op accounting as iolab (null engine, `--vs fio`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FairFio {
+    /// The exact fio command.
+    pub command: String,
+    /// What was made equal, and what was not.
+    pub notes: Vec<String>,
+    /// The CPU both tools were pinned to.
+    pub cpu: usize,
+    /// fio's numbers, one per pair.
+    pub fio: Vec<crate::fio::Comparable>,
 }
 
 impl BenchRecord {
