@@ -129,3 +129,63 @@ fn a_cold_run_that_warms_its_own_reads_is_flagged_and_one_sized_to_stay_cold_is_
     s.cache = CacheMode::AsIs;
     assert_eq!(run(&s, &p).cache_held, None);
 }
+
+fn try_run(s: &WorkloadSpec, p: &Prepared) -> Result<RunMetrics, iolab_bench::BenchError> {
+    let stop = AtomicBool::new(false);
+    let ctl = RunControl {
+        stop: &stop,
+        on_interval: None,
+    };
+    let res = set_cache(s, p, s.file_size).unwrap();
+    run_once(s, p, s.file_size, res, &RealEngines, &ctl)
+}
+
+#[test]
+fn cpu_is_split_into_submitting_helper_and_kernel_threads() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("data");
+    let mut s = spec(&file, EngineKind::Pread, AccessPattern::Rand);
+    let p = prep(&s);
+    s.cache = CacheMode::Warm;
+    s.stop.ops = Some(40_000);
+
+    // pread: all the work is on the submitting thread.
+    let m = run(&s, &p);
+    let c = m.cpu.split;
+    assert!(c.submit_pct() > 0.0, "{c:?}");
+    assert_eq!(c.kernel_pct, 0.0, "{c:?}");
+    assert!(
+        c.helpers_pct < c.submit_pct(),
+        "no helper threads, yet {c:?}"
+    );
+
+    // threadpool: helper threads do the reads; the submitting thread only
+    // hands them over. The process total holds both.
+    let mut t = s.clone();
+    t.engine = EngineKind::Threadpool;
+    t.qd = 4;
+    let m = run(&t, &p);
+    let c = m.cpu.split;
+    assert!(c.helpers_pct > 0.0, "{c:?}");
+    let total = m.cpu.user_pct + m.cpu.sys_pct;
+    assert!(c.submit_pct() < total, "{c:?} of {total}");
+
+    // SQPOLL: the kernel thread iou-sqp submits; it is counted apart.
+    let mut u = s.clone();
+    u.engine = EngineKind::Uring;
+    u.qd = 4;
+    u.engine_opts.uring.sqpoll = true;
+    let m = match try_run(&u, &p) {
+        Ok(m) => m,
+        Err(e) => {
+            require!(false, format!("SQPOLL unavailable: {e}"));
+            unreachable!()
+        }
+    };
+    let c = m.cpu.split;
+    assert!(c.kernel_pct > 0.0, "{c:?}");
+    assert!(
+        m.cpu.sqpoll_pct.is_some_and(|p| p <= c.kernel_pct + 1e-9),
+        "{m:?}"
+    );
+}
