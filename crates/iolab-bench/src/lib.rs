@@ -6,6 +6,7 @@
 //! only through the `iolab` crate.
 #![forbid(unsafe_code)]
 
+pub mod devstat;
 pub mod env;
 pub mod error;
 pub mod fio;

@@ -110,6 +110,8 @@ struct WorkerOut {
     measure_start: Instant,
     /// CPU of this worker's SQPOLL kernel thread during the run, ns.
     sqpoll_ns: Option<u64>,
+    /// What memory the engine's buffers got.
+    mem: iolab::mem::Backing,
 }
 
 /// The work one worker does.
@@ -466,6 +468,7 @@ fn work(
     };
     WorkerOut {
         sqpoll_ns,
+        mem: eng.pool().backing(),
         hist,
         ops,
         reads,
@@ -657,5 +660,7 @@ pub fn run_once(
         resident_before,
         intervals: merger.finish(),
         interrupted: ctl.stop.load(Ordering::Relaxed),
+        mem: outs.iter().map(|o| o.mem).reduce(|a, b| a.merge(&b)),
+        device: None,
     })
 }

@@ -88,7 +88,9 @@ pub fn compare(
                     stop: ses.stop,
                     on_interval: None,
                 };
-                let m = run_once(&spec, &prep, spec.file_size, resident, &RealEngines, &ctl)?;
+                let dev = iolab_bench::devstat::Snapshot::of_file(&prep.files[0].path);
+                let mut m = run_once(&spec, &prep, spec.file_size, resident, &RealEngines, &ctl)?;
+                m.device = Some(dev.finish());
                 ours.push(Comparable::of_run(&m));
                 runs.push(m);
             } else {
