@@ -75,6 +75,12 @@ pub struct RunMetrics {
     pub intervals: Vec<IntervalSample>,
     /// The run was stopped early (Ctrl-C).
     pub interrupted: bool,
+    /// The memory the buffers got (`--mem`), summed over workers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem: Option<iolab::mem::Backing>,
+    /// The device's counters over the run, in iostat's terms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<crate::devstat::DeviceView>,
 }
 
 /// Statistics across the repeats of one configuration.

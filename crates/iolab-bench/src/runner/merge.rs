@@ -54,6 +54,8 @@ pub(super) fn metrics(c: Collected, resident_before: f64, errors: Vec<String>) -
         resident_before,
         intervals: c.merger.finish(),
         interrupted: false,
+        mem: c.outs.iter().map(|o| o.mem).reduce(|a, b| a.merge(&b)),
+        device: None,
         ..RunMetrics::default()
     }
 }
