@@ -30,6 +30,7 @@ pub mod file;
 pub mod os;
 pub mod pattern;
 pub mod prim;
+pub mod reader;
 pub mod signal;
 mod sys;
 pub mod whole;
