@@ -303,3 +303,57 @@ fn a_mapped_file_truncated_underneath_reads_short_instead_of_crashing() {
         assert_eq!(&b[..], &v[4096..8192]);
     }
 }
+
+#[test]
+fn whole_files_cold_and_warm_in_order() {
+    let d = dir();
+    let n = (5 << 20) + 4097;
+    let (p, v) = file(d.path(), n);
+    for cold in [true, false] {
+        if cold {
+            iolab::cache::evict(&p).unwrap();
+        } else {
+            iolab::cache::warm(&p, n as u64).unwrap();
+        }
+        assert!(iolab::reader::read_all(&p).unwrap() == v, "cold {cold}");
+        let mut big = vec![0u8; n + 10];
+        assert_eq!(iolab::reader::read_into(&p, &mut big).unwrap(), n);
+        assert!(big[..n] == v[..]);
+        assert!(iolab::reader::read_into(&p, &mut vec![0u8; n - 1]).is_err());
+        for direct in [Some(true), Some(false)] {
+            let plan = iolab::reader::WholePlan {
+                chunk: 1 << 20,
+                depth: 4,
+                direct,
+                ordered: true,
+            };
+            let mut next = 0u64;
+            let mut out = Vec::new();
+            let st = iolab::reader::read_whole_with(&p, &plan, &mut |off, b| {
+                assert_eq!(off, next, "in order");
+                next += b.len() as u64;
+                out.extend_from_slice(b);
+                true
+            })
+            .unwrap();
+            assert_eq!(st.bytes, n as u64);
+            assert!(out == v, "direct {direct:?}");
+            // Stopping early stops.
+            let mut calls = 0;
+            iolab::reader::read_whole_with(&p, &plan, &mut |_, _| {
+                calls += 1;
+                false
+            })
+            .unwrap();
+            assert_eq!(calls, 1);
+        }
+    }
+    let e = iolab::reader::read_all(d.path()).unwrap_err();
+    assert!(matches!(e, ReadError::NotReadable { .. }), "{e}");
+}
+
+#[test]
+fn reader_is_send_and_sync() {
+    fn both<T: Send + Sync>() {}
+    both::<Reader>();
+}

@@ -42,11 +42,12 @@ fn wrap(path: &Path, e: crate::Error) -> ReadError {
     }
 }
 
-/// Reads all of `path` with `plan`, calling `f(offset, bytes)` per chunk.
+/// Reads all of `path` with `plan`, calling `f(offset, bytes)` per chunk;
+/// `f` returning false stops early.
 pub fn read_whole_with(
     path: &Path,
     plan: &WholePlan,
-    f: &mut dyn FnMut(u64, &[u8]),
+    f: &mut dyn FnMut(u64, &[u8]) -> bool,
 ) -> Result<WholeStats> {
     super::check_kind(path)?;
     read_whole_plan(path, plan, f).map_err(|e| wrap(path, e))
@@ -72,6 +73,7 @@ pub fn read_into(path: &Path, buf: &mut [u8]) -> Result<usize> {
             buf[o..o + n].copy_from_slice(&b[..n]);
             got = got.max(o + n);
         }
+        true
     })
     .map_err(|e| wrap(path, e))?;
     Ok(got)

@@ -268,3 +268,169 @@ fn run(
         }
     }
 }
+
+/// Why [`stream_file`] stopped early.
+#[derive(Debug)]
+pub(crate) enum StreamError {
+    /// The ring could not be set up (nothing was read).
+    Setup,
+    /// A read failed at this offset.
+    Read(u64, std::io::Error),
+}
+
+/// Reads `file` from offset 0 to `len` in `chunk`-byte pieces (a multiple
+/// of the O_DIRECT alignment), `depth` in flight, into `slots` (at least
+/// `depth * chunk` bytes, aligned for O_DIRECT), handing each piece to
+/// `deliver(offset, bytes)` — in file order if `ordered`, else as pieces
+/// complete. `deliver` returning false stops the reading. Returns the
+/// bytes delivered.
+pub(crate) fn stream_file(
+    file: &File,
+    len: u64,
+    chunk: usize,
+    depth: u32,
+    slots: &mut [u8],
+    ordered: bool,
+    deliver: &mut dyn FnMut(u64, &[u8]) -> bool,
+) -> Result<u64, StreamError> {
+    let depth = depth.max(1) as usize;
+    assert!(slots.len() >= depth * chunk && chunk > 0, "slots too small");
+    RING.with(|c| {
+        let mut c = c.borrow_mut();
+        ensure(&mut c, depth as u32).map_err(|_| StreamError::Setup)?;
+        let (ring, _) = c.as_mut().expect("ring set up above");
+        stream_run(
+            ring,
+            file.as_raw_fd(),
+            len,
+            chunk,
+            depth,
+            slots,
+            ordered,
+            deliver,
+        )
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn stream_run(
+    ring: &mut IoUring,
+    fd: i32,
+    len: u64,
+    chunk: usize,
+    depth: usize,
+    slots: &mut [u8],
+    ordered: bool,
+    deliver: &mut dyn FnMut(u64, &[u8]) -> bool,
+) -> Result<u64, StreamError> {
+    let base = slots.as_mut_ptr();
+    let mut free: Vec<usize> = (0..depth).rev().collect();
+    let mut off = vec![0u64; depth];
+    let mut got = vec![0usize; depth];
+    let mut held: std::collections::BTreeMap<u64, usize> = Default::default();
+    let mut next_deliver = 0u64;
+    let mut next = 0u64;
+    let mut inflight = 0usize;
+    let mut delivered = 0u64;
+    let mut stop = false;
+    let mut failed: Option<(u64, std::io::Error)> = None;
+    let mut resubmit: Vec<usize> = Vec::new();
+    loop {
+        // Queue new pieces and remainders of short ones.
+        let mut to_push: Vec<usize> = std::mem::take(&mut resubmit);
+        if !stop && failed.is_none() {
+            while next < len {
+                let Some(s) = free.pop() else { break };
+                off[s] = next;
+                got[s] = 0;
+                next += chunk as u64;
+                to_push.push(s);
+            }
+        }
+        for s in to_push {
+            let sqe = opcode::Read::new(
+                types::Fd(fd),
+                base.wrapping_add(s * chunk + got[s]),
+                (chunk - got[s]) as u32,
+            )
+            .offset(off[s] + got[s] as u64)
+            .build()
+            .user_data(s as u64);
+            // SAFETY: slot s (s*chunk .. (s+1)*chunk of `slots`, borrowed
+            // mutably for this call) is owned by this op until it
+            // completes: it is not in `free` and not handed to `deliver`.
+            // The function does not return while ops are in flight.
+            if unsafe { ring.submission().push(&sqe) }.is_err() {
+                resubmit.push(s);
+                continue;
+            }
+            inflight += 1;
+        }
+        if inflight == 0 {
+            break;
+        }
+        if let Err(e) = ring.submit_and_wait(1) {
+            if !matches!(
+                e.raw_os_error(),
+                Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
+            ) {
+                std::thread::yield_now();
+            }
+            continue;
+        }
+        let cqes: Vec<(usize, i32)> = ring
+            .completion()
+            .map(|c| (c.user_data() as usize, c.result()))
+            .collect();
+        for (s, res) in cqes {
+            inflight -= 1;
+            if res == -libc::EAGAIN || res == -libc::EINTR {
+                resubmit.push(s);
+                continue;
+            }
+            if res < 0 {
+                failed.get_or_insert((
+                    off[s] + got[s] as u64,
+                    std::io::Error::from_raw_os_error(-res),
+                ));
+                free.push(s);
+                continue;
+            }
+            got[s] += res as usize;
+            let end = off[s] + got[s] as u64;
+            if res > 0 && got[s] < chunk && end < len {
+                resubmit.push(s);
+                continue;
+            }
+            let n = (got[s] as u64).min(len.saturating_sub(off[s])) as usize;
+            let mut ready = vec![(s, n)];
+            if ordered {
+                held.insert(off[s], s);
+                ready.clear();
+                while let Some(s2) = held.remove(&next_deliver) {
+                    let n2 = (got[s2] as u64).min(len.saturating_sub(off[s2])) as usize;
+                    ready.push((s2, n2));
+                    next_deliver += chunk as u64;
+                }
+            }
+            for (s2, n2) in ready {
+                if !stop && failed.is_none() {
+                    // SAFETY: slot s2 is complete (no op writes it) and lies
+                    // inside `slots`; other slots may be written meanwhile,
+                    // but this view covers only s2.
+                    let view = unsafe { std::slice::from_raw_parts(base.add(s2 * chunk), n2) };
+                    if deliver(off[s2], view) {
+                        delivered += n2 as u64;
+                    } else {
+                        stop = true;
+                    }
+                }
+                free.push(s2);
+            }
+        }
+    }
+    match failed {
+        Some((o, e)) => Err(StreamError::Read(o, e)),
+        None => Ok(delivered),
+    }
+}
