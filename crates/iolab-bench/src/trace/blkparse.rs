@@ -75,7 +75,11 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
         match ev.rest.as_slice() {
             [sector, "+", count, ..] => {
                 let bad = |what: &str, v: &str| {
-                    TraceError::at(name, n, format!("{what} '{v}' is not a non-negative integer"))
+                    TraceError::at(
+                        name,
+                        n,
+                        format!("{what} '{v}' is not a non-negative integer"),
+                    )
                 };
                 let sector: u64 = sector.parse().map_err(|_| bad("sector", sector))?;
                 let count: u64 = count.parse().map_err(|_| bad("sector count", count))?;
@@ -85,7 +89,14 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
                     continue;
                 }
                 let dev = format!("dev-{}-{}", ev.dev.0, ev.dev.1);
-                b.read(&dev, sector * 512, count * 512, TraceOp::Block, 0, Some(ev.t_ns));
+                b.read(
+                    &dev,
+                    sector * 512,
+                    count * 512,
+                    TraceOp::Block,
+                    0,
+                    Some(ev.t_ns),
+                );
             }
             _ => {
                 return Err(TraceError::at(
@@ -110,7 +121,8 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
 mod tests {
     use super::*;
 
-    const SAMPLE: &str = "  8,0    3        1     0.000000000   697  Q  RM 4159512 + 8 [jbd2/sda1-8]
+    const SAMPLE: &str =
+        "  8,0    3        1     0.000000000   697  Q  RM 4159512 + 8 [jbd2/sda1-8]
   8,0    3        2     0.000002000   697  G  RM 4159512 + 8 [jbd2/sda1-8]
   8,0    3        3     0.000003000   697  P   N [jbd2/sda1-8]
   8,0    3        4     0.000004000   697  I  RM 4159512 + 8 [jbd2/sda1-8]
@@ -142,7 +154,11 @@ Total (sda):
     #[test]
     fn detects_and_reports_malformed_lines() {
         assert!(looks_like(SAMPLE.lines().next().unwrap()));
-        let e = parse("  8,0 1 1 0.1 0 C R 10 + 8 [0]\n  8,0 1 2 0.2 0 C R ten + 8 [0]\n", "b").unwrap_err();
+        let e = parse(
+            "  8,0 1 1 0.1 0 C R 10 + 8 [0]\n  8,0 1 2 0.2 0 C R ten + 8 [0]\n",
+            "b",
+        )
+        .unwrap_err();
         assert!(e.to_string().starts_with("b:2:"), "{e}");
         let e = parse("  8,0 1 1 0.1 0 C R 10 + 8 [0]\ngarbage here\n", "b").unwrap_err();
         assert!(e.to_string().starts_with("b:2:"), "{e}");

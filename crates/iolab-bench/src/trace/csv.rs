@@ -30,12 +30,20 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
     for (i, h) in headers.iter().enumerate() {
         match COLUMNS.iter().position(|c| *c == h) {
             Some(k) if col[k] == usize::MAX => col[k] = i,
-            Some(_) => return Err(TraceError::at(name, 1, format!("column '{h}' appears twice"))),
+            Some(_) => {
+                return Err(TraceError::at(
+                    name,
+                    1,
+                    format!("column '{h}' appears twice"),
+                ))
+            }
             None => {
                 return Err(TraceError::at(
                     name,
                     1,
-                    format!("unknown column '{h}'; the header is file,offset,len[,op][,thread][,t_ns]"),
+                    format!(
+                        "unknown column '{h}'; the header is file,offset,len[,op][,thread][,t_ns]"
+                    ),
                 ))
             }
         }
@@ -83,12 +91,11 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
                 )
             })
         };
-        let offset = field(1)?
-            .ok_or_else(|| TraceError::at(name, line, "missing offset"))?;
+        let offset = field(1)?.ok_or_else(|| TraceError::at(name, line, "missing offset"))?;
         let len = field(2)?.ok_or_else(|| TraceError::at(name, line, "missing len"))?;
-        offset.checked_add(len).ok_or_else(|| {
-            TraceError::at(name, line, "offset + len is beyond 2^64 bytes")
-        })?;
+        offset
+            .checked_add(len)
+            .ok_or_else(|| TraceError::at(name, line, "offset + len is beyond 2^64 bytes"))?;
         let thread = field(4)?.unwrap_or(0);
         let t_ns = field(5)?;
         let op = get(3);

@@ -11,7 +11,10 @@ use super::{num, Trace, TraceBuilder, TraceError, TraceFormat, TraceOp};
 
 /// Parses a v2 or v3 iolog.
 pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
     let (_, first) = lines
         .next()
         .ok_or_else(|| TraceError::at(name, 1, "empty file; expected 'fio version 2 iolog'"))?;
@@ -19,13 +22,13 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
     let v3 = match first {
         "fio version 2 iolog" => false,
         "fio version 3 iolog" => true,
-        _ => {
-            return Err(TraceError::at(
-                name,
-                1,
-                format!("'{first}': the first line must be 'fio version 2 iolog' or 'fio version 3 iolog'"),
-            ))
-        }
+        _ => return Err(TraceError::at(
+            name,
+            1,
+            format!(
+                "'{first}': the first line must be 'fio version 2 iolog' or 'fio version 3 iolog'"
+            ),
+        )),
     };
     let mut b = TraceBuilder::new(TraceFormat::Iolog);
     // v2: time advanced by `wait`, µs.
@@ -38,7 +41,11 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
         let t_us = if v3 {
             let ts = f.first().copied().unwrap_or("");
             let t = num(ts).ok_or_else(|| {
-                TraceError::at(name, n, format!("'{ts}': a version 3 line starts with a timestamp (µs)"))
+                TraceError::at(
+                    name,
+                    n,
+                    format!("'{ts}': a version 3 line starts with a timestamp (µs)"),
+                )
             })?;
             f.remove(0);
             Some(t)
@@ -61,7 +68,10 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
                 Err(TraceError::at(
                     name,
                     n,
-                    format!("{action} takes {k} number(s) after the file name, found {}", args.len()),
+                    format!(
+                        "{action} takes {k} number(s) after the file name, found {}",
+                        args.len()
+                    ),
                 ))
             } else {
                 Ok(())
@@ -69,7 +79,11 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
         };
         let arg = |k: usize| -> Result<u64, TraceError> {
             num(args[k]).ok_or_else(|| {
-                TraceError::at(name, n, format!("'{}' is not a non-negative integer", args[k]))
+                TraceError::at(
+                    name,
+                    n,
+                    format!("'{}' is not a non-negative integer", args[k]),
+                )
             })
         };
         match action {
@@ -161,13 +175,21 @@ mod tests {
 
     #[test]
     fn malformed_lines_are_reported_with_their_number() {
-        let e = parse("fio version 2 iolog\n/f add\n/f open\n/f read x 1\n", "l.log").unwrap_err();
+        let e = parse(
+            "fio version 2 iolog\n/f add\n/f open\n/f read x 1\n",
+            "l.log",
+        )
+        .unwrap_err();
         assert!(e.to_string().starts_with("l.log:4:"), "{e}");
         let e = parse("fio version 2 iolog\n/f read 0 1\n", "l.log").unwrap_err();
         assert!(e.to_string().starts_with("l.log:2:"), "{e}");
         let e = parse("fio version 3 iolog\n1 /f add\n2 /f wait 1 0\n", "l.log").unwrap_err();
         assert!(e.to_string().starts_with("l.log:3:"), "{e}");
-        let e = parse("fio version 2 iolog\n/f add\n/f open\n/f fly 0 1\n", "l.log").unwrap_err();
+        let e = parse(
+            "fio version 2 iolog\n/f add\n/f open\n/f fly 0 1\n",
+            "l.log",
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("unknown action"), "{e}");
         let e = parse("fio version 4 iolog\n", "l.log").unwrap_err();
         assert!(e.to_string().starts_with("l.log:1:"), "{e}");

@@ -196,12 +196,25 @@ pub enum TraceError {
         /// The trace's name.
         name: String,
     },
-    /// Replay or placement refused something (unsafe path, missing file, ...).
+    /// Replay or placement refused something (unsafe path, missing file, ...):
+    /// the user must act.
     #[error("{0}")]
     Refused(String),
+    /// A replay went wrong (short read, bytes not as the pattern says).
+    #[error("{0}")]
+    Failed(String),
 }
 
 impl TraceError {
+    /// Whether the user must change the input (exit status 2) rather
+    /// than the run having failed (exit status 1).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            TraceError::Parse { .. } | TraceError::Unknown { .. } | TraceError::Refused(_)
+        )
+    }
+
     /// A parse error at `line` of `name`.
     pub fn at(name: &str, line: usize, msg: impl Into<String>) -> TraceError {
         TraceError::Parse {
@@ -313,7 +326,15 @@ impl TraceBuilder {
     }
 
     /// Adds one read (reads of 0 bytes are dropped).
-    pub fn read(&mut self, path: &str, offset: u64, len: u64, op: TraceOp, thread: u64, t_ns: Option<u64>) {
+    pub fn read(
+        &mut self,
+        path: &str,
+        offset: u64,
+        len: u64,
+        op: TraceOp,
+        thread: u64,
+        t_ns: Option<u64>,
+    ) {
         if len == 0 {
             return;
         }

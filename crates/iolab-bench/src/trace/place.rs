@@ -249,13 +249,23 @@ mod tests {
     #[test]
     fn creates_reuses_and_refuses_links() {
         let d = tempfile::tempdir().unwrap();
-        let t = parse("file,offset,len\n/etc/shadow,0,10000\n../x,5,5\n", "t", None).unwrap();
+        let t = parse(
+            "file,offset,len\n/etc/shadow,0,10000\n../x,5,5\n",
+            "t",
+            None,
+        )
+        .unwrap();
         let stop = AtomicBool::new(false);
         let mut made = Vec::new();
         let p = place(&t, d.path(), &stop, &mut |p, _| made.push(p.to_path_buf())).unwrap();
         assert_eq!(p.created, 2);
         assert_eq!(made.len(), 2);
-        assert_eq!(std::fs::metadata(d.path().join("etc/shadow")).unwrap().len(), 10000);
+        assert_eq!(
+            std::fs::metadata(d.path().join("etc/shadow"))
+                .unwrap()
+                .len(),
+            10000
+        );
         assert_eq!(std::fs::metadata(d.path().join("__/x")).unwrap().len(), 10);
         let again = place(&t, d.path(), &stop, &mut |_, _| {}).unwrap();
         assert_eq!(again.created, 0);

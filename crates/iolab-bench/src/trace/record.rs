@@ -25,19 +25,10 @@ pub fn find_strace() -> Option<PathBuf> {
 
 /// The strace arguments that record `program` into `log`.
 pub fn strace_args(log: &Path, program: &[OsString]) -> Vec<OsString> {
-    let mut a: Vec<OsString> = [
-        "-f",
-        "-tt",
-        "-T",
-        "-y",
-        "-qq",
-        "-s",
-        "0",
-        "-e",
-    ]
-    .iter()
-    .map(OsString::from)
-    .collect();
+    let mut a: Vec<OsString> = ["-f", "-tt", "-T", "-y", "-qq", "-s", "0", "-e"]
+        .iter()
+        .map(OsString::from)
+        .collect();
     a.push(format!("trace={}", strace::TRACED).into());
     a.push("-o".into());
     a.push(log.as_os_str().to_owned());
@@ -60,11 +51,14 @@ pub struct Recorded {
 pub fn record(program: &[OsString], log: &Path) -> Result<Recorded, TraceError> {
     if program.is_empty() {
         return Err(TraceError::Refused(
-            "record: name the program to run after --, e.g. iolab record -o t.csv -- grep -r x src".into(),
+            "record: name the program to run after --, e.g. iolab record -o t.csv -- grep -r x src"
+                .into(),
         ));
     }
     let strace = find_strace().ok_or_else(|| {
-        TraceError::Refused(format!("record: strace is not installed (not on PATH); {INSTALL_HINT}"))
+        TraceError::Refused(format!(
+            "record: strace is not installed (not on PATH); {INSTALL_HINT}"
+        ))
     })?;
     let status = Command::new(&strace)
         .args(strace_args(log, program))

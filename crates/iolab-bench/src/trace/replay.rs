@@ -145,7 +145,11 @@ pub fn plan(t: &Trace, threads: Threads, coalesce: Option<u64>) -> Plan {
             let mut merged: Vec<PlanRead> = Vec::with_capacity(th.len());
             for r in th.drain(..) {
                 match merged.last_mut() {
-                    Some(p) if p.file == r.file && p.offset + p.len == r.offset && p.len + r.len <= max => {
+                    Some(p)
+                        if p.file == r.file
+                            && p.offset + p.len == r.offset
+                            && p.len + r.len <= max =>
+                    {
                         p.len += r.len
                     }
                     _ => merged.push(r),
@@ -201,8 +205,8 @@ pub fn run(
         .unwrap_or(0);
     let u0 = Usage::now();
     let start = Instant::now();
-    let results: Vec<Result<(u64, u64, Histogram<u64>, bool), TraceError>> =
-        std::thread::scope(|s| {
+    let results: Vec<Result<(u64, u64, Histogram<u64>, bool), TraceError>> = std::thread::scope(
+        |s| {
             let handles: Vec<_> = plan
                 .threads
                 .iter()
@@ -239,7 +243,7 @@ pub fn run(
                                     .read_at(&mut buf[got..len], r.offset + got as u64)
                                     .map_err(|e| io_err(path, &format!("read at {}", r.offset + got as u64), e))?;
                                 if k == 0 {
-                                    return Err(TraceError::Refused(format!(
+                                    return Err(TraceError::Failed(format!(
                                         "{}: short read with {}: {} of {} bytes at offset {} (the file is shorter than the trace needs)",
                                         path.display(),
                                         reader.name(),
@@ -253,7 +257,7 @@ pub fn run(
                             let _ = hist.record((t0.elapsed().as_nanos() as u64).max(1));
                             if let Some(Some(p)) = verify.map(|v| &v[r.file as usize]) {
                                 p.verify(&buf[..len], r.offset).map_err(|m| {
-                                    TraceError::Refused(format!(
+                                    TraceError::Failed(format!(
                                         "{}: --verify: byte at offset {} read with {} is {:#04x}, the pattern has {:#04x}",
                                         path.display(),
                                         m.offset,
@@ -272,9 +276,14 @@ pub fn run(
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(TraceError::Refused("a replay thread panicked".into()))))
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(TraceError::Failed("a replay thread panicked".into()))
+                    })
+                })
                 .collect()
-        });
+        },
+    );
     let wall_ns = start.elapsed().as_nanos() as u64;
     let usage = Usage::now().since(&u0);
     let mut latency = new_histogram();
@@ -337,7 +346,15 @@ mod tests {
         let stop = AtomicBool::new(false);
         let placed = crate::trace::place::place(&t, d.path(), &stop, &mut |_, _| {}).unwrap();
         let p = plan(&t, Threads::Recorded, None);
-        let r = run(&p, &placed.paths, &PreadReader, Timing::Asap, Some(&placed.patterns), &stop).unwrap();
+        let r = run(
+            &p,
+            &placed.paths,
+            &PreadReader,
+            Timing::Asap,
+            Some(&placed.patterns),
+            &stop,
+        )
+        .unwrap();
         assert_eq!(r.bytes, t.total_bytes());
         assert_eq!(r.requests, 6);
         assert_eq!(r.latency.len(), 6);
@@ -346,7 +363,15 @@ mod tests {
         let mut bytes = std::fs::read(a).unwrap();
         bytes[5000] ^= 0xff;
         std::fs::write(a, &bytes).unwrap();
-        let e = run(&p, &placed.paths, &PreadReader, Timing::Asap, Some(&placed.patterns), &stop).unwrap_err();
+        let e = run(
+            &p,
+            &placed.paths,
+            &PreadReader,
+            Timing::Asap,
+            Some(&placed.patterns),
+            &stop,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("offset 5000"), "{e}");
         // A file shorter than the trace: a short read, reported.
         std::fs::write(&placed.paths[1], b"x").unwrap();

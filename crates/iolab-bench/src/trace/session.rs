@@ -83,7 +83,7 @@ pub struct ReaderResult {
 fn set_cache(paths: &[PathBuf], sizes: &[u64], cache: Cache) -> Result<f64, TraceError> {
     let (mut r, mut t) = (0u64, 0u64);
     for (p, &len) in paths.iter().zip(sizes) {
-        let e = |e: iolab::Error| TraceError::Refused(format!("{}: {e}", p.display()));
+        let e = |e: iolab::Error| TraceError::Failed(format!("{}: {e}", p.display()));
         match cache {
             Cache::Cold => iolab::cache::evict(p).map_err(e)?,
             Cache::Warm => iolab::cache::warm(p, len).map_err(e)?,
@@ -135,7 +135,7 @@ pub fn compare(
                 break 'rounds;
             }
             if r.bytes != want {
-                return Err(TraceError::Refused(format!(
+                return Err(TraceError::Failed(format!(
                     "{} read {} bytes, the trace names {}",
                     readers[i].name(),
                     r.bytes,
@@ -177,7 +177,10 @@ pub fn compare(
             }
         })
         .collect();
-    let best = out.iter().map(|r| r.median_ns).fold(f64::INFINITY, f64::min);
+    let best = out
+        .iter()
+        .map(|r| r.median_ns)
+        .fold(f64::INFINITY, f64::min);
     let mut won = false;
     for r in &mut out {
         r.relative = r.median_ns / best.max(1.0);
@@ -198,11 +201,17 @@ mod tests {
     #[test]
     fn every_reader_reads_the_same_total_in_rotating_order() {
         let d = tempfile::tempdir().unwrap();
-        let t = parse("file,offset,len\na,0,65536\na,65536,65536\nb,0,4096\n", "t", None).unwrap();
+        let t = parse(
+            "file,offset,len\na,0,65536\na,65536,65536\nb,0,4096\n",
+            "t",
+            None,
+        )
+        .unwrap();
         let stop = AtomicBool::new(false);
         let p = place(&t, d.path(), &stop, &mut |_, _| {}).unwrap();
         let pl = plan(&t, Threads::Recorded, None);
-        let readers: Vec<Box<dyn ReplayReader>> = vec![Box::new(PreadReader), Box::new(PreadReader)];
+        let readers: Vec<Box<dyn ReplayReader>> =
+            vec![Box::new(PreadReader), Box::new(PreadReader)];
         let mut order = Vec::new();
         let opts = SessionOpts {
             repeat: 3,
@@ -210,14 +219,26 @@ mod tests {
             timing: Timing::Asap,
             verify: true,
         };
-        let r = compare(&pl, &p.paths, &p.sizes, &p.patterns, &readers, opts, &stop, &mut |_, round| {
-            order.push(round)
-        })
+        let r = compare(
+            &pl,
+            &p.paths,
+            &p.sizes,
+            &p.patterns,
+            &readers,
+            opts,
+            &stop,
+            &mut |_, round| order.push(round),
+        )
         .unwrap();
         assert_eq!(order, vec![0, 0, 1, 1, 2, 2]);
         assert_eq!(r.len(), 2);
-        assert_eq!(r[0].runs.iter().map(|x| x.round).collect::<Vec<_>>(), vec![0, 1, 2]);
-        assert!(r.iter().all(|x| x.bytes == 65536 * 2 + 4096 && x.runs.len() == 3));
+        assert_eq!(
+            r[0].runs.iter().map(|x| x.round).collect::<Vec<_>>(),
+            vec![0, 1, 2]
+        );
+        assert!(r
+            .iter()
+            .all(|x| x.bytes == 65536 * 2 + 4096 && x.runs.len() == 3));
         assert_eq!(r.iter().filter(|x| x.winner).count(), 1);
         assert!(r.iter().all(|x| x.relative >= 1.0));
     }

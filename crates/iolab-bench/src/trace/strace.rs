@@ -25,7 +25,8 @@ use std::rc::Rc;
 
 /// The system calls `iolab record` asks strace to trace (`?`: fine if this
 /// architecture lacks it).
-pub const TRACED: &str = "?open,openat,?openat2,?creat,close,?close_range,dup,?dup2,?dup3,fcntl,lseek,\
+pub const TRACED: &str =
+    "?open,openat,?openat2,?creat,close,?close_range,dup,?dup2,?dup3,fcntl,lseek,\
 read,pread64,readv,preadv,?preadv2,write,writev,pwrite64,?sendfile,?copy_file_range,mmap,\
 ?fstat,?newfstatat,clone,?clone3,?fork,?vfork,execve,?execveat";
 
@@ -277,17 +278,44 @@ impl Call {
         let r = self.result.trim();
         let i = r.find('<')?;
         let s = &r[i + 1..];
-        let end = s.rfind("> <").or_else(|| s.strip_suffix('>').map(|x| x.len()))?;
+        let end = s
+            .rfind("> <")
+            .or_else(|| s.strip_suffix('>').map(|x| x.len()))?;
         Some(clean_path(&s[..end]))
     }
 }
 
 /// The interesting calls, so others are skipped without parsing their args.
 const HANDLED: [&str; 29] = [
-    "open", "openat", "openat2", "creat", "close", "close_range", "dup", "dup2", "dup3",
-    "fcntl", "fcntl64", "lseek", "read", "pread64", "readv", "preadv", "preadv2", "write",
-    "writev", "pwrite64", "sendfile", "sendfile64", "copy_file_range", "mmap", "fstat",
-    "newfstatat", "clone", "clone3", "execve",
+    "open",
+    "openat",
+    "openat2",
+    "creat",
+    "close",
+    "close_range",
+    "dup",
+    "dup2",
+    "dup3",
+    "fcntl",
+    "fcntl64",
+    "lseek",
+    "read",
+    "pread64",
+    "readv",
+    "preadv",
+    "preadv2",
+    "write",
+    "writev",
+    "pwrite64",
+    "sendfile",
+    "sendfile64",
+    "copy_file_range",
+    "mmap",
+    "fstat",
+    "newfstatat",
+    "clone",
+    "clone3",
+    "execve",
 ];
 
 struct Converter<'a> {
@@ -308,13 +336,26 @@ impl<'a> Converter<'a> {
 
     fn arg<'c>(&self, c: &Call, args: &[&'c str], i: usize) -> Result<&'c str, TraceError> {
         args.get(i).copied().ok_or_else(|| {
-            self.err(c.line, format!("{}: expected at least {} arguments", c.name, i + 1))
+            self.err(
+                c.line,
+                format!("{}: expected at least {} arguments", c.name, i + 1),
+            )
         })
     }
 
-    fn fd<'c>(&self, c: &Call, args: &[&'c str], i: usize) -> Result<(i64, Option<String>), TraceError> {
+    fn fd<'c>(
+        &self,
+        c: &Call,
+        args: &[&'c str],
+        i: usize,
+    ) -> Result<(i64, Option<String>), TraceError> {
         let a = self.arg(c, args, i)?;
-        fd_arg(a).ok_or_else(|| self.err(c.line, format!("{}: '{a}' is not a file descriptor", c.name)))
+        fd_arg(a).ok_or_else(|| {
+            self.err(
+                c.line,
+                format!("{}: '{a}' is not a file descriptor", c.name),
+            )
+        })
     }
 
     fn num(&self, c: &Call, args: &[&str], i: usize) -> Result<i64, TraceError> {
@@ -400,7 +441,15 @@ impl<'a> Converter<'a> {
 
     /// Records a read of `n` bytes from `fd` at `at` (None: at the
     /// description's offset, which then advances).
-    fn read(&mut self, c: &Call, fd: i64, path: Option<String>, at: Option<u64>, n: u64, op: TraceOp) {
+    fn read(
+        &mut self,
+        c: &Call,
+        fd: i64,
+        path: Option<String>,
+        at: Option<u64>,
+        n: u64,
+        op: TraceOp,
+    ) {
         let ofd = self.ofd(c.tid, fd, &path);
         let path = path.or_else(|| ofd.borrow().path.clone());
         let offset = match at {
@@ -463,7 +512,9 @@ impl<'a> Converter<'a> {
                     "creat" => (0, "O_CREAT|O_WRONLY|O_TRUNC".to_string()),
                     _ => (1, self.arg(&c, &args, 2)?.to_string()),
                 };
-                let path = c.ret_path().or_else(|| string_arg(args.get(path_i).copied().unwrap_or("")));
+                let path = c
+                    .ret_path()
+                    .or_else(|| string_arg(args.get(path_i).copied().unwrap_or("")));
                 if flags.contains("O_TRUNC") {
                     if let Some(p) = &path {
                         self.sizes.insert(p.clone(), 0);
@@ -554,7 +605,11 @@ impl<'a> Converter<'a> {
             "read" | "readv" => {
                 let Some(n) = ret else { return Ok(()) };
                 let (fd, path) = self.fd(&c, &args, 0)?;
-                let op = if c.name == "read" { TraceOp::Read } else { TraceOp::Readv };
+                let op = if c.name == "read" {
+                    TraceOp::Read
+                } else {
+                    TraceOp::Readv
+                };
                 self.read(&c, fd, path, None, n as u64, op);
             }
             "pread64" | "preadv" | "preadv2" => {
@@ -606,7 +661,10 @@ impl<'a> Converter<'a> {
                 }
                 let len = self.num(&c, &args, 1)? as u64;
                 let off = self.num(&c, &args, 5)? as u64;
-                let path = path.or_else(|| self.entry(tid, fd).and_then(|e| e.ofd.borrow().path.clone()));
+                let path = path.or_else(|| {
+                    self.entry(tid, fd)
+                        .and_then(|e| e.ofd.borrow().path.clone())
+                });
                 match path {
                     Some(p) if kind_of(&p).is_none() => self.b.map(&p, off, len, tid, c.t_ns),
                     _ => {}
@@ -691,7 +749,11 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
         }
         let (text, start, first_line) = if let Some(r) = rest.strip_prefix("<... ") {
             let Some(k) = r.find(" resumed>") else {
-                return Err(TraceError::at(name, n, format!("'{rest}': expected '<... NAME resumed>'")));
+                return Err(TraceError::at(
+                    name,
+                    n,
+                    format!("'{rest}': expected '<... NAME resumed>'"),
+                ));
             };
             match pending.remove(&tid) {
                 Some((head, st, l)) => (format!("{head}{}", &r[k + 9..]), st, l),
@@ -706,11 +768,19 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
             continue;
         }
         let Some(open) = text.find('(') else {
-            return Err(TraceError::at(name, n, format!("'{text}': expected NAME(ARGS) = RESULT")));
+            return Err(TraceError::at(
+                name,
+                n,
+                format!("'{text}': expected NAME(ARGS) = RESULT"),
+            ));
         };
         let sys = &text[..open];
         if sys.is_empty() || !sys.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(TraceError::at(name, n, format!("'{text}': expected NAME(ARGS) = RESULT")));
+            return Err(TraceError::at(
+                name,
+                n,
+                format!("'{text}': expected NAME(ARGS) = RESULT"),
+            ));
         }
         if !HANDLED.contains(&sys) {
             continue;
@@ -720,7 +790,11 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
             if text.ends_with("= ?") || text.contains(") = ?") {
                 continue;
             }
-            return Err(TraceError::at(name, n, format!("'{text}': no result ') = ...' on this line")));
+            return Err(TraceError::at(
+                name,
+                n,
+                format!("'{text}': no result ') = ...' on this line"),
+            ));
         };
         let call = Call {
             tid,
@@ -752,7 +826,15 @@ mod tests {
     fn reads(t: &Trace) -> Vec<(String, u64, u64, TraceOp, u64)> {
         t.reads
             .iter()
-            .map(|r| (t.files[r.file as usize].clone(), r.offset, r.len, r.op, r.thread))
+            .map(|r| {
+                (
+                    t.files[r.file as usize].clone(),
+                    r.offset,
+                    r.len,
+                    r.op,
+                    r.thread,
+                )
+            })
             .collect()
     }
 
@@ -799,7 +881,13 @@ mod tests {
         // Times count from the log's first line.
         assert_eq!(t.reads[0].t_ns, Some(1000));
         assert_eq!(t.reads[1].t_ns, Some(2000));
-        for (k, v) in [("tty", 1), ("pipe", 1), ("proc", 1), ("socket", 1), ("unknown offset", 1)] {
+        for (k, v) in [
+            ("tty", 1),
+            ("pipe", 1),
+            ("proc", 1),
+            ("socket", 1),
+            ("unknown offset", 1),
+        ] {
             assert_eq!(t.skipped.get(k), Some(&v), "{k}: {:?}", t.skipped);
         }
         assert_eq!(t.mappings.len(), 1);
@@ -867,11 +955,21 @@ mod tests {
 
     #[test]
     fn malformed_lines_name_their_number() {
-        let e = parse("1 00:00:00.1 read(3</a>, \"\"..., 4) = 4\n1 00:00:00.2 read(x, 1) = 4\n", "l").unwrap_err();
+        let e = parse(
+            "1 00:00:00.1 read(3</a>, \"\"..., 4) = 4\n1 00:00:00.2 read(x, 1) = 4\n",
+            "l",
+        )
+        .unwrap_err();
         assert!(e.to_string().starts_with("l:2:"), "{e}");
-        let e = parse("1 00:00:00.1 read(3</a>, \"\"..., 4) = 4\n1 00:00:00.2 ??\n", "l").unwrap_err();
+        let e = parse(
+            "1 00:00:00.1 read(3</a>, \"\"..., 4) = 4\n1 00:00:00.2 ??\n",
+            "l",
+        )
+        .unwrap_err();
         assert!(e.to_string().starts_with("l:2:"), "{e}");
-        assert!(looks_like("12 10:00:00.000001 execve(\"/bin/true\", [], 0x0) = 0"));
+        assert!(looks_like(
+            "12 10:00:00.000001 execve(\"/bin/true\", [], 0x0) = 0"
+        ));
         assert!(!looks_like("file,offset,len"));
     }
 }
