@@ -22,13 +22,15 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
     let v3 = match first {
         "fio version 2 iolog" => false,
         "fio version 3 iolog" => true,
-        _ => return Err(TraceError::at(
-            name,
-            1,
-            format!(
+        _ => {
+            return Err(TraceError::at(
+                name,
+                1,
+                format!(
                 "'{first}': the first line must be 'fio version 2 iolog' or 'fio version 3 iolog'"
             ),
-        )),
+            ))
+        }
     };
     let mut b = TraceBuilder::new(TraceFormat::Iolog);
     // v2: time advanced by `wait`, µs.
