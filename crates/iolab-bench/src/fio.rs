@@ -281,34 +281,21 @@ impl Comparable {
 mod tests {
     use super::*;
     use crate::spec::StopRule;
-    use iolab::engine::EngineOpts;
     use std::path::PathBuf;
 
     fn base() -> WorkloadSpec {
         WorkloadSpec {
-            engine: EngineKind::Pread,
-            op: OpMix::Read,
-            pattern: AccessPattern::Seq,
             bs: 1 << 20,
-            qd: 1,
-            batch_submit: 1,
-            batch_complete: 1,
-            threads: 1,
-            file_per_thread: false,
             file: PathBuf::from("/data/f"),
             file_size: 2 << 30,
             direct: true,
             cache: CacheMode::Cold,
-            drop_caches: false,
-            engine_opts: EngineOpts::default(),
             stop: StopRule {
                 time_ns: Some(10_000_000_000),
                 ..Default::default()
             },
-            ramp_ns: 0,
-            interval_ns: None,
             seed: 1,
-            verify: false,
+            ..WorkloadSpec::default()
         }
     }
 

@@ -42,8 +42,13 @@ pub struct RunMetrics {
     pub read_ops: u64,
     /// Write ops completed.
     pub write_ops: u64,
-    /// Ops that failed.
+    /// Ops that failed (an error, a short transfer, a verify mismatch, a
+    /// timeout).
     pub errors: u64,
+    /// The first errors, word for word (at most
+    /// [`crate::runner::FIRST_ERRORS_KEPT`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_errors: Vec<String>,
     /// Throughput, MiB/s.
     pub mib_per_s: f64,
     /// Ops per second.

@@ -6,10 +6,10 @@
 use super::bench::{execute, temp_path, Session};
 use crate::output::table::{count, ns};
 use anyhow::Result;
-use iolab::engine::{EngineKind, EngineOpts};
+use iolab::engine::EngineKind;
 use iolab_bench::prepare::human;
 use iolab_bench::record::{BenchRecord, LATENCY_DEFINITION};
-use iolab_bench::spec::{AccessPattern, CacheMode, OpMix, StopRule, WorkloadSpec};
+use iolab_bench::spec::{AccessPattern, CacheMode, StopRule, WorkloadSpec};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -128,20 +128,13 @@ pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
         .iter()
         .map(|p| WorkloadSpec {
             engine: p.engine,
-            op: OpMix::Read,
             pattern: p.pattern,
             bs: p.bs,
             qd: p.qd,
-            batch_submit: 1,
-            batch_complete: 1,
-            threads: 1,
-            file_per_thread: false,
             file: file.clone(),
             file_size: size,
             direct: p.direct,
             cache: p.cache,
-            drop_caches: false,
-            engine_opts: EngineOpts::default(),
             stop: StopRule {
                 // A cold sequential run reads the file once: a second pass
                 // would come from the page cache. Everything else runs for
@@ -151,10 +144,7 @@ pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
                 ops: None,
                 time_ns: Some(time),
             },
-            ramp_ns: 0,
-            interval_ns: None,
-            seed: 42,
-            verify: false,
+            ..WorkloadSpec::default()
         })
         .collect();
     eprintln!(
@@ -175,7 +165,10 @@ pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
     if a.json {
         exporters.push(Box::new(crate::output::json::Json::default()));
     }
-    let recs = execute(&specs, &ses, true, &mut exporters, |_| {})?;
+    let (recs, failed) = execute(&specs, &ses, true, &mut exporters, |_| {})?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
     if !a.json {
         let groups: Vec<Group> = plans.iter().map(|p| p.group).collect();
         crate::output::stdout(&render(&recs, &groups))?;

@@ -88,7 +88,14 @@ pub fn compare(
                     stop: ses.stop,
                     on_interval: None,
                 };
-                let m = run_once(&spec, &prep, spec.file_size, resident, &RealEngines, &ctl)?;
+                let m = run_once(
+                    &spec,
+                    &prep,
+                    spec.file_size,
+                    resident,
+                    RealEngines::shared(),
+                    &ctl,
+                )?;
                 ours.push(Comparable::of_run(&m));
                 runs.push(m);
             } else {

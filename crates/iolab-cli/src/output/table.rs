@@ -196,6 +196,13 @@ pub fn warnings(r: &RunMetrics) -> Vec<String> {
             ns(r.duration_ns as f64)
         ));
     }
+    if r.errors > 0 {
+        w.push(format!(
+            "{} ops failed; first: {}",
+            r.errors,
+            r.first_errors.first().map_or("(not kept)", |s| s.as_str())
+        ));
+    }
     w
 }
 
