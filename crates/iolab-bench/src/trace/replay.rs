@@ -162,6 +162,9 @@ pub fn plan(t: &Trace, threads: Threads, coalesce: Option<u64>) -> Plan {
     Plan { threads: out }
 }
 
+/// What one replay thread returns: bytes, requests, latency, interrupted.
+type ThreadResult = Result<(u64, u64, Histogram<u64>, bool), TraceError>;
+
 /// What one replay of a plan measured.
 #[derive(Debug)]
 pub struct RunResult {
@@ -205,13 +208,12 @@ pub fn run(
         .unwrap_or(0);
     let u0 = Usage::now();
     let start = Instant::now();
-    let results: Vec<Result<(u64, u64, Histogram<u64>, bool), TraceError>> = std::thread::scope(
-        |s| {
-            let handles: Vec<_> = plan
+    let results: Vec<ThreadResult> = std::thread::scope(|s| {
+        let handles: Vec<_> = plan
                 .threads
                 .iter()
                 .map(|reads| {
-                    s.spawn(move || -> Result<(u64, u64, Histogram<u64>, bool), TraceError> {
+                    s.spawn(move || -> ThreadResult {
                         let mut hist = new_histogram();
                         let max = reads.iter().map(|r| r.len).max().unwrap_or(0) as usize;
                         let mut buf = vec![0u8; max];
@@ -274,16 +276,14 @@ pub fn run(
                     })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(TraceError::Failed("a replay thread panicked".into()))
-                    })
-                })
-                .collect()
-        },
-    );
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(TraceError::Failed("a replay thread panicked".into())))
+            })
+            .collect()
+    });
     let wall_ns = start.elapsed().as_nanos() as u64;
     let usage = Usage::now().since(&u0);
     let mut latency = new_histogram();

@@ -343,12 +343,7 @@ impl<'a> Converter<'a> {
         })
     }
 
-    fn fd<'c>(
-        &self,
-        c: &Call,
-        args: &[&'c str],
-        i: usize,
-    ) -> Result<(i64, Option<String>), TraceError> {
+    fn fd(&self, c: &Call, args: &[&str], i: usize) -> Result<(i64, Option<String>), TraceError> {
         let a = self.arg(c, args, i)?;
         fd_arg(a).ok_or_else(|| {
             self.err(
@@ -696,11 +691,9 @@ impl<'a> Converter<'a> {
                     self.spawn(tid, child as u64, share)?;
                 }
             }
-            "execve" | "execveat" => {
-                if ret == Some(0) {
-                    if let Some(t) = self.tables.get(&tid) {
-                        t.borrow_mut().retain(|_, e| !e.cloexec);
-                    }
+            "execve" | "execveat" if ret == Some(0) => {
+                if let Some(t) = self.tables.get(&tid) {
+                    t.borrow_mut().retain(|_, e| !e.cloexec);
                 }
             }
             _ => {}

@@ -102,7 +102,7 @@ pub fn text(s: &TraceStats) -> String {
     }
     let _ = writeln!(o, "\nfiles (largest reads first)");
     let mut files: Vec<&FileStats> = s.per_file.iter().collect();
-    files.sort_by(|a, b| b.bytes.cmp(&a.bytes));
+    files.sort_by_key(|f| std::cmp::Reverse(f.bytes));
     for f in files {
         let _ = writeln!(
             o,
