@@ -9,7 +9,8 @@
 //! with a larger block would have asked for.
 //!
 //! Each thread opens a file the first time it reads it (the open is part
-//! of the measured time, as it is for the application) and keeps it open.
+//! of the measured time, as it is for the application) and keeps it open,
+//! up to [`MAX_OPEN`] files (then the least recently used is closed).
 //! Latency is per request (the whole read, however many calls it took).
 
 use super::{Trace, TraceError};
@@ -162,6 +163,10 @@ pub fn plan(t: &Trace, threads: Threads, coalesce: Option<u64>) -> Plan {
     Plan { threads: out }
 }
 
+/// Files one replay thread keeps open at most (a trace of a recursive grep
+/// names thousands; the process's descriptor limit is often 1024).
+pub const MAX_OPEN: usize = 256;
+
 /// What one replay thread returns: bytes, requests, latency, interrupted.
 type ThreadResult = Result<(u64, u64, Histogram<u64>, bool), TraceError>;
 
@@ -217,7 +222,8 @@ pub fn run(
                         let mut hist = new_histogram();
                         let max = reads.iter().map(|r| r.len).max().unwrap_or(0) as usize;
                         let mut buf = vec![0u8; max];
-                        let mut open: HashMap<u32, Box<dyn ReplayFile>> = HashMap::new();
+                        let mut open: HashMap<u32, (Box<dyn ReplayFile>, u64)> = HashMap::new();
+                        let mut clock = 0u64;
                         let (mut bytes, mut n) = (0u64, 0u64);
                         for r in reads {
                             if stop.load(Ordering::Relaxed) {
@@ -231,12 +237,21 @@ pub fn run(
                                 }
                             }
                             let path = &paths[r.file as usize];
-                            let f = match open.entry(r.file) {
-                                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                                std::collections::hash_map::Entry::Vacant(e) => {
-                                    e.insert(reader.open(path).map_err(|e| io_err(path, "open", e))?)
+                            clock += 1;
+                            if !open.contains_key(&r.file) && open.len() >= MAX_OPEN {
+                                // Close the file this thread used least recently.
+                                if let Some(&old) = open.iter().min_by_key(|(_, v)| v.1).map(|(k, _)| k) {
+                                    open.remove(&old);
                                 }
+                            }
+                            let (f, used) = match open.entry(r.file) {
+                                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                                std::collections::hash_map::Entry::Vacant(e) => e.insert((
+                                    reader.open(path).map_err(|e| io_err(path, "open", e))?,
+                                    0,
+                                )),
                             };
+                            *used = clock;
                             let len = r.len as usize;
                             let t0 = Instant::now();
                             let mut got = 0usize;
@@ -377,5 +392,30 @@ mod tests {
         std::fs::write(&placed.paths[1], b"x").unwrap();
         let e = run(&p, &placed.paths, &PreadReader, Timing::Asap, None, &stop).unwrap_err();
         assert!(e.to_string().contains("short read"), "{e}");
+    }
+
+    #[test]
+    fn more_files_than_it_keeps_open() {
+        let d = tempfile::tempdir().unwrap();
+        let mut csv = String::from("file,offset,len\n");
+        for round in 0..2 {
+            for i in 0..MAX_OPEN + 20 {
+                csv.push_str(&format!("f{i},{round},1\n"));
+            }
+        }
+        let t = parse(&csv, "t", None).unwrap();
+        let stop = AtomicBool::new(false);
+        let placed = crate::trace::place::place(&t, d.path(), &stop, &mut |_, _| {}).unwrap();
+        let p = plan(&t, Threads::Recorded, None);
+        let r = run(
+            &p,
+            &placed.paths,
+            &PreadReader,
+            Timing::Asap,
+            Some(&placed.patterns),
+            &stop,
+        )
+        .unwrap();
+        assert_eq!(r.requests as usize, 2 * (MAX_OPEN + 20));
     }
 }
