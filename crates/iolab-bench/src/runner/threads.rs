@@ -55,6 +55,7 @@ fn build_engine(
             write,
         },
     )?;
+    iolab::cache::advise(&file, spec.pattern.hint())?;
     let cfg = EngineConfig {
         files: vec![EngineFile {
             path: f.path.clone(),

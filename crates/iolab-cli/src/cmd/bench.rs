@@ -25,6 +25,9 @@ fn pattern(s: &str) -> Result<AccessPattern, String> {
 fn cache(s: &str) -> Result<CacheMode, String> {
     s.parse()
 }
+fn mem(s: &str) -> Result<iolab::mem::MemKind, String> {
+    s.parse()
+}
 
 /// Reads, writes or both.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,6 +145,11 @@ pub struct BenchArgs {
     /// threadpool: helper threads (default: one per op in flight).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub pool_threads: Option<u32>,
+    /// Buffer memory: thp (2 MiB-aligned, MADV_HUGEPAGE; default, chosen by
+    /// measurement), malloc (ordinary pages), hugetlb (reserved huge pages,
+    /// /proc/sys/vm/nr_hugepages). fio's mem=.
+    #[arg(long, default_value = "thp", value_parser = mem)]
+    pub mem: iolab::mem::MemKind,
     /// Seed of the offsets (and of the pattern of files created now).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -159,6 +167,12 @@ pub struct BenchArgs {
     /// With --vs: pairs of runs, alternating who goes first.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub pairs: u32,
+    /// Print the fio command `--vs fio` would run for each configuration and
+    /// exit, measuring nothing (`fair`: the null engine's fair-accounting
+    /// command). Scripts use this so fio's options come from one translation.
+    #[arg(long, hide = true, value_name = "WHICH", num_args = 0..=1,
+          default_missing_value = "default", value_parser = ["default", "fair"])]
+    pub print_fio: Option<String>,
     /// Outputs: --json, --jsonl, --csv, --overwrite.
     #[command(flatten)]
     pub out: output::flags::OutputArgs,
@@ -259,6 +273,7 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
         mmap_touch: a.mmap_touch,
         access: Default::default(),
         pool_threads: a.pool_threads.unwrap_or(0),
+        mem: a.mem,
         uring: UringOpts {
             reg_files: a.reg_files,
             fixed_bufs: a.fixed_bufs,
@@ -417,7 +432,8 @@ pub fn execute(
                 stop: ses.stop,
                 on_interval: if ses.live { Some(&live) } else { None },
             };
-            let m = match run_once(&spec, &prep, size, resident, RealEngines::shared(), &ctl) {
+            let dev = iolab_bench::devstat::Snapshot::of_file(&prep.files[0].path);
+            let mut m = match run_once(&spec, &prep, size, resident, RealEngines::shared(), &ctl) {
                 Ok(m) => m,
                 Err(BenchError::Partial { metrics, error }) => {
                     failed = Some(*error);
@@ -425,6 +441,7 @@ pub fn execute(
                 }
                 Err(e) => return Err(e.into()),
             };
+            m.device = Some(dev.finish());
             for w in output::table::warnings(&m) {
                 say(&pb, format!("warning: {}: {w}", spec.label()));
             }
@@ -508,6 +525,9 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         }
     };
     let all = valid_only(specs(a, &file, size))?;
+    if let Some(which) = &a.print_fio {
+        return super::vs::print_commands(&all, which == "fair");
+    }
     let mut measured: Vec<PathBuf> = all.iter().flat_map(|s| s.files()).collect();
     measured.dedup();
     for f in &measured {
