@@ -207,6 +207,8 @@ pub trait Progress {
     fn begin(&mut self, key: &str);
     /// A configuration finished.
     fn done(&mut self);
+    /// A configuration failed and was skipped (the run goes on).
+    fn skipped(&mut self, key: &str, error: &str);
 }
 
 /// Runs one configuration through the runner, `repeats` times.
@@ -303,7 +305,15 @@ pub fn run(
             break;
         }
         progress.begin(&cfg.key);
-        let rec = measure(exp, cfg, ctx, machine, command)?;
+        let rec = match measure(exp, cfg, ctx, machine, command) {
+            Ok(r) => r,
+            Err(_) if ctx.stop.load(Ordering::Relaxed) => break,
+            Err(e) => {
+                progress.skipped(&cfg.key, &e.to_string());
+                progress.done();
+                continue;
+            }
+        };
         if ctx.stop.load(Ordering::Relaxed) {
             break;
         }
