@@ -83,11 +83,7 @@ impl Experiment for Blocksize {
             "Single-thread reads by block size, cold and warm cache",
             "block size (bytes)",
             &xs.iter().map(|x| figure::bytes(*x)).collect::<Vec<_>>(),
-            Axis {
-                label: "throughput (MiB/s)",
-                log: true,
-                fmt: figure::num,
-            },
+            Axis::new("throughput (MiB/s)", true, figure::num),
             &series,
         );
         let mut rows = Vec::new();
@@ -138,7 +134,10 @@ impl Experiment for Blocksize {
         }
         Analysis {
             figures: vec![fig],
-            table: table(&["block size", "cold MiB/s median [min–max]", "warm"], &rows),
+            table: table(
+                &["block size", "cold MiB/s median [min–max]", "warm"],
+                &rows,
+            ),
             findings,
         }
     }
@@ -154,8 +153,16 @@ mod tests {
         for p in [0u32, 6, 12, 18, 24] {
             let bs = 1u64 << p;
             for c in ["cold", "warm"] {
-                let y = if bs >= warm_knee { 1000.0 } else { bs as f64 / warm_knee as f64 * 500.0 };
-                v.push(rec(NAME, &[("cache", c), ("bs", &bs.to_string())], &[y * 0.99, y, y * 1.01]));
+                let y = if bs >= warm_knee {
+                    1000.0
+                } else {
+                    bs as f64 / warm_knee as f64 * 500.0
+                };
+                v.push(rec(
+                    NAME,
+                    &[("cache", c), ("bs", &bs.to_string())],
+                    &[y * 0.99, y, y * 1.01],
+                ));
             }
         }
         v
@@ -164,9 +171,19 @@ mod tests {
     #[test]
     fn verdict_follows_the_knee() {
         let a = Blocksize.analyse(&recs(4096));
-        assert!(a.findings.iter().all(|f| f.verdict == Verdict::Reproduced), "{:?}", a.findings);
+        assert!(
+            a.findings.iter().all(|f| f.verdict == Verdict::Reproduced),
+            "{:?}",
+            a.findings
+        );
         let a = Blocksize.analyse(&recs(1 << 24));
-        assert!(a.findings.iter().all(|f| f.verdict == Verdict::NotReproduced), "{:?}", a.findings);
+        assert!(
+            a.findings
+                .iter()
+                .all(|f| f.verdict == Verdict::NotReproduced),
+            "{:?}",
+            a.findings
+        );
         assert_eq!(a.figures[0].points, 10);
     }
 }

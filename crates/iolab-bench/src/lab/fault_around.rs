@@ -46,8 +46,30 @@ impl Experiment for FaultAround {
         let max_ops: u64 = ctx.pick(64, 2_000, 10_000);
         let touches = ctx.pick(
             vec![4 * KIB, 64 * KIB],
-            vec![4 * KIB, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 256 * KIB, MIB],
-            vec![4 * KIB, 8 * KIB, 16 * KIB, 32 * KIB, 48 * KIB, 64 * KIB, 96 * KIB, 128 * KIB, 192 * KIB, 256 * KIB, 512 * KIB, MIB],
+            vec![
+                4 * KIB,
+                8 * KIB,
+                16 * KIB,
+                32 * KIB,
+                64 * KIB,
+                128 * KIB,
+                256 * KIB,
+                MIB,
+            ],
+            vec![
+                4 * KIB,
+                8 * KIB,
+                16 * KIB,
+                32 * KIB,
+                48 * KIB,
+                64 * KIB,
+                96 * KIB,
+                128 * KIB,
+                192 * KIB,
+                256 * KIB,
+                512 * KIB,
+                MIB,
+            ],
         );
         for bs in touches {
             let mut s = spec(&file, size);
@@ -60,7 +82,11 @@ impl Experiment for FaultAround {
                 ops: Some((size / bs / 4).clamp(4, max_ops)),
                 ..StopRule::default()
             };
-            v.push(bench(&[("part", "cold touch".into()), ("bs", b(bs))], s, repeats));
+            v.push(bench(
+                &[("part", "cold touch".into()), ("bs", b(bs))],
+                s,
+                repeats,
+            ));
         }
         v
     }
@@ -74,7 +100,9 @@ impl Experiment for FaultAround {
                 Ok(v) => m.samples.push(v),
                 Err(_) => m.notes.push(format!("{SETTING}: not a number")),
             },
-            Err(e) => m.notes.push(format!("{SETTING}: not readable ({e}); debugfs is needed")),
+            Err(e) => m
+                .notes
+                .push(format!("{SETTING}: not readable ({e}); debugfs is needed")),
         }
         Ok(m)
     }
@@ -84,18 +112,24 @@ impl Experiment for FaultAround {
         let series = vec![
             LineSeries {
                 name: "mean".into(),
-                pts: cold.iter().map(|r| Pt::of(r.num("bs"), &st(r, "mean_ns"))).collect(),
+                pts: cold
+                    .iter()
+                    .map(|r| Pt::of(r.num("bs"), &st(r, "mean_ns")))
+                    .collect(),
             },
             LineSeries {
                 name: "p99".into(),
-                pts: cold.iter().map(|r| Pt::of(r.num("bs"), &st(r, "p99_ns"))).collect(),
+                pts: cold
+                    .iter()
+                    .map(|r| Pt::of(r.num("bs"), &st(r, "p99_ns")))
+                    .collect(),
             },
         ];
         let fig = figure::lines(
             "fault-around",
             "Cold mapped file: latency of one access by bytes touched",
-            Axis { label: "bytes touched per access (bytes)", log: true, fmt: figure::bytes },
-            Axis { label: "latency (ns)", log: true, fmt: figure::ns },
+            Axis::bytes("bytes touched per access (bytes)"),
+            Axis::new("latency (ns)", true, figure::ns),
             &series,
         );
         let mut rows: Vec<Vec<String>> = cold
@@ -105,7 +139,10 @@ impl Experiment for FaultAround {
                 vec![
                     hb(r, "bs"),
                     figure::ns(st(r, "mean_ns").median),
-                    format!("{:.2}", (st(r, "minor_faults").median + st(r, "major_faults").median) / ops),
+                    format!(
+                        "{:.2}",
+                        (st(r, "minor_faults").median + st(r, "major_faults").median) / ops
+                    ),
                 ]
             })
             .collect();
@@ -128,7 +165,11 @@ impl Experiment for FaultAround {
             })
             .unwrap_or_default();
         let s = crate::stats::Stats::of(&ppf);
-        rows.push(vec!["warm pass".into(), "-".into(), format!("{:.2} pages per fault", s.median)]);
+        rows.push(vec![
+            "warm pass".into(),
+            "-".into(),
+            format!("{:.2} pages per fault", s.median),
+        ]);
         let v = if ppf.is_empty() {
             super::verdict::Verdict::Inconclusive
         } else {
@@ -155,16 +196,43 @@ mod tests {
 
     fn recs(faults: f64) -> Vec<LabRecord> {
         vec![
-            rec_x(NAME, &[("part", "warm pass")], &[1.0], &[("ops", &[1600.0]), ("minor_faults", &[faults])]),
-            rec_x(NAME, &[("part", "cold touch"), ("bs", "4096")], &[1.0], &[("mean_ns", &[1e4]), ("p99_ns", &[2e4]), ("ops", &[10.0]), ("minor_faults", &[10.0])]),
+            rec_x(
+                NAME,
+                &[("part", "warm pass")],
+                &[1.0],
+                &[("ops", &[1600.0]), ("minor_faults", &[faults])],
+            ),
+            rec_x(
+                NAME,
+                &[("part", "cold touch"), ("bs", "4096")],
+                &[1.0],
+                &[
+                    ("mean_ns", &[1e4]),
+                    ("p99_ns", &[2e4]),
+                    ("ops", &[10.0]),
+                    ("minor_faults", &[10.0]),
+                ],
+            ),
         ]
     }
 
     #[test]
     fn verdict_follows_pages_per_fault() {
         let a = FaultAround.analyse(&recs(100.0));
-        assert_eq!(a.findings[0].verdict, Verdict::Reproduced, "{:?}", a.findings);
-        assert!(a.findings[0].numbers.contains("16.00 pages"), "{}", a.findings[0].numbers);
-        assert_eq!(FaultAround.analyse(&recs(1600.0)).findings[0].verdict, Verdict::NotReproduced);
+        assert_eq!(
+            a.findings[0].verdict,
+            Verdict::Reproduced,
+            "{:?}",
+            a.findings
+        );
+        assert!(
+            a.findings[0].numbers.contains("16.00 pages"),
+            "{}",
+            a.findings[0].numbers
+        );
+        assert_eq!(
+            FaultAround.analyse(&recs(1600.0)).findings[0].verdict,
+            Verdict::NotReproduced
+        );
     }
 }

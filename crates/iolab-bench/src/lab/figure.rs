@@ -60,6 +60,30 @@ pub struct Axis<'a> {
     pub log: bool,
     /// Formats a value (in original units) for a tick label.
     pub fmt: fn(f64) -> String,
+    /// Base of the logarithm (2 for sizes, so ticks land on powers of two).
+    base: f64,
+}
+
+impl<'a> Axis<'a> {
+    /// An axis with log base 10 (when `log`).
+    pub fn new(label: &'a str, log: bool, fmt: fn(f64) -> String) -> Self {
+        Axis {
+            label,
+            log,
+            fmt,
+            base: 10.0,
+        }
+    }
+
+    /// A logarithmic axis of sizes in bytes (base 2).
+    pub fn bytes(label: &'a str) -> Self {
+        Axis {
+            label,
+            log: true,
+            fmt: bytes,
+            base: 2.0,
+        }
+    }
 }
 
 /// One bar series: a value (statistics over repeats) per category.
@@ -157,20 +181,41 @@ pub fn num(v: f64) -> String {
 
 /// Nanoseconds as µs/ms/s.
 pub fn ns(v: f64) -> String {
-    if v >= 1e9 {
-        format!("{:.3} s", v / 1e9)
+    let (x, u) = if v >= 1e9 {
+        (v / 1e9, "s")
     } else if v >= 1e6 {
-        format!("{:.3} ms", v / 1e6)
+        (v / 1e6, "ms")
     } else if v >= 1e3 {
-        format!("{:.3} µs", v / 1e3)
+        (v / 1e3, "µs")
     } else {
-        format!("{v:.3} ns")
+        (v, "ns")
+    };
+    let d = if x >= 100.0 {
+        0
+    } else if x >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{x:.d$} {u}")
+}
+
+/// How many tick labels an axis gets: one per decade on log axes (so ticks
+/// land on powers of ten), ten otherwise.
+fn ticks(a: &Axis, r: &std::ops::Range<f64>) -> usize {
+    if a.log {
+        let n = (r.end - r.start).ceil() as usize + 1;
+        // Base 2 over many octaves: every other octave or so.
+        let n = if n > 14 { n.div_ceil(2) } else { n };
+        n.clamp(2, 14)
+    } else {
+        10
     }
 }
 
 fn tx(a: &Axis, v: f64) -> f64 {
     if a.log {
-        v.max(1e-12).log10()
+        v.max(1e-12).log(a.base)
     } else {
         v
     }
@@ -178,7 +223,7 @@ fn tx(a: &Axis, v: f64) -> f64 {
 
 fn untx(a: &Axis, v: f64) -> f64 {
     if a.log {
-        10f64.powf(v)
+        a.base.powf(v)
     } else {
         v
     }
@@ -223,7 +268,11 @@ fn legend(
         let y = 40 + i as i32 * 20;
         let c = colour(i);
         let filled = !hollow || i % 2 == 0;
-        let style = if filled { c.filled() } else { c.stroke_width(2) };
+        let style = if filled {
+            c.filled()
+        } else {
+            c.stroke_width(2)
+        };
         area.draw(&Rectangle::new([(8, y - 5), (18, y + 5)], style))
             .map_err(|e| e.to_string())?;
         area.draw(&Text::new(n.clone(), (24, y - 7), font.clone()))
@@ -254,6 +303,7 @@ pub fn bars(
             .flat_map(|s| s.vals.iter().flatten().flat_map(|v| [v.min, v.max]));
         let yr = range(&y, all);
         let base = yr.start;
+        let yt = ticks(&y, &yr);
         let n = cats.len().max(1);
         let mut ch = ChartBuilder::on(&plot)
             .caption(title, ("sans-serif", 18))
@@ -265,6 +315,8 @@ pub fn bars(
         let cats2 = cats.to_vec();
         ch.configure_mesh()
             .disable_x_mesh()
+            .light_line_style(WHITE)
+            .y_labels(yt)
             .x_desc(x_label)
             .y_desc(y.label)
             .x_labels(n.min(24))
@@ -344,6 +396,7 @@ pub fn lines(name: &str, title: &str, x: Axis, y: Axis, series: &[LineSeries]) -
                 .iter()
                 .flat_map(|s| s.pts.iter().flat_map(|p| [p.lo, p.hi, p.y])),
         );
+        let (xt, yt) = (ticks(&x, &xr), ticks(&y, &yr));
         let mut ch = ChartBuilder::on(&plot)
             .caption(title, ("sans-serif", 18))
             .margin(10)
@@ -352,6 +405,9 @@ pub fn lines(name: &str, title: &str, x: Axis, y: Axis, series: &[LineSeries]) -
             .build_cartesian_2d(xr, yr)
             .map_err(|e| e.to_string())?;
         ch.configure_mesh()
+            .light_line_style(WHITE)
+            .x_labels(xt)
+            .y_labels(yt)
             .x_desc(x.label)
             .y_desc(y.label)
             .x_label_formatter(&|v| (x.fmt)(untx(&x, *v)))
@@ -366,8 +422,11 @@ pub fn lines(name: &str, title: &str, x: Axis, y: Axis, series: &[LineSeries]) -
                 .filter(|p| p.y.is_finite() && (!y.log || p.y > 0.0))
                 .map(|p| (tx(&x, p.x), tx(&y, p.y)))
                 .collect();
-            ch.draw_series(plotters::series::LineSeries::new(pts.clone(), c.stroke_width(2)))
-                .map_err(|e| e.to_string())?;
+            ch.draw_series(plotters::series::LineSeries::new(
+                pts.clone(),
+                c.stroke_width(2),
+            ))
+            .map_err(|e| e.to_string())?;
             for p in &s.pts {
                 if p.lo.is_finite() && p.hi.is_finite() && (!y.log || p.lo > 0.0) {
                     let xx = tx(&x, p.x);
@@ -406,16 +465,8 @@ pub fn lines(name: &str, title: &str, x: Axis, y: Axis, series: &[LineSeries]) -
 pub fn map(name: &str, title: &str, groups: &[String], pts: &[MapPoint]) -> Figure {
     let mut svg = String::new();
     let mut points = 0;
-    let x = Axis {
-        label: "throughput (MiB/s)",
-        log: true,
-        fmt: num,
-    };
-    let y = Axis {
-        label: "p99.9 latency (ns)",
-        log: true,
-        fmt: ns,
-    };
+    let x = Axis::new("throughput (MiB/s)", true, num);
+    let y = Axis::new("p99.9 latency (ns)", true, ns);
     let names: Vec<String> = groups.to_vec();
     let r = (|| -> Result<(), String> {
         let root = SVGBackend::with_string(&mut svg, (W, H + 120)).into_drawing_area();
@@ -428,9 +479,12 @@ pub fn map(name: &str, title: &str, groups: &[String], pts: &[MapPoint]) -> Figu
             .margin(10)
             .x_label_area_size(45)
             .y_label_area_size(85)
-            .build_cartesian_2d(xr, yr)
+            .build_cartesian_2d(xr.clone(), yr.clone())
             .map_err(|e| e.to_string())?;
         ch.configure_mesh()
+            .light_line_style(WHITE)
+            .x_labels(ticks(&x, &xr))
+            .y_labels(ticks(&y, &yr))
             .x_desc(x.label)
             .y_desc(y.label)
             .x_label_formatter(&|v| num(10f64.powf(*v)))
@@ -457,13 +511,17 @@ pub fn map(name: &str, title: &str, groups: &[String], pts: &[MapPoint]) -> Figu
             let sc = colour(p.group);
             match p.group % 3 {
                 0 => ch
-                    .draw_series(std::iter::once(Rectangle::new(
-                        [(at.0, at.1), (at.0, at.1)],
-                        sc.stroke_width(1),
-                    )))
+                    .draw_series(std::iter::once(
+                        EmptyElement::at(at)
+                            + Rectangle::new([(-6, -6), (6, 6)], sc.stroke_width(1)),
+                    ))
                     .map(|_| ()),
                 1 => ch
-                    .draw_series(std::iter::once(TriangleMarker::new(at, 7, sc.stroke_width(1))))
+                    .draw_series(std::iter::once(TriangleMarker::new(
+                        at,
+                        7,
+                        sc.stroke_width(1),
+                    )))
                     .map(|_| ()),
                 _ => ch
                     .draw_series(std::iter::once(Cross::new(at, 6, sc.stroke_width(1))))
@@ -539,7 +597,8 @@ mod tests {
         assert_eq!(bytes(1.0), "1 B");
         assert_eq!(bytes(1536.0), "1.5 KiB");
         assert_eq!(num(1234.0), "1.23k");
-        assert_eq!(ns(1500.0), "1.500 µs");
+        assert_eq!(ns(1500.0), "1.50 µs");
+        assert_eq!(ns(630_957.0), "631 µs");
     }
 
     #[test]
@@ -563,11 +622,7 @@ mod tests {
             "t",
             "block size (bytes)",
             &["1 B".into(), "2 B".into()],
-            Axis {
-                label: "throughput (MiB/s)",
-                log: true,
-                fmt: num,
-            },
+            Axis::new("throughput (MiB/s)", true, num),
             &[
                 BarSeries {
                     name: "cold".into(),

@@ -34,9 +34,17 @@ impl Experiment for Interfaces {
     fn configs(&self, ctx: &Ctx) -> Vec<Config> {
         let size = size_for(ctx, ctx.pick(4 * MIB, 512 * MIB, 2048 * MIB));
         let file = ctx.data_file(size);
-        let probe = if file.exists() { file.clone() } else { ctx.dir.clone() };
+        let probe = if file.exists() {
+            file.clone()
+        } else {
+            ctx.dir.clone()
+        };
         let direct = iolab::file::dio_alignment(&probe).is_ok();
-        let sizes = ctx.pick(vec![4 * KIB], vec![4 * KIB, 64 * KIB], vec![4 * KIB, 64 * KIB, MIB]);
+        let sizes = ctx.pick(
+            vec![4 * KIB],
+            vec![4 * KIB, 64 * KIB],
+            vec![4 * KIB, 64 * KIB, MIB],
+        );
         let qds: Vec<u32> = ctx.pick(vec![1, 16], vec![1, 4, 16, 64], vec![1, 4, 16, 64, 256]);
         let threads: Vec<u32> = ctx.pick(vec![1, 2], vec![1, 2, 4, 8], vec![1, 2, 4, 8, 16]);
         let repeats = ctx.pick(1, 1, 3);
@@ -61,7 +69,11 @@ impl Experiment for Interfaces {
         };
         let mut v = Vec::new();
         let mut push = |s: WorkloadSpec| {
-            let tags = [("bs", b(s.bs)), ("label", s.label()), ("engine", s.engine.to_string())];
+            let tags = [
+                ("bs", b(s.bs)),
+                ("label", s.label()),
+                ("engine", s.engine.to_string()),
+            ];
             v.push(bench(&tags, s, repeats));
         };
         for &bs in &sizes {
@@ -103,7 +115,10 @@ impl Experiment for Interfaces {
     fn analyse(&self, recs: &[LabRecord]) -> Analysis {
         let all: Vec<&LabRecord> = recs.iter().collect();
         let sizes = cats(&all, "bs");
-        let groups: Vec<String> = sizes.iter().map(|s| format!("block {}", figure::bytes(*s))).collect();
+        let groups: Vec<String> = sizes
+            .iter()
+            .map(|s| format!("block {}", figure::bytes(*s)))
+            .collect();
         let pts: Vec<MapPoint> = recs
             .iter()
             .map(|r| MapPoint {
@@ -114,12 +129,23 @@ impl Experiment for Interfaces {
                 cpu: st(r, "cpu_pct").median,
             })
             .collect();
-        let fig = figure::map("interfaces-map", "Every configuration: throughput against p99.9 latency", &groups, &pts);
+        let fig = figure::map(
+            "interfaces-map",
+            "Every configuration: throughput against p99.9 latency",
+            &groups,
+            &pts,
+        );
         let mut rows = Vec::new();
         for s in &sizes {
             let g: Vec<&LabRecord> = recs.iter().filter(|r| r.num("bs") == *s).collect();
-            let best_t = g.iter().max_by(|a, b| a.stats().median.total_cmp(&b.stats().median));
-            let best_l = g.iter().min_by(|a, b| st(a, "p99_9_ns").median.total_cmp(&st(b, "p99_9_ns").median));
+            let best_t = g
+                .iter()
+                .max_by(|a, b| a.stats().median.total_cmp(&b.stats().median));
+            let best_l = g.iter().min_by(|a, b| {
+                st(a, "p99_9_ns")
+                    .median
+                    .total_cmp(&st(b, "p99_9_ns").median)
+            });
             if let (Some(t), Some(l)) = (best_t, best_l) {
                 rows.push(vec![
                     figure::bytes(*s),
@@ -157,7 +183,10 @@ impl Experiment for Interfaces {
                     ),
                 )
             }
-            _ => (super::verdict::Verdict::Inconclusive, "pread or asynchronous runs missing".into()),
+            _ => (
+                super::verdict::Verdict::Inconclusive,
+                "pread or asynchronous runs missing".into(),
+            ),
         };
         Analysis {
             figures: vec![fig],
@@ -190,14 +219,27 @@ mod tests {
                 &[("p99_9_ns", &[1000.0, 1000.0]), ("cpu_pct", &[10.0, 10.0])],
             )
         };
-        vec![mk("P", "pread", 100.0), mk("PT2", "pread", 180.0), mk("U16B1", "uring", uring), mk("A16B1", "libaio", 150.0)]
+        vec![
+            mk("P", "pread", 100.0),
+            mk("PT2", "pread", 180.0),
+            mk("U16B1", "uring", uring),
+            mk("A16B1", "libaio", 150.0),
+        ]
     }
 
     #[test]
     fn verdict_follows_the_gain() {
         let a = Interfaces.analyse(&recs(400.0));
-        assert_eq!(a.findings[0].verdict, Verdict::Reproduced, "{:?}", a.findings);
+        assert_eq!(
+            a.findings[0].verdict,
+            Verdict::Reproduced,
+            "{:?}",
+            a.findings
+        );
         assert_eq!(a.figures[0].points, 4);
-        assert_eq!(Interfaces.analyse(&recs(120.0)).findings[0].verdict, Verdict::NotReproduced);
+        assert_eq!(
+            Interfaces.analyse(&recs(120.0)).findings[0].verdict,
+            Verdict::NotReproduced
+        );
     }
 }

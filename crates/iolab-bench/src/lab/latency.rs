@@ -43,8 +43,14 @@ impl Experiment for Latency {
     fn configs(&self, ctx: &Ctx) -> Vec<Config> {
         let size = size_for(ctx, ctx.pick(2 * MIB, 256 * MIB, 1024 * MIB));
         let file = ctx.data_file(size);
-        let probe = if file.exists() { file.clone() } else { ctx.dir.clone() };
-        let align = iolab::file::dio_alignment(&probe).ok().map(|a| a.required as u64);
+        let probe = if file.exists() {
+            file.clone()
+        } else {
+            ctx.dir.clone()
+        };
+        let align = iolab::file::dio_alignment(&probe)
+            .ok()
+            .map(|a| a.required as u64);
         let min = align.unwrap_or(512).max(512);
         let max = ctx.pick(MIB, 32 * MIB, 32 * MIB).min(size);
         let budget = ctx.pick(4 * MIB, 256 * MIB, 1024 * MIB);
@@ -101,23 +107,22 @@ impl Experiment for Latency {
         let fig = figure::lines(
             "latency",
             "Single random read latency by block size (O_DIRECT)",
-            Axis {
-                label: "block size (bytes)",
-                log: true,
-                fmt: figure::bytes,
-            },
-            Axis {
-                label: "latency (ns)",
-                log: true,
-                fmt: figure::ns,
-            },
+            Axis::bytes("block size (bytes)"),
+            Axis::new("latency (ns)", true, figure::ns),
             &series,
         );
         let pread = sorted(groups.get("pread").cloned().unwrap_or_default(), "bs");
-        let at = |bs: f64| pread.iter().find(|r| r.num("bs") == bs).map(|r| st(r, "mean_ns"));
+        let at = |bs: f64| {
+            pread
+                .iter()
+                .find(|r| r.num("bs") == bs)
+                .map(|r| st(r, "mean_ns"))
+        };
         let smallest = pread.first().map(|r| st(r, "mean_ns"));
         let ratio = |a: Option<Stats>, b: Option<Stats>| match (a, b) {
-            (Some(a), Some(b)) if b.min > 0.0 => (a.min / b.max, a.max / b.min, a.median / b.median),
+            (Some(a), Some(b)) if b.min > 0.0 => {
+                (a.min / b.max, a.max / b.min, a.median / b.median)
+            }
             _ => (f64::NAN, f64::NAN, f64::NAN),
         };
         let (lo, hi, med) = ratio(at(4096.0), smallest);
@@ -136,7 +141,10 @@ impl Experiment for Latency {
         );
         Analysis {
             figures: vec![fig],
-            table: table(&["engine", "block", "min", "mean", "p99", "p99.9", "max"], &rows),
+            table: table(
+                &["engine", "block", "min", "mean", "p99", "p99.9", "max"],
+                &rows,
+            ),
             findings: vec![f1, f2],
         }
     }
@@ -149,21 +157,41 @@ mod tests {
     use crate::lab::verdict::Verdict;
 
     fn recs(k4: f64, m32: f64) -> Vec<LabRecord> {
-        [(512.0, 100.0), (4096.0, k4), (4194304.0, 1000.0), (33554432.0, m32)]
-            .iter()
-            .map(|(bs, m)| {
-                let v = [*m, *m];
-                rec_x(NAME, &[("engine", "pread"), ("bs", &bs.to_string())], &[1.0], &[("mean_ns", &v), ("p99_ns", &v)])
-            })
-            .collect()
+        [
+            (512.0, 100.0),
+            (4096.0, k4),
+            (4194304.0, 1000.0),
+            (33554432.0, m32),
+        ]
+        .iter()
+        .map(|(bs, m)| {
+            let v = [*m, *m];
+            rec_x(
+                NAME,
+                &[("engine", "pread"), ("bs", &bs.to_string())],
+                &[1.0],
+                &[("mean_ns", &v), ("p99_ns", &v)],
+            )
+        })
+        .collect()
     }
 
     #[test]
     fn verdicts_follow_the_ratios() {
         let a = Latency.analyse(&recs(150.0, 8000.0));
-        assert!(a.findings.iter().all(|f| f.verdict == Verdict::Reproduced), "{:?}", a.findings);
+        assert!(
+            a.findings.iter().all(|f| f.verdict == Verdict::Reproduced),
+            "{:?}",
+            a.findings
+        );
         assert_eq!(a.figures[0].series.len(), 5);
         let a = Latency.analyse(&recs(500.0, 1500.0));
-        assert!(a.findings.iter().all(|f| f.verdict == Verdict::NotReproduced), "{:?}", a.findings);
+        assert!(
+            a.findings
+                .iter()
+                .all(|f| f.verdict == Verdict::NotReproduced),
+            "{:?}",
+            a.findings
+        );
     }
 }

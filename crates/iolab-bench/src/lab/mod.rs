@@ -19,8 +19,8 @@ mod latency;
 mod mt_suite;
 mod readers;
 mod reasonable;
-mod syscalls;
 mod sys;
+mod syscalls;
 mod threads;
 mod util;
 
@@ -353,6 +353,15 @@ pub(crate) mod testing {
                 .collect(),
             notes: Vec::new(),
         };
-        LabRecord::new(exp, &cfg, Machine::default(), Scale::Smoke, "test", 0, m, None)
+        LabRecord::new(
+            exp,
+            &cfg,
+            Machine::default(),
+            Scale::Smoke,
+            "test",
+            0,
+            m,
+            None,
+        )
     }
 }

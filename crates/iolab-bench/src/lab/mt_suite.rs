@@ -37,7 +37,10 @@ fn test_name(op: &str, files: &str, pat: &str) -> String {
 
 /// Best over 2+ threads against one thread: (range lo, hi, text).
 fn gain(g: &[&LabRecord]) -> (f64, f64, String) {
-    let one = g.iter().find(|r| r.num("threads") == 1.0).map(|r| r.stats());
+    let one = g
+        .iter()
+        .find(|r| r.num("threads") == 1.0)
+        .map(|r| r.stats());
     let best = g
         .iter()
         .filter(|r| r.num("threads") > 1.0)
@@ -59,7 +62,11 @@ fn gain(g: &[&LabRecord]) -> (f64, f64, String) {
                 ),
             )
         }
-        _ => (f64::NAN, f64::NAN, "1 thread or more threads not measured".into()),
+        _ => (
+            f64::NAN,
+            f64::NAN,
+            "1 thread or more threads not measured".into(),
+        ),
     }
 }
 
@@ -79,8 +86,16 @@ impl Experiment for MtSuite {
     fn configs(&self, ctx: &Ctx) -> Vec<Config> {
         let shared = size_for(ctx, ctx.pick(MIB, 64 * MIB, 200 * MIB));
         let own = size_for(ctx, ctx.pick(MIB / 4, 8 * MIB, 20 * MIB)).max(MIB / 4);
-        let own = if ctx.scale == super::Scale::Smoke { MIB / 4 } else { own };
-        let threads: Vec<u32> = ctx.pick(vec![1, 2], vec![1, 2, 4, 8, 16, 32], vec![1, 2, 4, 8, 16, 32]);
+        let own = if ctx.scale == super::Scale::Smoke {
+            MIB / 4
+        } else {
+            own
+        };
+        let threads: Vec<u32> = ctx.pick(
+            vec![1, 2],
+            vec![1, 2, 4, 8, 16, 32],
+            vec![1, 2, 4, 8, 16, 32],
+        );
         let rand_ops: u64 = ctx.pick(500, 10_000, 10_000);
         let repeats = ctx.pick(1, 2, 3);
         let mut v = Vec::new();
@@ -97,9 +112,21 @@ impl Experiment for MtSuite {
                 s.bs = BS;
                 s.threads = t;
                 s.file_per_thread = per;
-                s.op = if op == "read" { OpMix::Read } else { OpMix::Write };
-                s.cache = if op == "read" { CacheMode::Warm } else { CacheMode::AsIs };
-                s.pattern = if pat == "seq" { AccessPattern::Seq } else { AccessPattern::Rand };
+                s.op = if op == "read" {
+                    OpMix::Read
+                } else {
+                    OpMix::Write
+                };
+                s.cache = if op == "read" {
+                    CacheMode::Warm
+                } else {
+                    CacheMode::AsIs
+                };
+                s.pattern = if pat == "seq" {
+                    AccessPattern::Seq
+                } else {
+                    AccessPattern::Rand
+                };
                 if pat == "rand" {
                     s.stop = StopRule {
                         ops: Some(if per { rand_ops * t as u64 } else { rand_ops }),
@@ -131,23 +158,21 @@ impl Experiment for MtSuite {
             figures.push(figure::lines(
                 &format!("mt-suite-{}", name.replace(' ', "-")),
                 &format!("{name}: 512-byte blocks by threads"),
-                Axis {
-                    label: "threads (count)",
-                    log: true,
-                    fmt: |v| format!("{v:.0}"),
-                },
-                Axis {
-                    label: "throughput (MiB/s)",
-                    log: false,
-                    fmt: figure::num,
-                },
+                Axis::new("threads (count)", true, |v| format!("{v:.0}")),
+                Axis::new("throughput (MiB/s)", false, figure::num),
                 &[LineSeries {
                     name: name.clone(),
-                    pts: g.iter().map(|r| Pt::of(r.num("threads"), &r.stats())).collect(),
+                    pts: g
+                        .iter()
+                        .map(|r| Pt::of(r.num("threads"), &r.stats()))
+                        .collect(),
                 }],
             ));
             let mut row = vec![name.clone()];
-            row.extend(g.iter().map(|r| format!("{} ({})", figure::num(r.stats().median), r.tag("threads"))));
+            row.extend(
+                g.iter()
+                    .map(|r| format!("{} ({})", figure::num(r.stats().median), r.tag("threads"))),
+            );
             rows.push(row);
         }
         let seq = groups.get("read shared seq").cloned().unwrap_or_default();
@@ -158,7 +183,10 @@ impl Experiment for MtSuite {
             over_range(lo, hi, |x| x <= SEQ_MAX_GAIN),
             n1,
         );
-        let rw = groups.get("write per-thread rand").cloned().unwrap_or_default();
+        let rw = groups
+            .get("write per-thread rand")
+            .cloned()
+            .unwrap_or_default();
         let (lo, hi, n2) = gain(&rw);
         let f2 = Finding::new(
             NAME,
@@ -184,7 +212,11 @@ mod tests {
         let mut v = Vec::new();
         for (op, files, pat) in TESTS {
             let n = test_name(op, files, pat);
-            v.push(rec(NAME, &[("test", &n), ("threads", "1")], &[100.0, 100.0]));
+            v.push(rec(
+                NAME,
+                &[("test", &n), ("threads", "1")],
+                &[100.0, 100.0],
+            ));
             let y = match n.as_str() {
                 "read shared seq" => seq2,
                 "write per-thread rand" => rw2,
@@ -199,8 +231,18 @@ mod tests {
     fn verdicts_follow_the_gains() {
         let a = MtSuite.analyse(&recs(110.0, 180.0));
         assert_eq!(a.figures.len(), 8);
-        assert!(a.findings.iter().all(|f| f.verdict == Verdict::Reproduced), "{:?}", a.findings);
+        assert!(
+            a.findings.iter().all(|f| f.verdict == Verdict::Reproduced),
+            "{:?}",
+            a.findings
+        );
         let a = MtSuite.analyse(&recs(300.0, 100.0));
-        assert!(a.findings.iter().all(|f| f.verdict == Verdict::NotReproduced), "{:?}", a.findings);
+        assert!(
+            a.findings
+                .iter()
+                .all(|f| f.verdict == Verdict::NotReproduced),
+            "{:?}",
+            a.findings
+        );
     }
 }

@@ -83,7 +83,11 @@ impl Experiment for Readers {
                     ..StopRule::default()
                 };
                 v.push(bench(
-                    &[("sweep", "fraction".into()), ("technique", t.into()), ("fraction", format!("{f}"))],
+                    &[
+                        ("sweep", "fraction".into()),
+                        ("technique", t.into()),
+                        ("fraction", format!("{f}")),
+                    ],
                     s,
                     repeats,
                 ));
@@ -92,7 +96,18 @@ impl Experiment for Readers {
         let reqs: Vec<u64> = ctx.pick(
             vec![256, 64 * KIB],
             vec![256, 4 * KIB, 64 * KIB, MIB, 16 * MIB],
-            vec![256, KIB, 4 * KIB, 16 * KIB, 64 * KIB, 256 * KIB, MIB, 4 * MIB, 16 * MIB, 64 * MIB],
+            vec![
+                256,
+                KIB,
+                4 * KIB,
+                16 * KIB,
+                64 * KIB,
+                256 * KIB,
+                MIB,
+                4 * MIB,
+                16 * MIB,
+                64 * MIB,
+            ],
         );
         let amount = size.min(ctx.pick(MIB, 64 * MIB, 256 * MIB));
         for t in ["stream", "buffered 4 KiB", "mmap", "io_uring depth 32"] {
@@ -100,14 +115,22 @@ impl Experiment for Readers {
                 let mut s = spec(&file, size);
                 technique(&mut s, t);
                 s.bs = r;
-                s.pattern = if t == "stream" { AccessPattern::Seq } else { AccessPattern::Shuffle };
+                s.pattern = if t == "stream" {
+                    AccessPattern::Seq
+                } else {
+                    AccessPattern::Shuffle
+                };
                 s.cache = CacheMode::Cold;
                 s.stop = StopRule {
                     bytes: Some((amount / r).max(1) * r),
                     ..StopRule::default()
                 };
                 v.push(bench(
-                    &[("sweep", "request".into()), ("technique", t.into()), ("request", b(r))],
+                    &[
+                        ("sweep", "request".into()),
+                        ("technique", t.into()),
+                        ("request", b(r)),
+                    ],
                     s,
                     repeats,
                 ));
@@ -118,21 +141,30 @@ impl Experiment for Readers {
     fn analyse(&self, recs: &[LabRecord]) -> Analysis {
         let sweeps = by(recs, "sweep");
         let mut figures = Vec::new();
-        let frac: Vec<LabRecord> = sweeps.get("fraction").map(|v| v.iter().map(|r| (*r).clone()).collect()).unwrap_or_default();
-        let req: Vec<LabRecord> = sweeps.get("request").map(|v| v.iter().map(|r| (*r).clone()).collect()).unwrap_or_default();
+        let frac: Vec<LabRecord> = sweeps
+            .get("fraction")
+            .map(|v| v.iter().map(|r| (*r).clone()).collect())
+            .unwrap_or_default();
+        let req: Vec<LabRecord> = sweeps
+            .get("request")
+            .map(|v| v.iter().map(|r| (*r).clone()).collect())
+            .unwrap_or_default();
         let tech = by(&frac, "technique");
         let series: Vec<LineSeries> = tech
             .iter()
             .map(|(t, g)| LineSeries {
                 name: t.clone(),
-                pts: sorted(g.clone(), "fraction").iter().map(|r| Pt::of(r.num("fraction") * 100.0, &r.stats())).collect(),
+                pts: sorted(g.clone(), "fraction")
+                    .iter()
+                    .map(|r| Pt::of(r.num("fraction") * 100.0, &r.stats()))
+                    .collect(),
             })
             .collect();
         figures.push(figure::lines(
             "readers-fraction",
             "Random 4 KiB requests, cold cache, by fraction of the file read",
-            Axis { label: "fraction of the file read (%)", log: true, fmt: |v| format!("{v:.1}") },
-            Axis { label: "throughput (MiB/s)", log: true, fmt: figure::num },
+            Axis::new("fraction of the file read (%)", true, |v| format!("{v:.1}")),
+            Axis::new("throughput (MiB/s)", true, figure::num),
             &series,
         ));
         let rtech = by(&req, "technique");
@@ -140,20 +172,26 @@ impl Experiment for Readers {
             .iter()
             .map(|(t, g)| LineSeries {
                 name: t.clone(),
-                pts: sorted(g.clone(), "request").iter().map(|r| Pt::of(r.num("request"), &r.stats())).collect(),
+                pts: sorted(g.clone(), "request")
+                    .iter()
+                    .map(|r| Pt::of(r.num("request"), &r.stats()))
+                    .collect(),
             })
             .collect();
         if !rseries.is_empty() {
             figures.push(figure::lines(
                 "readers-request",
                 "Techniques by request size, cold cache",
-                Axis { label: "request size (bytes)", log: true, fmt: figure::bytes },
-                Axis { label: "throughput (MiB/s)", log: true, fmt: figure::num },
+                Axis::bytes("request size (bytes)"),
+                Axis::new("throughput (MiB/s)", true, figure::num),
                 &rseries,
             ));
         }
         let mm = sorted(tech.get("mmap").cloned().unwrap_or_default(), "fraction");
-        let bu = sorted(tech.get("buffered 4 KiB").cloned().unwrap_or_default(), "fraction");
+        let bu = sorted(
+            tech.get("buffered 4 KiB").cloned().unwrap_or_default(),
+            "fraction",
+        );
         let mut rows = Vec::new();
         let mut pairs_med = Vec::new();
         let mut pairs_early = Vec::new();
@@ -165,21 +203,40 @@ impl Experiment for Readers {
                 pairs_med.push((f, ms.median, bs.median));
                 pairs_early.push((f, ms.max, bs.min));
                 pairs_late.push((f, ms.min, bs.max));
-                rows.push(vec![format!("{:.1} %", f * 100.0), mibs(ms.median), mibs(bs.median), format!("{:.2}", ms.median / bs.median.max(1e-9))]);
+                rows.push(vec![
+                    format!("{:.1} %", f * 100.0),
+                    mibs(ms.median),
+                    mibs(bs.median),
+                    format!("{:.2}", ms.median / bs.median.max(1e-9)),
+                ]);
             }
         }
-        let (c, early, late) = (crossover(&pairs_med), crossover(&pairs_early), crossover(&pairs_late));
-        let ok = |x: f64| x >= THESIS / FACTOR && x <= THESIS * FACTOR;
+        let (c, early, late) = (
+            crossover(&pairs_med),
+            crossover(&pairs_early),
+            crossover(&pairs_late),
+        );
+        let ok = |x: f64| (THESIS / FACTOR..=THESIS * FACTOR).contains(&x);
         let v = if pairs_med.len() < 2 {
             Verdict::Inconclusive
         } else if early.is_nan() {
             Verdict::NotReproduced
         } else if late.is_nan() {
-            if ok(early) { Verdict::Inconclusive } else { Verdict::NotReproduced }
+            if ok(early) {
+                Verdict::Inconclusive
+            } else {
+                Verdict::NotReproduced
+            }
         } else {
             over_range(early, late, ok)
         };
-        let pct = |x: f64| if x.is_nan() { "none".to_string() } else { format!("{:.1} %", x * 100.0) };
+        let pct = |x: f64| {
+            if x.is_nan() {
+                "none".to_string()
+            } else {
+                format!("{:.1} %", x * 100.0)
+            }
+        };
         Analysis {
             figures,
             table: table(&["fraction read", "mmap", "buffered 4 KiB", "mmap/buffered"], &rows),
@@ -207,8 +264,24 @@ mod tests {
         let mut v = Vec::new();
         for f in [0.01, 0.05, 0.1, 0.2, 0.5, 1.0] {
             let m = if f >= cross { 200.0 } else { 50.0 };
-            v.push(rec(NAME, &[("sweep", "fraction"), ("technique", "mmap"), ("fraction", &f.to_string())], &[m, m]));
-            v.push(rec(NAME, &[("sweep", "fraction"), ("technique", "buffered 4 KiB"), ("fraction", &f.to_string())], &[100.0, 100.0]));
+            v.push(rec(
+                NAME,
+                &[
+                    ("sweep", "fraction"),
+                    ("technique", "mmap"),
+                    ("fraction", &f.to_string()),
+                ],
+                &[m, m],
+            ));
+            v.push(rec(
+                NAME,
+                &[
+                    ("sweep", "fraction"),
+                    ("technique", "buffered 4 KiB"),
+                    ("fraction", &f.to_string()),
+                ],
+                &[100.0, 100.0],
+            ));
         }
         v
     }
@@ -216,9 +289,24 @@ mod tests {
     #[test]
     fn verdict_follows_the_crossover() {
         let a = Readers.analyse(&recs(0.1));
-        assert_eq!(a.findings[0].verdict, Verdict::Reproduced, "{:?}", a.findings);
-        assert!(a.findings[0].numbers.contains("10.0 %"), "{}", a.findings[0].numbers);
-        assert_eq!(Readers.analyse(&recs(2.0)).findings[0].verdict, Verdict::NotReproduced);
-        assert_eq!(Readers.analyse(&recs(0.01)).findings[0].verdict, Verdict::NotReproduced);
+        assert_eq!(
+            a.findings[0].verdict,
+            Verdict::Reproduced,
+            "{:?}",
+            a.findings
+        );
+        assert!(
+            a.findings[0].numbers.contains("10.0 %"),
+            "{}",
+            a.findings[0].numbers
+        );
+        assert_eq!(
+            Readers.analyse(&recs(2.0)).findings[0].verdict,
+            Verdict::NotReproduced
+        );
+        assert_eq!(
+            Readers.analyse(&recs(0.01)).findings[0].verdict,
+            Verdict::NotReproduced
+        );
     }
 }

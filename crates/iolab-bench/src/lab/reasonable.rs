@@ -47,14 +47,21 @@ impl Experiment for Reasonable {
             .into_iter()
             .map(|bs| {
                 Config::new(
-                    &[("bs", b(bs)), ("target_ms", (target_ns(ctx) / 1_000_000).to_string())],
+                    &[
+                        ("bs", b(bs)),
+                        ("target_ms", (target_ns(ctx) / 1_000_000).to_string()),
+                    ],
                     Work::Custom,
                 )
             })
             .collect()
     }
     fn custom(&self, cfg: &Config, ctx: &Ctx) -> crate::Result<Measured> {
-        let bs: u64 = cfg.tags.get("bs").and_then(|v| v.parse().ok()).unwrap_or(4096);
+        let bs: u64 = cfg
+            .tags
+            .get("bs")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(4096);
         let size = size_for(ctx, ctx.pick(2 * MIB, 256 * MIB, 1024 * MIB)).max(bs);
         let mut s = spec(&ctx.data_file(size), size);
         s.bs = bs;
@@ -77,7 +84,9 @@ impl Experiment for Reasonable {
                 };
                 m.extra.insert("time_ns".into(), vec![t as f64]);
                 m.extra.insert("bytes".into(), vec![(count * bs) as f64]);
-                m.notes.push(format!("data file {size} bytes, read from the start, wrapping around"));
+                m.notes.push(format!(
+                    "data file {size} bytes, read from the start, wrapping around"
+                ));
                 return Ok(m);
             }
             count *= 2;
@@ -85,15 +94,20 @@ impl Experiment for Reasonable {
     }
     fn analyse(&self, recs: &[LabRecord]) -> Analysis {
         let all: Vec<&LabRecord> = sorted(recs.iter().collect(), "bs");
-        let rate = |r: &LabRecord| st(r, "bytes").median / (st(r, "time_ns").median.max(1.0) / 1e9) / 1048576.0;
+        let rate = |r: &LabRecord| {
+            st(r, "bytes").median / (st(r, "time_ns").median.max(1.0) / 1e9) / 1048576.0
+        };
         let fig = figure::lines(
             "reasonable",
             "run2: bytes read in the target time by block size",
-            Axis { label: "block size (bytes)", log: true, fmt: figure::bytes },
-            Axis { label: "bytes read (bytes)", log: true, fmt: figure::bytes },
+            Axis::bytes("block size (bytes)"),
+            Axis::bytes("bytes read (bytes)"),
             &[LineSeries {
                 name: "bytes read".into(),
-                pts: all.iter().map(|r| Pt::of(r.num("bs"), &st(r, "bytes"))).collect(),
+                pts: all
+                    .iter()
+                    .map(|r| Pt::of(r.num("bs"), &st(r, "bytes")))
+                    .collect(),
             }],
         );
         let rows: Vec<Vec<String>> = all
@@ -111,7 +125,17 @@ impl Experiment for Reasonable {
         let (lo, hi, nums) = match (all.first(), all.last()) {
             (Some(a), Some(z)) if all.len() >= 2 && rate(a) > 0.0 => {
                 let g = rate(z) / rate(a);
-                (g, g, format!("{} at {}, {} at {}: growth {g:.1}", mibs(rate(a)), hb(a, "bs"), mibs(rate(z)), hb(z, "bs")))
+                (
+                    g,
+                    g,
+                    format!(
+                        "{} at {}, {} at {}: growth {g:.1}",
+                        mibs(rate(a)),
+                        hb(a, "bs"),
+                        mibs(rate(z)),
+                        hb(z, "bs")
+                    ),
+                )
             }
             _ => (f64::NAN, f64::NAN, "fewer than two block sizes".into()),
         };
@@ -136,14 +160,30 @@ mod tests {
 
     fn recs(big: f64) -> Vec<LabRecord> {
         vec![
-            rec_x(NAME, &[("bs", "64")], &[1e6], &[("bytes", &[64e6]), ("time_ns", &[1e9])]),
-            rec_x(NAME, &[("bs", "65536")], &[1e4], &[("bytes", &[big]), ("time_ns", &[1e9])]),
+            rec_x(
+                NAME,
+                &[("bs", "64")],
+                &[1e6],
+                &[("bytes", &[64e6]), ("time_ns", &[1e9])],
+            ),
+            rec_x(
+                NAME,
+                &[("bs", "65536")],
+                &[1e4],
+                &[("bytes", &[big]), ("time_ns", &[1e9])],
+            ),
         ]
     }
 
     #[test]
     fn verdict_follows_the_rates() {
-        assert_eq!(Reasonable.analyse(&recs(1e9)).findings[0].verdict, Verdict::Reproduced);
-        assert_eq!(Reasonable.analyse(&recs(65e6)).findings[0].verdict, Verdict::NotReproduced);
+        assert_eq!(
+            Reasonable.analyse(&recs(1e9)).findings[0].verdict,
+            Verdict::Reproduced
+        );
+        assert_eq!(
+            Reasonable.analyse(&recs(65e6)).findings[0].verdict,
+            Verdict::NotReproduced
+        );
     }
 }

@@ -56,7 +56,11 @@ impl Experiment for Syscalls {
             ops: Some(ctx.pick(20_000, 2_000_000, 10_000_000)),
             ..StopRule::default()
         };
-        let mut v = vec![bench(&[("call", "read 1 B".into())], s, repeats(ctx) as u32)];
+        let mut v = vec![bench(
+            &[("call", "read 1 B".into())],
+            s,
+            repeats(ctx) as u32,
+        )];
         for c in CALLS {
             v.push(Config::new(&[("call", c.into())], Work::Custom));
         }
@@ -76,11 +80,7 @@ impl Experiment for Syscalls {
             "1-byte reads against other system calls",
             "call",
             &names,
-            Axis {
-                label: "calls per second (1/s)",
-                log: true,
-                fmt: figure::num,
-            },
+            Axis::new("calls per second (1/s)", true, figure::num),
             &[BarSeries {
                 name: "calls/s".into(),
                 vals: stats.iter().map(|s| Some(*s)).collect(),
@@ -97,12 +97,7 @@ impl Experiment for Syscalls {
                 ]
             })
             .collect();
-        let find = |n: &str| {
-            names
-                .iter()
-                .position(|x| x == n)
-                .map(|i| stats[i])
-        };
+        let find = |n: &str| names.iter().position(|x| x == n).map(|i| stats[i]);
         let (lo, hi, nums) = match (find("read 1 B"), find("getpid")) {
             (Some(r), Some(g)) if g.min > 0.0 && g.max > 0.0 => (
                 r.min / g.max,
@@ -148,10 +143,19 @@ mod tests {
                 rec(NAME, &[("call", "read 1 B")], &[read_ns, read_ns]),
             ]
         };
-        assert_eq!(Syscalls.analyse(&mk(400.0)).findings[0].verdict, Verdict::Reproduced);
-        assert_eq!(Syscalls.analyse(&mk(100.0)).findings[0].verdict, Verdict::NotReproduced);
+        assert_eq!(
+            Syscalls.analyse(&mk(400.0)).findings[0].verdict,
+            Verdict::Reproduced
+        );
+        assert_eq!(
+            Syscalls.analyse(&mk(100.0)).findings[0].verdict,
+            Verdict::NotReproduced
+        );
         let mut v = mk(400.0);
         v[1].samples = vec![110.0, 400.0];
-        assert_eq!(Syscalls.analyse(&v).findings[0].verdict, Verdict::Inconclusive);
+        assert_eq!(
+            Syscalls.analyse(&v).findings[0].verdict,
+            Verdict::Inconclusive
+        );
     }
 }

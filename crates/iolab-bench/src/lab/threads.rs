@@ -37,9 +37,22 @@ impl Experiment for Threads {
         let sizes = ctx.pick(
             vec![4 * KIB, 32 * KIB],
             vec![4 * KIB, 32 * KIB, 256 * KIB, MIB],
-            vec![KIB, 4 * KIB, 16 * KIB, 32 * KIB, 64 * KIB, 256 * KIB, MIB, 4 * MIB],
+            vec![
+                KIB,
+                4 * KIB,
+                16 * KIB,
+                32 * KIB,
+                64 * KIB,
+                256 * KIB,
+                MIB,
+                4 * MIB,
+            ],
         );
-        let threads: Vec<u32> = ctx.pick(vec![1, 8], vec![1, 2, 4, 8, 16, 32], vec![1, 2, 4, 8, 16, 32]);
+        let threads: Vec<u32> = ctx.pick(
+            vec![1, 8],
+            vec![1, 2, 4, 8, 16, 32],
+            vec![1, 2, 4, 8, 16, 32],
+        );
         let repeats = ctx.pick(1, 2, 5);
         let mut v = Vec::new();
         for cache in [CacheMode::Cold, CacheMode::Warm] {
@@ -53,7 +66,11 @@ impl Experiment for Threads {
                     s.threads = t;
                     s.cache = cache;
                     v.push(bench(
-                        &[("cache", cache.name().into()), ("bs", b(bs)), ("threads", t.to_string())],
+                        &[
+                            ("cache", cache.name().into()),
+                            ("bs", b(bs)),
+                            ("threads", t.to_string()),
+                        ],
                         s,
                         repeats,
                     ));
@@ -68,10 +85,13 @@ impl Experiment for Threads {
         let mut findings = Vec::new();
         for (cache, g) in by(recs, "cache") {
             let mut series = Vec::new();
-            for (t, tg) in by(&g.iter().map(|r| (*r).clone()).collect::<Vec<_>>(), "threads")
-                .into_iter()
-                .map(|(t, v)| (t.parse::<u32>().unwrap_or(0), v))
-                .collect::<std::collections::BTreeMap<_, _>>()
+            for (t, tg) in by(
+                &g.iter().map(|r| (*r).clone()).collect::<Vec<_>>(),
+                "threads",
+            )
+            .into_iter()
+            .map(|(t, v)| (t.parse::<u32>().unwrap_or(0), v))
+            .collect::<std::collections::BTreeMap<_, _>>()
             {
                 let pts = sorted(tg, "bs")
                     .iter()
@@ -85,16 +105,8 @@ impl Experiment for Threads {
             figures.push(figure::lines(
                 &format!("threads-{cache}"),
                 &format!("Reads by block size and threads, {cache} cache"),
-                Axis {
-                    label: "block size (bytes)",
-                    log: true,
-                    fmt: figure::bytes,
-                },
-                Axis {
-                    label: "throughput (MiB/s)",
-                    log: true,
-                    fmt: figure::num,
-                },
+                Axis::bytes("block size (bytes)"),
+                Axis::new("throughput (MiB/s)", true, figure::num),
                 &series,
             ));
             let best = g
@@ -138,7 +150,11 @@ impl Experiment for Threads {
             findings.push((v, nums));
         }
         let verdict = all_of(&findings.iter().map(|f| f.0).collect::<Vec<_>>());
-        let nums = findings.into_iter().map(|f| f.1).collect::<Vec<_>>().join("; ");
+        let nums = findings
+            .into_iter()
+            .map(|f| f.1)
+            .collect::<Vec<_>>()
+            .join("; ");
         Analysis {
             figures,
             table: table(&["cache", "best pair", "best MiB/s", "8 thr × 32 KiB"], &rows),
@@ -164,9 +180,21 @@ mod tests {
     fn recs(fast: f64) -> Vec<LabRecord> {
         let mut v = Vec::new();
         for c in ["cold", "warm"] {
-            v.push(rec(NAME, &[("cache", c), ("bs", "32768"), ("threads", "8")], &[fast, fast]));
-            v.push(rec(NAME, &[("cache", c), ("bs", "1048576"), ("threads", "2")], &[100.0, 100.0]));
-            v.push(rec(NAME, &[("cache", c), ("bs", "4096"), ("threads", "1")], &[10.0, 10.0]));
+            v.push(rec(
+                NAME,
+                &[("cache", c), ("bs", "32768"), ("threads", "8")],
+                &[fast, fast],
+            ));
+            v.push(rec(
+                NAME,
+                &[("cache", c), ("bs", "1048576"), ("threads", "2")],
+                &[100.0, 100.0],
+            ));
+            v.push(rec(
+                NAME,
+                &[("cache", c), ("bs", "4096"), ("threads", "1")],
+                &[10.0, 10.0],
+            ));
         }
         v
     }
@@ -174,9 +202,17 @@ mod tests {
     #[test]
     fn verdict_follows_the_fast_pair() {
         let a = Threads.analyse(&recs(95.0));
-        assert_eq!(a.findings[0].verdict, Verdict::Reproduced, "{:?}", a.findings);
+        assert_eq!(
+            a.findings[0].verdict,
+            Verdict::Reproduced,
+            "{:?}",
+            a.findings
+        );
         assert_eq!(a.figures.len(), 2);
         assert_eq!(a.figures[0].series.len(), 3);
-        assert_eq!(Threads.analyse(&recs(50.0)).findings[0].verdict, Verdict::NotReproduced);
+        assert_eq!(
+            Threads.analyse(&recs(50.0)).findings[0].verdict,
+            Verdict::NotReproduced
+        );
     }
 }

@@ -166,13 +166,16 @@ pub(crate) fn sys_entry(
             out.samples.push(s.median);
         }
         if let Some(sr) = e.series.first() {
-            out.extra.insert("x".into(), sr.points.iter().map(|p| p.x).collect());
-            out.extra.insert("y".into(), sr.points.iter().map(|p| p.y).collect());
+            out.extra
+                .insert("x".into(), sr.points.iter().map(|p| p.x).collect());
+            out.extra
+                .insert("y".into(), sr.points.iter().map(|p| p.y).collect());
             out.extra
                 .insert("y_min".into(), sr.points.iter().map(|p| p.y_min).collect());
             out.extra
                 .insert("y_max".into(), sr.points.iter().map(|p| p.y_max).collect());
-            out.notes.push(format!("x: {}, y: {}", sr.x_unit, sr.y_unit));
+            out.notes
+                .push(format!("x: {}, y: {}", sr.x_unit, sr.y_unit));
         }
         out.notes.extend(e.notes.iter().cloned());
         out.notes.push(e.method.clone());

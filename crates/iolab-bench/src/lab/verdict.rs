@@ -43,7 +43,12 @@ pub struct Finding {
 
 impl Finding {
     /// A finding.
-    pub fn new(experiment: &str, claim: impl Into<String>, verdict: Verdict, numbers: impl Into<String>) -> Self {
+    pub fn new(
+        experiment: &str,
+        claim: impl Into<String>,
+        verdict: Verdict,
+        numbers: impl Into<String>,
+    ) -> Self {
         Finding {
             experiment: experiment.into(),
             claim: claim.into(),

@@ -116,7 +116,9 @@ struct Bar {
 impl lab::Progress for Bar {
     fn start(&mut self, exp: &str, total: usize, skipped: usize) {
         if skipped > 0 {
-            eprintln!("{exp}: resuming: {skipped} configuration(s) already measured, {total} to go");
+            eprintln!(
+                "{exp}: resuming: {skipped} configuration(s) already measured, {total} to go"
+            );
         }
         let pb = indicatif::ProgressBar::new(total as u64);
         pb.set_style(
@@ -301,7 +303,9 @@ fn run_experiments(a: &RunArgs, stop: &'static AtomicBool) -> Result<i32> {
         return Ok(130);
     }
     if machine_loaded() {
-        eprintln!("note: the machine was busy (load average above the core count): numbers are noisy");
+        eprintln!(
+            "note: the machine was busy (load average above the core count): numbers are noisy"
+        );
     }
     Ok(0)
 }
@@ -310,7 +314,11 @@ fn run_experiments(a: &RunArgs, stop: &'static AtomicBool) -> Result<i32> {
 fn machine_loaded() -> bool {
     let load = std::fs::read_to_string("/proc/loadavg")
         .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()))
+        .and_then(|s| {
+            s.split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+        })
         .unwrap_or(0.0);
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
