@@ -239,7 +239,7 @@ pub fn measure_bench(spec: &WorkloadSpec, repeats: u32, ctx: &Ctx) -> Result<Ben
             &prep,
             spec.file_size,
             resident,
-            &RealEngines,
+            RealEngines::shared(),
             &ctl,
         )?);
     }

@@ -36,6 +36,8 @@ pub(crate) fn spec(file: &Path, size: u64) -> WorkloadSpec {
         interval_ns: None,
         seed: 42,
         verify: false,
+        continue_on_error: false,
+        op_timeout_ns: None,
     }
 }
 
