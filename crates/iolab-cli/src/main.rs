@@ -43,6 +43,8 @@ enum Cmd {
     Trace(cmd::trace::TraceArgs),
     /// Replay a trace against every reading technique and compare them.
     Replay(Box<cmd::replay::ReplayArgs>),
+    /// Named experiments that reproduce the studies: `lab list`, `lab run NAME...`.
+    Lab(cmd::lab::LabArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +75,7 @@ fn main() -> ExitCode {
         Some(Cmd::Record(a)) => cmd::record::run(&a, stop),
         Some(Cmd::Trace(a)) => cmd::trace::run(&a, stop),
         Some(Cmd::Replay(a)) => cmd::replay::run(&a, stop),
+        Some(Cmd::Lab(a)) => cmd::lab::run(&a, stop),
     };
     cleanup::remove_all();
     let _ = stop;

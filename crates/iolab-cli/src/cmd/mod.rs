@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod record;
 pub mod replay;
+pub mod lab;
 pub mod survey;
 pub mod sys;
 pub mod trace;
