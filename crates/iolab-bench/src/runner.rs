@@ -513,6 +513,7 @@ impl IntervalMerger {
             iops: ops as f64 / secs,
             p50_ns: l.p50_ns,
             p99_ns: l.p99_ns,
+            mean_ns: l.mean_ns,
         }
     }
 
@@ -653,6 +654,7 @@ pub fn run_once(
         mib_per_s: bytes as f64 / secs / (1 << 20) as f64,
         iops: ops as f64 / secs,
         latency: LatencySummary::of(&hist),
+        latency_hist: Some(hist),
         cpu: CpuUsage::from_usage(&usage, duration_ns, ops, sqpoll_ns),
         resident_before,
         intervals: merger.finish(),
