@@ -37,6 +37,8 @@ enum Cmd {
     /// The cost of the operating system's basic operations (syscalls,
     /// context switches, memory, page faults, loopback network, file cache).
     Sys(cmd::sys::SysArgs),
+    /// Run fio job files or a fio command line with iolab's engines.
+    Fio(cmd::fio::FioArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +66,7 @@ fn main() -> ExitCode {
         Some(Cmd::Bench(a)) => cmd::bench::run(&a, stop),
         Some(Cmd::Xor(a)) => cmd::xor::run(&a, stop),
         Some(Cmd::Sys(a)) => cmd::sys::run(&a, stop),
+        Some(Cmd::Fio(a)) => cmd::fio::run(&a, stop),
     };
     cleanup::remove_all();
     let _ = stop;

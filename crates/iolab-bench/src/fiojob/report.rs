@@ -58,19 +58,38 @@ pub fn num(v: f64, base: f64) -> String {
     format!("{s}{}", units[i])
 }
 
-/// The unit fio would pick for a latency range, and its divisor.
-fn lat_unit(max_ns: u64) -> (&'static str, f64) {
-    if max_ns < 10_000 {
-        ("nsec", 1.0)
-    } else if max_ns < 10_000_000 {
+/// The unit of a min/max/avg/stdev line: a larger unit only when every
+/// figure is above 1000 of the smaller one (as fio shows them).
+fn lat_unit(h: &Histogram<u64>) -> (&'static str, f64) {
+    let all_above = |d: f64| {
+        h.min() as f64 / d > 1000.0
+            && h.max() as f64 / d > 1000.0
+            && h.mean() / d > 1000.0
+            && h.stdev() / d > 1000.0
+    };
+    if all_above(1e3) {
+        ("msec", 1e6)
+    } else if all_above(1.0) {
         ("usec", 1e3)
     } else {
+        ("nsec", 1.0)
+    }
+}
+
+/// The unit of a percentile block: chosen from the smallest and largest
+/// values shown, so that they stay readable.
+fn pct_unit(lo: u64, hi: u64) -> (&'static str, f64) {
+    if lo > 2_000_000 && hi > 99_999_000 {
         ("msec", 1e6)
+    } else if lo > 2_000 && hi > 99_999 {
+        ("usec", 1e3)
+    } else {
+        ("nsec", 1.0)
     }
 }
 
 fn lat_line(o: &mut String, name: &str, h: &Histogram<u64>) {
-    let (u, d) = lat_unit(h.max());
+    let (u, d) = lat_unit(h);
     let _ = writeln!(
         o,
         "    {name:>4} ({u}): min={}, max={}, avg={:.2}, stdev={:.2}",
@@ -82,7 +101,9 @@ fn lat_line(o: &mut String, name: &str, h: &Histogram<u64>) {
 }
 
 fn pct_block(o: &mut String, name: &str, h: &Histogram<u64>, pcts: &[f64]) {
-    let (u, d) = lat_unit(h.value_at_percentile(pcts.iter().cloned().fold(0.0, f64::max)));
+    let lo = h.value_at_percentile(pcts.iter().cloned().fold(100.0, f64::min));
+    let hi = h.value_at_percentile(pcts.iter().cloned().fold(0.0, f64::max));
+    let (u, d) = pct_unit(lo, hi);
     let _ = writeln!(o, "    {name} percentiles ({u}):");
     for row in pcts.chunks(4) {
         let cells: Vec<String> = row
@@ -378,12 +399,12 @@ mod tests {
     #[test]
     fn normal_output_has_fio_s_shape() {
         let j = job("[r]\nfilename=/x\nsize=1m\n");
-        let run = run_with(&[40_000, 50_000, 60_000, 70_000], 1024, 0);
+        let run = run_with(&[40_000, 50_000, 60_000, 170_000], 1024, 0);
         let r = JobResult { job: &j, run: &run };
         let t = job_text(&r, 7, 0);
         assert!(t.starts_with("r: (groupid=0, jobs=1): err= 0: pid=7: Thu Jan  1"), "{t}");
         assert!(t.contains("  read: IOPS=512, BW=2048KiB/s (2097kB/s)(4096KiB/2000msec)"), "{t}");
-        assert!(t.contains("    clat (usec): min=40, max=70"), "{t}");
+        assert!(t.contains("    clat (usec): min=40, max=170"), "{t}");
         assert!(t.contains("    clat percentiles (usec):\n     |  1.00th=[   40],"), "{t}");
         assert!(t.contains("   bw (  KiB/s): min=1024, max=3072"), "{t}");
         assert!(t.contains("  cpu          : usr="), "{t}");
