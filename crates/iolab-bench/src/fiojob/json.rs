@@ -103,9 +103,19 @@ fn side(r: &JobResult, read: bool, plus: bool) -> Value {
     let runtime_ms = run.duration_ns / 1_000_000;
     let secs = run.duration_ns.max(1) as f64 / 1e9;
     let bw_bytes = if ops > 0 { bytes as f64 / secs } else { 0.0 };
-    let hist = if ops > 0 { run.latency_hist.as_ref() } else { None };
+    let hist = if ops > 0 {
+        run.latency_hist.as_ref()
+    } else {
+        None
+    };
     let sync = sync_engine(job);
-    let want = |on: bool| if on { Some(job.percentiles.as_slice()) } else { None };
+    let want = |on: bool| {
+        if on {
+            Some(job.percentiles.as_slice())
+        } else {
+            None
+        }
+    };
     let (clat, lat) = if sync {
         (
             lat_obj(hist, want(job.clat_percentiles), plus),
@@ -114,7 +124,11 @@ fn side(r: &JobResult, read: bool, plus: bool) -> Value {
     } else {
         (
             lat_obj(None, None, false),
-            lat_obj(hist, want(job.lat_percentiles || job.clat_percentiles), plus),
+            lat_obj(
+                hist,
+                want(job.lat_percentiles || job.clat_percentiles),
+                plus,
+            ),
         )
     };
     let kib: Vec<f64> = run
@@ -188,8 +202,9 @@ pub fn lat_buckets(h: Option<&Histogram<u64>>) -> [(&'static str, Vec<(String, f
         out[2].1.push((b.to_string(), count(prev, hi)));
         prev = hi;
     }
-    let above = h.map_or(0, |h| h.count_between(prev + 1, u64::MAX.min(h.max().max(prev + 1))))
-        as f64
+    let above = h.map_or(0, |h| {
+        h.count_between(prev + 1, u64::MAX.min(h.max().max(prev + 1)))
+    }) as f64
         * 100.0
         / total;
     out[2].1.push((">=2000".into(), above));
@@ -207,7 +222,16 @@ pub fn job_obj(r: &JobResult, plus: bool) -> Value {
     }
     let empty_side = {
         let mut e = side(r, true, false);
-        for k in ["io_bytes", "io_kbytes", "bw_bytes", "bw", "total_ios", "runtime", "bw_samples", "iops_samples"] {
+        for k in [
+            "io_bytes",
+            "io_kbytes",
+            "bw_bytes",
+            "bw",
+            "total_ios",
+            "runtime",
+            "bw_samples",
+            "iops_samples",
+        ] {
             e[k] = json!(0);
         }
         e["iops"] = json!(0.0);
@@ -225,7 +249,10 @@ pub fn job_obj(r: &JobResult, plus: bool) -> Value {
     o.insert("groupid".into(), json!(job.groupid));
     o.insert("error".into(), json!(0));
     o.insert("eta".into(), json!(0));
-    o.insert("elapsed".into(), json!(run.duration_ns.div_ceil(1_000_000_000)));
+    o.insert(
+        "elapsed".into(),
+        json!(run.duration_ns.div_ceil(1_000_000_000)),
+    );
     o.insert("job options".into(), Value::Object(opts));
     o.insert("read".into(), read);
     o.insert("write".into(), write);
@@ -285,11 +312,17 @@ pub fn document(results: &[JobResult], started_unix_ms: u64, plus: bool) -> Valu
     let mut o = Map::new();
     o.insert(
         "fio version".into(),
-        json!(format!("iolab-{} (fio job language)", env!("CARGO_PKG_VERSION"))),
+        json!(format!(
+            "iolab-{} (fio job language)",
+            env!("CARGO_PKG_VERSION")
+        )),
     );
     o.insert("timestamp".into(), json!(started_unix_ms / 1000));
     o.insert("timestamp_ms".into(), json!(started_unix_ms));
-    o.insert("time".into(), json!(super::report::ctime(started_unix_ms / 1000)));
+    o.insert(
+        "time".into(),
+        json!(super::report::ctime(started_unix_ms / 1000)),
+    );
     if !globals.is_empty() {
         o.insert("global options".into(), Value::Object(globals));
     }
@@ -320,8 +353,22 @@ pub(crate) mod tests {
             latency: LatencySummary::of(&h),
             latency_hist: Some(h),
             intervals: vec![
-                IntervalSample { t_ms: 500, mib_per_s: 1.0, iops: 256.0, p50_ns: 1, p99_ns: 1, mean_ns: 1000.0 },
-                IntervalSample { t_ms: 1000, mib_per_s: 3.0, iops: 768.0, p50_ns: 1, p99_ns: 1, mean_ns: 3000.0 },
+                IntervalSample {
+                    t_ms: 500,
+                    mib_per_s: 1.0,
+                    iops: 256.0,
+                    p50_ns: 1,
+                    p99_ns: 1,
+                    mean_ns: 1000.0,
+                },
+                IntervalSample {
+                    t_ms: 1000,
+                    mib_per_s: 3.0,
+                    iops: 768.0,
+                    p50_ns: 1,
+                    p99_ns: 1,
+                    mean_ns: 3000.0,
+                },
             ],
             ..Default::default()
         }
@@ -330,7 +377,9 @@ pub(crate) mod tests {
     pub(crate) fn job(text: &str) -> FioJob {
         let mut r = crate::fiojob::parse::Reader::new();
         r.read_text(text, std::path::Path::new("t.fio"), 0).unwrap();
-        crate::fiojob::map::map_all(&r.finish(), false).unwrap().remove(0)
+        crate::fiojob::map::map_all(&r.finish(), false)
+            .unwrap()
+            .remove(0)
     }
 
     #[test]
@@ -354,7 +403,14 @@ pub(crate) mod tests {
         assert!(r["lat_ns"].get("percentile").is_none());
         let bins = r["clat_ns"]["bins"].as_object().unwrap();
         assert_eq!(bins.values().map(|v| v.as_u64().unwrap()).sum::<u64>(), 4);
-        assert_eq!((r["bw_min"].clone(), r["bw_max"].clone(), r["bw_samples"].clone()), (json!(1024), json!(3072), json!(2)));
+        assert_eq!(
+            (
+                r["bw_min"].clone(),
+                r["bw_max"].clone(),
+                r["bw_samples"].clone()
+            ),
+            (json!(1024), json!(3072), json!(2))
+        );
         assert_eq!(d["jobs"][0]["write"]["io_bytes"], 0);
         assert_eq!(d["jobs"][0]["jobname"], "r");
         assert_eq!(d["jobs"][0]["job options"]["size"], "1m");

@@ -41,7 +41,12 @@ pub fn logs(r: &JobResult) -> Vec<LogFile> {
         for iv in &run.intervals {
             for &(read, d) in &dirs {
                 let sh = share(run, read);
-                let _ = writeln!(s, "{}, {}, {d}, 0, 0", iv.t_ms, value(iv, sh).round() as u64);
+                let _ = writeln!(
+                    s,
+                    "{}, {}, {d}, 0, 0",
+                    iv.t_ms,
+                    value(iv, sh).round() as u64
+                );
             }
         }
         s
@@ -86,7 +91,10 @@ mod tests {
         let run = run_with(&[1000], 1024, 0);
         let l = logs(&JobResult { job: &j, run: &run });
         let names: Vec<&str> = l.iter().map(|f| f.name.as_str()).collect();
-        assert_eq!(names, ["r_bw.1.log", "io_iops.1.log", "r_clat.1.log", "r_lat.1.log"]);
+        assert_eq!(
+            names,
+            ["r_bw.1.log", "io_iops.1.log", "r_clat.1.log", "r_lat.1.log"]
+        );
         assert_eq!(l[0].text, "500, 1024, 0, 0, 0\n1000, 3072, 0, 0, 0\n");
         assert_eq!(l[1].text, "500, 256, 0, 0, 0\n1000, 768, 0, 0, 0\n");
         assert_eq!(l[3].text, "500, 1000, 0, 0, 0\n1000, 3000, 0, 0, 0\n");

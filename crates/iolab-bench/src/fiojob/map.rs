@@ -93,15 +93,22 @@ impl<'a> Given<'a> {
         self.opts.iter().rposition(|(n, _)| *n == k)
     }
     fn get(&self, k: &str) -> Option<&'a RawOpt> {
-        self.opts.iter().rev().find(|(n, _)| *n == k).map(|(_, o)| *o)
+        self.opts
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == k)
+            .map(|(_, o)| *o)
     }
     fn val(&self, k: &str) -> Option<(&'a str, &'a Loc)> {
-        self.get(k).map(|o| (o.value.as_deref().unwrap_or(""), &o.loc))
+        self.get(k)
+            .map(|o| (o.value.as_deref().unwrap_or(""), &o.loc))
     }
     fn flag(&self, k: &str, default: bool) -> Result<bool, FioJobError> {
         match self.get(k) {
             None => Ok(default),
-            Some(o) => value::boolean(o.value.as_deref()).map_err(|e| o.loc.err(format!("{}: {e}", o.key))),
+            Some(o) => {
+                value::boolean(o.value.as_deref()).map_err(|e| o.loc.err(format!("{}: {e}", o.key)))
+            }
         }
     }
     fn int(&self, k: &str) -> Result<Option<u64>, FioJobError> {
@@ -116,9 +123,11 @@ impl<'a> Given<'a> {
             None => Ok(None),
             Some(o) => {
                 let v = o.value.as_deref().ok_or_else(|| {
-                    o.loc.err(format!("{}: needs a value ({}=...)", o.key, o.key))
+                    o.loc
+                        .err(format!("{}: needs a value ({}=...)", o.key, o.key))
                 })?;
-                f(v).map(Some).map_err(|e| o.loc.err(format!("{}: {e}", o.key)))
+                f(v).map(Some)
+                    .map_err(|e| o.loc.err(format!("{}: {e}", o.key)))
             }
         }
     }
@@ -182,12 +191,16 @@ fn rw_of(v: &str) -> Result<(OpMix, bool), String> {
         }
     };
     if let Some(n) = suffix {
-        let n: u64 = n.parse().map_err(|_| format!("':{n}': the suffix is a number"))?;
+        let n: u64 = n
+            .parse()
+            .map_err(|_| format!("':{n}': the suffix is a number"))?;
         if n > 1 || (!random && n > 0) {
             return Err(if random {
                 format!(":{n}: {n} I/Os per random offset is not supported by iolab")
             } else {
-                format!(":{n}: a sequential offset increment (a stride) is not supported by iolab yet")
+                format!(
+                    ":{n}: a sequential offset increment (a stride) is not supported by iolab yet"
+                )
             });
         }
     }
@@ -355,8 +368,15 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         OpMix::Write => wbs,
         OpMix::Rw { .. } => {
             if rbs != wbs {
-                let k = if g.get("bs").is_some() { "bs" } else { "bsrange" };
-                return Err(g.refuse(k, "iolab uses one block size for reads and writes of a mixed job; give one size"));
+                let k = if g.get("bs").is_some() {
+                    "bs"
+                } else {
+                    "bsrange"
+                };
+                return Err(g.refuse(
+                    k,
+                    "iolab uses one block size for reads and writes of a mixed job; give one size",
+                ));
             }
             rbs
         }
@@ -364,7 +384,9 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
     let pattern = if !random {
         AccessPattern::Seq
     } else if g.flag("norandommap", false)? {
-        notes.push("norandommap: uniformly random offsets with replacement (iolab pattern rand)".into());
+        notes.push(
+            "norandommap: uniformly random offsets with replacement (iolab pattern rand)".into(),
+        );
         AccessPattern::Rand
     } else {
         notes.push("random map: every block once in random order (iolab pattern shuffle)".into());
@@ -414,13 +436,17 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         ));
     }
     if g.get("iodepth_batch_complete_max").is_some() {
-        notes.push("iodepth_batch_complete_max: iolab reaps every completion available, up to iodepth".into());
+        notes.push(
+            "iodepth_batch_complete_max: iolab reaps every completion available, up to iodepth"
+                .into(),
+        );
     }
 
     // Caching.
     let mut direct = g.flag("direct", false)?;
     if let Some(b) = g.get("buffered") {
-        let buffered = value::boolean(b.value.as_deref()).map_err(|e| b.loc.err(format!("buffered: {e}")))?;
+        let buffered =
+            value::boolean(b.value.as_deref()).map_err(|e| b.loc.err(format!("buffered: {e}")))?;
         if g.pos("direct") < g.pos("buffered") {
             direct = !buffered;
         }
@@ -434,7 +460,10 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
     // Files.
     if let Some(n) = g.int("nrfiles")? {
         if n != 1 {
-            return Err(g.refuse("nrfiles", "iolab uses one file per job (or one per thread with numjobs)"));
+            return Err(g.refuse(
+                "nrfiles",
+                "iolab uses one file per job (or one per thread with numjobs)",
+            ));
         }
     }
     let dir = g.val("directory").map(|(v, _)| PathBuf::from(v));
@@ -474,12 +503,18 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
     }
     if let Some(o) = g.parse("offset", value::size)? {
         if o != Size::Bytes(0) {
-            return Err(g.refuse("offset", "iolab's jobs start at the beginning of the file; use offset=0"));
+            return Err(g.refuse(
+                "offset",
+                "iolab's jobs start at the beginning of the file; use offset=0",
+            ));
         }
     }
     if let Some(o) = g.int("offset_increment")? {
         if o != 0 {
-            return Err(g.refuse("offset_increment", "iolab slices a shared file between threads itself"));
+            return Err(g.refuse(
+                "offset_increment",
+                "iolab slices a shared file between threads itself",
+            ));
         }
     }
     let existing = std::fs::metadata(if file_per_thread {
@@ -502,9 +537,8 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
             None => None,
             Some(Size::Bytes(b)) => Some(b),
             Some(Size::Percent(p)) => {
-                let len = existing.ok_or_else(|| {
-                    g.refuse(k, "a percentage of a file that does not exist yet")
-                })?;
+                let len = existing
+                    .ok_or_else(|| g.refuse(k, "a percentage of a file that does not exist yet"))?;
                 Some((len as f64 * p / 100.0) as u64)
             }
         })
@@ -529,7 +563,9 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
     // How long.
     let io_size = resolve("io_size")?;
     let loops = g.int("loops")?.unwrap_or(1).max(1);
-    let runtime = g.parse("runtime", |v| value::time_ns(v, 1_000_000_000))?.filter(|t| *t > 0);
+    let runtime = g
+        .parse("runtime", |v| value::time_ns(v, 1_000_000_000))?
+        .filter(|t| *t > 0);
     let time_based = g.flag("time_based", false)?;
     if time_based && runtime.is_none() {
         return Err(g.refuse("time_based", "needs runtime= (e.g. runtime=30s)"));
@@ -546,20 +582,29 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
             .map(|n| n.saturating_mul(numjobs as u64)),
         time_ns: runtime,
     };
-    let ramp_ns = g.parse("ramp_time", |v| value::time_ns(v, 1_000_000_000))?.unwrap_or(0);
-    let startdelay_ns = g.parse("startdelay", |v| value::time_ns(v, 1_000_000_000))?.unwrap_or(0);
+    let ramp_ns = g
+        .parse("ramp_time", |v| value::time_ns(v, 1_000_000_000))?
+        .unwrap_or(0);
+    let startdelay_ns = g
+        .parse("startdelay", |v| value::time_ns(v, 1_000_000_000))?
+        .unwrap_or(0);
 
     // What iolab cannot pace or interleave (yet).
     for k in ["rate", "rate_iops"] {
         if let Some((v, _)) = g.val(k) {
-            if v.split(',').any(|p| value::bytes(p).map_or(true, |n| n > 0)) {
+            if v.split(',')
+                .any(|p| value::bytes(p).map_or(true, |n| n > 0))
+            {
                 return Err(g.refuse(k, "paced submission is not in iolab's runner yet"));
             }
         }
     }
     if let Some(t) = g.parse("thinktime", |v| value::time_ns(v, 1_000))? {
         if t > 0 {
-            return Err(g.refuse("thinktime", "pauses between I/Os are not in iolab's runner yet"));
+            return Err(g.refuse(
+                "thinktime",
+                "pauses between I/Os are not in iolab's runner yet",
+            ));
         }
     }
     for k in ["fsync", "fdatasync"] {
@@ -577,11 +622,17 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         return Err(g.refuse("disable_slat", "iolab does not time the submit call separately (it measures lat only, as with disable_slat=1)"));
     }
     if g.flag("slat_percentiles", false)? {
-        return Err(g.refuse("slat_percentiles", "iolab does not time the submit call separately"));
+        return Err(g.refuse(
+            "slat_percentiles",
+            "iolab does not time the submit call separately",
+        ));
     }
     if let Some((v, _)) = g.val("kb_base") {
         if v.trim() != "1024" {
-            return Err(g.refuse("kb_base", "iolab reads sizes in binary units (kb_base=1024)"));
+            return Err(g.refuse(
+                "kb_base",
+                "iolab reads sizes in binary units (kb_base=1024)",
+            ));
         }
     }
 
@@ -604,7 +655,10 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
             .into_iter()
             .find(|k| g.get(k).is_some())
             .expect("a log");
-        return Err(g.refuse(k, "iolab logs interval averages, not every I/O: add log_avg_msec= (e.g. 100)"));
+        return Err(g.refuse(
+            k,
+            "iolab logs interval averages, not every I/O: add log_avg_msec= (e.g. 100)",
+        ));
     }
     if logs.any() && log_avg < 10 {
         return Err(g.refuse("log_avg_msec", "iolab averages over at least 10 ms"));
@@ -688,7 +742,10 @@ pub fn map_all(jobs: &[RawJob], lenient: bool) -> Result<Vec<FioJob>, FioJobErro
     for (i, j) in jobs.iter().enumerate() {
         // Group ids depend on stonewall/new_group, read before mapping.
         let last = |k: &str| -> Option<&RawOpt> {
-            j.opts.iter().rev().find(|o| options::canonical(&o.key) == k)
+            j.opts
+                .iter()
+                .rev()
+                .find(|o| options::canonical(&o.key) == k)
         };
         let flag = |k: &str| -> Result<bool, FioJobError> {
             match last(k) {
@@ -760,43 +817,80 @@ mod tests {
         let j = one("[seq]\ndirectory=/d\nsize=1m\nnumjobs=3\nloops=2\ngroup_reporting\n");
         let s = &j.spec;
         assert_eq!(s.engine, EngineKind::Pread);
-        assert_eq!((s.op, s.pattern, s.bs), (OpMix::Read, AccessPattern::Seq, 4096));
+        assert_eq!(
+            (s.op, s.pattern, s.bs),
+            (OpMix::Read, AccessPattern::Seq, 4096)
+        );
         assert!(s.file_per_thread);
         assert_eq!(s.file, PathBuf::from("/d/seq"));
         assert_eq!(s.threads, 3);
         assert_eq!(s.stop.bytes, Some(3 * 2 * (1 << 20)));
         assert!(j.group_reporting);
-        let j = one("[m]\nfilename=/x\nsize=1m\nrw=randrw\nrwmixwrite=30\nbs=8k,8k\ninvalidate=0\n");
+        let j =
+            one("[m]\nfilename=/x\nsize=1m\nrw=randrw\nrwmixwrite=30\nbs=8k,8k\ninvalidate=0\n");
         assert_eq!(j.spec.op, OpMix::Rw { read_pct: 70 });
         assert_eq!(j.spec.pattern, AccessPattern::Shuffle);
         assert_eq!(j.spec.cache, CacheMode::AsIs);
         assert_eq!(j.spec.bs, 8192);
-        assert_eq!(one("[n]\nfilename=/x\nsize=1m\n").spec.file, PathBuf::from("/x"));
-        assert_eq!(one("[n]\ndirectory=/d\nsize=1m\n").spec.file, PathBuf::from("/d/n.0.0"));
+        assert_eq!(
+            one("[n]\nfilename=/x\nsize=1m\n").spec.file,
+            PathBuf::from("/x")
+        );
+        assert_eq!(
+            one("[n]\ndirectory=/d\nsize=1m\n").spec.file,
+            PathBuf::from("/d/n.0.0")
+        );
         // bs split: a write job takes the second size.
-        assert_eq!(one("[w]\nfilename=/x\nsize=1m\nrw=write\nbs=4k,64k\n").spec.bs, 64 << 10);
+        assert_eq!(
+            one("[w]\nfilename=/x\nsize=1m\nrw=write\nbs=4k,64k\n")
+                .spec
+                .bs,
+            64 << 10
+        );
         // Aliases.
         let j = one("[a]\nfilename=/x\nsize=1m\nreadwrite=randread\nblocksize=16k\ntimeout=2\ntime_based\nbuffered=0\n");
-        assert_eq!((j.spec.bs, j.spec.stop.time_ns, j.spec.direct), (16384, Some(2_000_000_000), true));
-        assert_eq!(one("[a]\nfilename=/x\nsize=1m\nbsrange=8k-8k\n").spec.bs, 8192);
+        assert_eq!(
+            (j.spec.bs, j.spec.stop.time_ns, j.spec.direct),
+            (16384, Some(2_000_000_000), true)
+        );
+        assert_eq!(
+            one("[a]\nfilename=/x\nsize=1m\nbsrange=8k-8k\n").spec.bs,
+            8192
+        );
         // psync with iodepth: one in flight.
         assert_eq!(one("[a]\nfilename=/x\nsize=1m\niodepth=8\n").spec.qd, 1);
         // Time and percentages.
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("f");
         std::fs::write(&f, vec![0u8; 1 << 16]).unwrap();
-        let j = one(&format!("[p]\nfilename={}\nsize=50%\nramp_time=500ms\nstartdelay=1\n", f.display()));
+        let j = one(&format!(
+            "[p]\nfilename={}\nsize=50%\nramp_time=500ms\nstartdelay=1\n",
+            f.display()
+        ));
         assert_eq!(j.spec.file_size, 1 << 15);
-        assert_eq!((j.spec.ramp_ns, j.startdelay_ns), (500_000_000, 1_000_000_000));
+        assert_eq!(
+            (j.spec.ramp_ns, j.startdelay_ns),
+            (500_000_000, 1_000_000_000)
+        );
     }
 
     #[test]
     fn groups_and_stonewalls() {
         let j = jobs("[a]\nfilename=/x\nsize=1m\n[b]\nfilename=/x\nsize=1m\nstonewall\n[c]\nfilename=/x\nsize=1m\nwait_for_previous\nnew_group\n", false).unwrap();
-        assert_eq!(j.iter().map(|j| j.groupid).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!(
+            j.iter().map(|j| j.groupid).collect::<Vec<_>>(),
+            vec![0, 1, 2]
+        );
         let e = err("[a]\nfilename=/x\nsize=1m\n[b]\nfilename=/x\nsize=1m\n");
-        assert!(e.starts_with("j.fio:4: job 'b': fio runs it at the same time as 'a'"), "{e}");
-        let j = jobs("[a]\nfilename=/x\nsize=1m\n[b]\nfilename=/x\nsize=1m\n", true).unwrap();
+        assert!(
+            e.starts_with("j.fio:4: job 'b': fio runs it at the same time as 'a'"),
+            "{e}"
+        );
+        let j = jobs(
+            "[a]\nfilename=/x\nsize=1m\n[b]\nfilename=/x\nsize=1m\n",
+            true,
+        )
+        .unwrap();
         assert!(j[1].warnings[0].contains("same time"));
     }
 
@@ -844,7 +938,11 @@ mod tests {
 
     #[test]
     fn lenient_turns_cosmetic_refusals_into_warnings() {
-        let j = jobs("[a]\nfilename=/x\nsize=1m\ndescription=hello\nper_job_logs=0\n", true).unwrap();
+        let j = jobs(
+            "[a]\nfilename=/x\nsize=1m\ndescription=hello\nper_job_logs=0\n",
+            true,
+        )
+        .unwrap();
         assert_eq!(j[0].warnings.len(), 2);
         assert!(j[0].warnings[0].starts_with("j.fio:4: option 'description'"));
         // Lenient never hides what changes the measurement.

@@ -76,9 +76,9 @@ pub fn expand(text: &str, loc: &Loc) -> Result<String, FioJobError> {
         out.push_str(&rest[..i]);
         let after = &rest[i + 1..];
         let (name, len) = if let Some(b) = after.strip_prefix('{') {
-            let end = b.find('}').ok_or_else(|| {
-                loc.err(format!("'${{' without a closing '}}' in '{text}'"))
-            })?;
+            let end = b
+                .find('}')
+                .ok_or_else(|| loc.err(format!("'${{' without a closing '}}' in '{text}'")))?;
             (&b[..end], end + 2)
         } else if after.starts_with('(') {
             return Err(loc.err(format!(
@@ -190,9 +190,9 @@ impl Reader {
                 continue;
             }
             if let Some(rest) = line.strip_prefix('[') {
-                let sec = rest.strip_suffix(']').ok_or_else(|| {
-                    loc.err(format!("'{line}': a section header ends with ']'"))
-                })?;
+                let sec = rest
+                    .strip_suffix(']')
+                    .ok_or_else(|| loc.err(format!("'{line}': a section header ends with ']'")))?;
                 let sec = sec.trim();
                 if sec.is_empty() {
                     return Err(loc.err("'[]': a section needs a name".into()));
@@ -237,14 +237,16 @@ impl Reader {
         self.globals.clear();
         for (i, a) in args.iter().enumerate() {
             let loc = Loc::new("<command line>".into(), i + 1);
-            let body = a.strip_prefix("--").ok_or_else(|| {
-                loc.err(format!("'{a}': fio options are written --key=value"))
-            })?;
+            let body = a
+                .strip_prefix("--")
+                .ok_or_else(|| loc.err(format!("'{a}': fio options are written --key=value")))?;
             let o = option(body, loc.clone())?;
             if o.key == "name" {
-                let n = o.value.clone().filter(|v| !v.is_empty()).ok_or_else(|| {
-                    loc.err("--name needs a value (--name=JOB)".into())
-                })?;
+                let n = o
+                    .value
+                    .clone()
+                    .filter(|v| !v.is_empty())
+                    .ok_or_else(|| loc.err("--name needs a value (--name=JOB)".into()))?;
                 self.start_job(n, loc);
                 // fio lists `name` among the job's options too.
                 self.push_opt(o);
@@ -389,7 +391,10 @@ mod tests {
     #[test]
     fn malformed_lines_name_file_and_line() {
         let e = read("[a]\nbs=4k\n[broken\n").unwrap_err();
-        assert_eq!(e.to_string(), "t.fio:3: '[broken': a section header ends with ']'");
+        assert_eq!(
+            e.to_string(),
+            "t.fio:3: '[broken': a section header ends with ']'"
+        );
         let e = read("[a]\nrw read\n").unwrap_err();
         assert_eq!(e.loc.line, 2);
     }

@@ -160,7 +160,11 @@ fn side_text(o: &mut String, r: &JobResult, read: bool) {
         }
     }
     if !run.intervals.is_empty() {
-        let kib: Vec<f64> = run.intervals.iter().map(|s| s.mib_per_s * 1024.0 * sh).collect();
+        let kib: Vec<f64> = run
+            .intervals
+            .iter()
+            .map(|s| s.mib_per_s * 1024.0 * sh)
+            .collect();
         let iops: Vec<f64> = run.intervals.iter().map(|s| s.iops * sh).collect();
         let (a, b, m, d) = sample_stats(&kib);
         let _ = writeln!(
@@ -250,7 +254,11 @@ pub fn group_text(group: u32, results: &[&JobResult]) -> String {
         let mut bws = Vec::new();
         let (mut bytes, mut rmin, mut rmax, mut span) = (0u64, u64::MAX, 0u64, 0u64);
         for r in results {
-            let ops = if read { r.run.read_ops } else { r.run.write_ops };
+            let ops = if read {
+                r.run.read_ops
+            } else {
+                r.run.write_ops
+            };
             if ops == 0 {
                 continue;
             }
@@ -305,17 +313,39 @@ pub fn terse(r: &JobResult) -> String {
             format!("{:.6}", h.stdev() / 1e3),
         ]
     };
-    let zero4 = || ["0".to_string(), "0".into(), "0.000000".into(), "0.000000".into()];
+    let zero4 = || {
+        [
+            "0".to_string(),
+            "0".into(),
+            "0.000000".into(),
+            "0.000000".into(),
+        ]
+    };
     for read in [true, false] {
         let ops = if read { run.read_ops } else { run.write_ops };
-        let h = run.latency_hist.as_ref().filter(|h| ops > 0 && !h.is_empty());
+        let h = run
+            .latency_hist
+            .as_ref()
+            .filter(|h| ops > 0 && !h.is_empty());
         let bytes = ops * job.spec.bs;
         let secs = run.duration_ns.max(1) as f64 / 1e9;
         let on = ops > 0;
         f.push((bytes / 1024).to_string());
-        f.push(if on { ((bytes as f64 / secs) / 1024.0).round().to_string() } else { "0".into() });
-        f.push(if on { ((ops as f64) / secs).round().to_string() } else { "0".into() });
-        f.push(if on { (run.duration_ns / 1_000_000).to_string() } else { "0".into() });
+        f.push(if on {
+            ((bytes as f64 / secs) / 1024.0).round().to_string()
+        } else {
+            "0".into()
+        });
+        f.push(if on {
+            ((ops as f64) / secs).round().to_string()
+        } else {
+            "0".into()
+        });
+        f.push(if on {
+            (run.duration_ns / 1_000_000).to_string()
+        } else {
+            "0".into()
+        });
         f.extend(zero4()); // slat: not timed
         let sync = sync_engine(job);
         match (h, sync) {
@@ -324,7 +354,9 @@ pub fn terse(r: &JobResult) -> String {
         }
         for i in 0..20 {
             match (h, job.percentiles.get(i)) {
-                (Some(h), Some(&p)) => f.push(format!("{p:.6}%={}", h.value_at_percentile(p) / 1000)),
+                (Some(h), Some(&p)) => {
+                    f.push(format!("{p:.6}%={}", h.value_at_percentile(p) / 1000))
+                }
                 (None, Some(&p)) => f.push(format!("{p:.6}%=0")),
                 _ => f.push("0%=0".into()),
             }
@@ -334,11 +366,23 @@ pub fn terse(r: &JobResult) -> String {
             None => f.extend(zero4()),
         }
         let sh = share(run, read);
-        let kib: Vec<f64> = run.intervals.iter().map(|s| s.mib_per_s * 1024.0 * sh).collect();
-        let (a, b, m, d) = if on { sample_stats(&kib) } else { (0.0, 0.0, 0.0, 0.0) };
+        let kib: Vec<f64> = run
+            .intervals
+            .iter()
+            .map(|s| s.mib_per_s * 1024.0 * sh)
+            .collect();
+        let (a, b, m, d) = if on {
+            sample_stats(&kib)
+        } else {
+            (0.0, 0.0, 0.0, 0.0)
+        };
         f.push(format!("{a:.0}"));
         f.push(format!("{b:.0}"));
-        f.push(if on { "100.000000%".into() } else { "0.000000%".into() });
+        f.push(if on {
+            "100.000000%".into()
+        } else {
+            "0.000000%".into()
+        });
         f.push(format!("{m:.6}"));
         f.push(format!("{d:.6}"));
     }
@@ -361,7 +405,11 @@ pub fn terse(r: &JobResult) -> String {
         _ => 6,
     };
     for i in 0..7 {
-        f.push(if i == depth_idx { "100.0%".into() } else { "0.0%".into() });
+        f.push(if i == depth_idx {
+            "100.0%".into()
+        } else {
+            "0.0%".into()
+        });
     }
     let b = lat_buckets(run.latency_hist.as_ref());
     // Terse v3: microseconds 2..1000, then milliseconds 2..>=2000 (the
@@ -402,10 +450,19 @@ mod tests {
         let run = run_with(&[40_000, 50_000, 60_000, 170_000], 1024, 0);
         let r = JobResult { job: &j, run: &run };
         let t = job_text(&r, 7, 0);
-        assert!(t.starts_with("r: (groupid=0, jobs=1): err= 0: pid=7: Thu Jan  1"), "{t}");
-        assert!(t.contains("  read: IOPS=512, BW=2048KiB/s (2097kB/s)(4096KiB/2000msec)"), "{t}");
+        assert!(
+            t.starts_with("r: (groupid=0, jobs=1): err= 0: pid=7: Thu Jan  1"),
+            "{t}"
+        );
+        assert!(
+            t.contains("  read: IOPS=512, BW=2048KiB/s (2097kB/s)(4096KiB/2000msec)"),
+            "{t}"
+        );
         assert!(t.contains("    clat (usec): min=40, max=170"), "{t}");
-        assert!(t.contains("    clat percentiles (usec):\n     |  1.00th=[   40],"), "{t}");
+        assert!(
+            t.contains("    clat percentiles (usec):\n     |  1.00th=[   40],"),
+            "{t}"
+        );
         assert!(t.contains("   bw (  KiB/s): min=1024, max=3072"), "{t}");
         assert!(t.contains("  cpu          : usr="), "{t}");
         let g = group_text(0, &[&r]);
@@ -413,7 +470,10 @@ mod tests {
         let line = terse(&r);
         let f: Vec<&str> = line.split(';').collect();
         assert_eq!(f.len(), 121, "{line}");
-        assert_eq!((f[0], f[2], f[5], f[6], f[7], f[8]), ("3", "r", "4096", "2048", "512", "2000"));
+        assert_eq!(
+            (f[0], f[2], f[5], f[6], f[7], f[8]),
+            ("3", "r", "4096", "2048", "512", "2000")
+        );
         assert_eq!(f[13], "40");
         assert!(f[17].starts_with("1.000000%="));
     }

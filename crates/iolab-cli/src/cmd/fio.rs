@@ -33,7 +33,11 @@ job files, and --key=value options where each --name=JOB starts a job."
 )]
 pub struct FioArgs {
     /// Job files and fio options (`--name=x --rw=randread --bs=4k ...`).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "JOBFILE|--OPTION")]
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "JOBFILE|--OPTION"
+    )]
     pub args: Vec<String>,
 }
 
@@ -70,9 +74,10 @@ fn split(args: &[String]) -> Result<Cli> {
         let mut value = |flag: &str| -> Result<String> {
             match &v {
                 Some(v) => Ok(v.clone()),
-                None => it.next().cloned().ok_or_else(|| {
-                    super::usage(format!("{flag} needs a value ({flag}=...)"))
-                }),
+                None => it
+                    .next()
+                    .cloned()
+                    .ok_or_else(|| super::usage(format!("{flag} needs a value ({flag}=...)"))),
             }
         };
         match k {
@@ -127,7 +132,14 @@ fn jobs(c: &Cli) -> Result<Vec<FioJob>> {
 fn describe(j: &FioJob) -> String {
     let s = &j.spec;
     let mut o = String::new();
-    let _ = writeln!(o, "{} ({}): group {}, {}", j.name, j.loc, j.groupid, s.label());
+    let _ = writeln!(
+        o,
+        "{} ({}): group {}, {}",
+        j.name,
+        j.loc,
+        j.groupid,
+        s.label()
+    );
     let _ = writeln!(
         o,
         "  engine={} op={} pattern={} bs={} iodepth={} batch={}/{} threads={} direct={} cache={}",
@@ -149,13 +161,20 @@ fn describe(j: &FioJob) -> String {
         files.join(","),
         s.file_size,
         s.stop.bytes.map_or("-".into(), |b| b.to_string()),
-        s.stop.time_ns.map_or("-".into(), |t| format!("{}ms", t / 1_000_000)),
+        s.stop
+            .time_ns
+            .map_or("-".into(), |t| format!("{}ms", t / 1_000_000)),
         s.stop.ops.map_or("-".into(), |b| b.to_string()),
         s.ramp_ns / 1_000_000,
         j.startdelay_ns / 1_000_000
     );
     if j.logs.any() {
-        let _ = writeln!(o, "  logs every {} ms: {:?}", j.logs.avg_msec, [&j.logs.bw, &j.logs.lat, &j.logs.iops]);
+        let _ = writeln!(
+            o,
+            "  logs every {} ms: {:?}",
+            j.logs.avg_msec,
+            [&j.logs.bw, &j.logs.lat, &j.logs.iops]
+        );
     }
     for n in &j.notes {
         let _ = writeln!(o, "  note: {n}");
@@ -195,7 +214,9 @@ fn run_job(j: &FioJob, c: &Cli, stop: &AtomicBool) -> Result<RunMetrics> {
     if j.startdelay_ns > 0 {
         let end = std::time::Instant::now() + std::time::Duration::from_nanos(j.startdelay_ns);
         while std::time::Instant::now() < end && !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(std::time::Duration::from_millis(20).min(end - std::time::Instant::now()));
+            std::thread::sleep(
+                std::time::Duration::from_millis(20).min(end - std::time::Instant::now()),
+            );
         }
     }
     let ses = Session {
@@ -205,7 +226,9 @@ fn run_job(j: &FioJob, c: &Cli, stop: &AtomicBool) -> Result<RunMetrics> {
         overwrite: c.overwrite,
         live: false,
     };
-    let prep = prepare_files(spec, &ses, false)?;
+    // With unlink=1 the files this run creates stay registered for
+    // removal (by identity: never a file that was already there).
+    let prep = prepare_files(spec, &ses, j.unlink)?;
     let mut spec = spec.clone();
     if !j.size_given {
         spec.file_size = prep.files.iter().map(|f| f.len).min().unwrap_or(0);
@@ -256,14 +279,26 @@ pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
     // Every output checked before anything runs.
     let measured: Vec<PathBuf> = jobs.iter().flat_map(|j| j.spec.files()).collect();
     let mut out = match &c.output {
-        Some(p) => Some(OutputTarget::check("--output", p, c.overwrite, Mode::Replace, &measured)?),
+        Some(p) => Some(OutputTarget::check(
+            "--output",
+            p,
+            c.overwrite,
+            Mode::Replace,
+            &measured,
+        )?),
         None => None,
     };
     let mut log_targets = Vec::new();
     for j in &jobs {
         for name in log_names(j) {
-            let t = OutputTarget::check("write_*_log", Path::new(&name), c.overwrite, Mode::Replace, &measured)
-                .with_context(|| format!("{}: job '{}'", j.loc, j.name))?;
+            let t = OutputTarget::check(
+                "write_*_log",
+                Path::new(&name),
+                c.overwrite,
+                Mode::Replace,
+                &measured,
+            )
+            .with_context(|| format!("{}: job '{}'", j.loc, j.name))?;
             log_targets.push((name, t));
         }
     }
