@@ -203,7 +203,11 @@ pub fn lat_buckets(h: Option<&Histogram<u64>>) -> [(&'static str, Vec<(String, f
         prev = hi;
     }
     let above = h.map_or(0, |h| {
-        h.count_between(prev + 1, u64::MAX.min(h.max().max(prev + 1)))
+        if h.max() > prev {
+            h.count_between(prev + 1, h.max())
+        } else {
+            0
+        }
     }) as f64
         * 100.0
         / total;
