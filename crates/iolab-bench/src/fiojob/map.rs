@@ -467,33 +467,48 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         }
     }
     let dir = g.val("directory").map(|(v, _)| PathBuf::from(v));
-    let (file, file_per_thread) = match g.val("filename") {
-        Some((v, loc)) => {
-            let names: Vec<&str> = v.split(':').filter(|s| !s.is_empty()).collect();
-            if names.len() != 1 {
-                return Err(loc.err(format!(
-                    "filename={v}: {} files; iolab runs one file per job (write one job per file, with stonewall)",
-                    names.len()
-                )));
-            }
-            let p = PathBuf::from(names[0]);
-            let p = match &dir {
-                Some(d) if p.is_relative() => d.join(p),
-                _ => p,
-            };
-            (p, false)
+    let in_dir = |p: PathBuf| match &dir {
+        Some(d) if p.is_relative() => d.join(p),
+        _ => p,
+    };
+    let format = g
+        .val("filename_format")
+        .filter(|_| g.get("filename").is_none());
+    let (file, file_per_thread) = if let Some((v, loc)) = format {
+        // iolab's per-thread files are STEM.N, N = the thread: fio's $jobnum.
+        let stem = v
+            .strip_suffix(".$jobnum")
+            .filter(|s| !s.contains('$'))
+            .ok_or_else(|| {
+                loc.err(format!(
+                    "filename_format={v}: iolab names per-thread files STEM.$jobnum only"
+                ))
+            })?;
+        if numjobs > 1 {
+            (in_dir(PathBuf::from(stem)), true)
+        } else {
+            // One job: fio's $jobnum is 0.
+            (in_dir(PathBuf::from(format!("{stem}.0"))), false)
         }
-        None => {
-            let d = dir.clone().unwrap_or_else(|| PathBuf::from("."));
-            if numjobs == 1 {
-                (d.join(format!("{}.0.0", job.name)), false)
-            } else {
-                notes.push(format!(
-                    "no filename: one file per thread, {}.N (fio names them {}.N.0)",
-                    job.name, job.name
-                ));
-                (d.join(&job.name), true)
-            }
+    } else if let Some((v, loc)) = g.val("filename") {
+        let names: Vec<&str> = v.split(':').filter(|s| !s.is_empty()).collect();
+        if names.len() != 1 {
+            return Err(loc.err(format!(
+                "filename={v}: {} files; iolab runs one file per job (write one job per file, with stonewall)",
+                names.len()
+            )));
+        }
+        (in_dir(PathBuf::from(names[0])), false)
+    } else {
+        let d = dir.clone().unwrap_or_else(|| PathBuf::from("."));
+        if numjobs == 1 {
+            (d.join(format!("{}.0.0", job.name)), false)
+        } else {
+            notes.push(format!(
+                "no filename: one file per thread, {}.N (fio names them {}.N.0)",
+                job.name, job.name
+            ));
+            (d.join(&job.name), true)
         }
     };
     if numjobs > 1 && !file_per_thread {
@@ -509,14 +524,9 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
             ));
         }
     }
-    if let Some(o) = g.int("offset_increment")? {
-        if o != 0 {
-            return Err(g.refuse(
-                "offset_increment",
-                "iolab slices a shared file between threads itself",
-            ));
-        }
-    }
+    let increment = g
+        .parse("offset_increment", value::bytes)?
+        .filter(|o| *o > 0);
     let existing = std::fs::metadata(if file_per_thread {
         let mut s = file.clone().into_os_string();
         s.push(".0");
@@ -555,10 +565,25 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         )));
     }
     let region = region.unwrap_or(existing.unwrap_or(0));
-    let region = match filesize {
+    let mut region = match filesize {
         Some(f) => region.min(f),
         None => region,
     };
+    if let Some(inc) = increment {
+        // numjobs jobs, each `size` long, one after another in one file:
+        // iolab's threads slicing a shared file of size x numjobs.
+        if file_per_thread || numjobs < 2 || inc != region || random {
+            return Err(g.refuse(
+                "offset_increment",
+                "iolab supports it only as slices of one shared file: sequential, numjobs > 1, offset_increment = size",
+            ));
+        }
+        region *= numjobs as u64;
+        notes.push(format!(
+            "offset_increment: {numjobs} threads each read their own slice of {}",
+            file.display()
+        ));
+    }
 
     // How long.
     let io_size = resolve("io_size")?;
@@ -570,7 +595,13 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
     if time_based && runtime.is_none() {
         return Err(g.refuse("time_based", "needs runtime= (e.g. runtime=30s)"));
     }
-    let per_job = io_size.unwrap_or(region).saturating_mul(loops);
+    let slice = region
+        / if increment.is_some() {
+            numjobs as u64
+        } else {
+            1
+        };
+    let per_job = io_size.unwrap_or(slice).saturating_mul(loops);
     let stop = StopRule {
         bytes: if time_based {
             None

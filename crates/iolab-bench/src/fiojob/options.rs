@@ -114,6 +114,7 @@ pub const MAPPED: &[&str] = &[
     "disable_clat",
     "disable_lat",
     "offset_increment",
+    "filename_format",
 ];
 
 /// Options that change only presentation or bookkeeping.
@@ -177,7 +178,7 @@ fn reason(key: &str) -> &'static str {
         "sync" | "write_barrier" | "sync_file_range" | "fsync_on_close" | "create_fsync" => {
             "iolab issues no syncs of its own during a job"
         }
-        "filename_format" | "unique_filename" | "opendir" | "file_service_type" | "openfiles" | "file_append" | "lockfile" => {
+        "unique_filename" | "opendir" | "file_service_type" | "openfiles" | "file_append" | "lockfile" => {
             "iolab uses one file per job (or one per thread with numjobs)"
         }
         "overwrite" | "create_only" | "pre_read" | "fill_device" => {

@@ -359,6 +359,32 @@ pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
     Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 })
 }
 
+/// `iolab bench ... --fio-job`: the fio job file of each configuration.
+pub fn print_job_files(specs: &[iolab_bench::spec::WorkloadSpec], temp: bool) -> Result<i32> {
+    let mut text = String::new();
+    for s in specs {
+        let mut s = s.clone();
+        if s.file_size == 0 {
+            // An existing --file without --size: its length.
+            s.file_size = iolab::file::length(&s.file_of(0)).unwrap_or(0);
+        }
+        let s = &s;
+        let job = iolab_bench::fio::job_file(s).map_err(|why| {
+            super::usage(format!(
+                "--fio-job: {} cannot be expressed in fio: {why}",
+                s.label()
+            ))
+        })?;
+        text.push_str(&job);
+        if temp {
+            text.push_str("; (no --file given: name the file to run it)\n");
+        }
+        text.push('\n');
+    }
+    crate::output::stdout(&text)?;
+    Ok(0)
+}
+
 /// The log file names a job will write (checked before running).
 fn log_names(j: &FioJob) -> Vec<String> {
     let mut v = Vec::new();
