@@ -6,6 +6,8 @@
 //! only through the `iolab` crate.
 #![forbid(unsafe_code)]
 
+pub mod cpu;
+pub mod devstat;
 pub mod env;
 pub mod error;
 pub mod fio;
@@ -14,6 +16,7 @@ pub mod metrics;
 pub mod offsets;
 pub mod prepare;
 pub mod record;
+pub mod residency;
 pub mod runner;
 pub mod spec;
 pub mod stats;

@@ -667,6 +667,20 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         }
     }
 
+    // Errors: iolab counts failed ops and goes on, for any kind of error.
+    let continue_on_error = match g.val("continue_on_error") {
+        None => false,
+        Some((v, loc)) => match v.trim() {
+            "0" | "none" | "false" => false,
+            "" | "1" | "true" | "read" | "write" | "io" | "all" => true,
+            _ => {
+                return Err(loc.err(format!(
+                    "continue_on_error={v}: one of none, read, write, io, all (verify errors are not iolab's)"
+                )))
+            }
+        },
+    };
+
     // Output.
     let log_avg = g.int("log_avg_msec")?.unwrap_or(0);
     let prefix = |k: &str| -> Option<String> {
@@ -726,6 +740,8 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         interval_ns: Some(interval_ms * 1_000_000),
         seed,
         verify: false,
+        continue_on_error,
+        op_timeout_ns: None,
     };
     let spec_check = crate::prepare::validate(&spec);
     if let Err(e) = spec_check {

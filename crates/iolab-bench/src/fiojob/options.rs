@@ -115,6 +115,7 @@ pub const MAPPED: &[&str] = &[
     "disable_lat",
     "offset_increment",
     "filename_format",
+    "continue_on_error",
 ];
 
 /// Options that change only presentation or bookkeeping.
@@ -188,8 +189,8 @@ fn reason(key: &str) -> &'static str {
             "iolab's offsets are seq, uniformly random (norandommap) or a shuffle (fio's random map)"
         }
         "unified_rw_reporting" => "iolab reports reads and writes as fio does by default",
-        "continue_on_error" | "ignore_error" | "error_dump" => {
-            "iolab stops a job at its first failed op"
+        "ignore_error" | "error_dump" => {
+            "iolab counts failed ops with continue_on_error, by kind of op, not by errno"
         }
         "exec_prerun" | "exec_postrun" => "iolab runs no commands from job files",
         "wait_for" => "iolab runs jobs one after another; use stonewall",

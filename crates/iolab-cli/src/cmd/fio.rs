@@ -241,7 +241,14 @@ fn run_job(j: &FioJob, c: &Cli, stop: &AtomicBool) -> Result<RunMetrics> {
         stop,
         on_interval: None,
     };
-    let res = run_once(&spec, &prep, spec.file_size, resident, &RealEngines, &ctl);
+    let res = run_once(
+        &spec,
+        &prep,
+        spec.file_size,
+        resident,
+        RealEngines::shared(),
+        &ctl,
+    );
     if j.unlink {
         for f in &prep.files {
             if f.created {
