@@ -164,6 +164,10 @@ pub struct BenchArgs {
     /// Compare with another tool on the same file: `fio`.
     #[arg(long, value_name = "TOOL", value_parser = ["fio"])]
     pub vs: Option<String>,
+    /// Print the fio job file of each configuration (the translation
+    /// `--vs fio` runs) and exit without measuring.
+    #[arg(long)]
+    pub fio_job: bool,
     /// With --vs: pairs of runs, alternating who goes first.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub pairs: u32,
@@ -525,6 +529,9 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         }
     };
     let all = valid_only(specs(a, &file, size))?;
+    if a.fio_job {
+        return super::fio::print_job_files(&all, temp);
+    }
     if let Some(which) = &a.print_fio {
         return super::vs::print_commands(&all, which == "fair");
     }

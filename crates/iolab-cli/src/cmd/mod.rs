@@ -4,6 +4,7 @@ pub mod bench;
 pub mod record;
 pub mod replay;
 pub mod lab;
+pub mod fio;
 pub mod survey;
 pub mod sys;
 pub mod trace;
