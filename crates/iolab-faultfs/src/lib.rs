@@ -14,9 +14,8 @@
 //! unwinds. [`available`] says whether this machine can mount it at all.
 
 use fuser::{
-    FileAttr, FileType, Filesystem, MountOption, ReplyAttr, ReplyCreate, ReplyData,
-    ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr,
-    Request, TimeOrNow,
+    FileAttr, FileType, Filesystem, MountOption, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
+    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
 };
 use iolab::pattern::Pattern;
 use std::collections::BTreeMap;
@@ -323,6 +322,9 @@ impl Filesystem for FaultFs {
     ) {
         self.stats.reads.fetch_add(1, Ordering::Relaxed);
         let off = offset.max(0) as u64;
+        if std::env::var_os("IOLAB_FAULTFS_LOG").is_some() {
+            eprintln!("faultfs: read ino {ino} offset {off} size {size}");
+        }
         let mut st = self.lock();
         let Some(n) = st.nodes.get_mut(&ino) else {
             return reply.error(libc::ENOENT);
@@ -531,10 +533,9 @@ impl Filesystem for FaultFs {
     fn statfs(&mut self, _req: &Request<'_>, _ino: u64, reply: ReplyStatfs) {
         let st = self.lock();
         let total: u64 = st.nodes.values().map(|n| n.size).sum();
-        let room = st
-            .enospc_after
-            .map(|l| l.saturating_sub(st.written))
-            .unwrap_or(1 << 40);
+        // The ENOSPC limit is not announced (like a quota or a thinly
+        // provisioned volume), so a free-space check cannot foresee it.
+        let room: u64 = 1 << 40;
         let bs = 4096u64;
         reply.statfs(
             (total + room) / bs,

@@ -57,7 +57,9 @@ fn eio_short_shrink_and_eacces() {
     let e = f.read_at(&mut b, 64 * 1024).unwrap_err();
     assert_eq!(e.raw_os_error(), Some(libc::EIO));
     assert_eq!(
-        m.stats().first_eio_offset.load(std::sync::atomic::Ordering::Relaxed),
+        m.stats()
+            .first_eio_offset
+            .load(std::sync::atomic::Ordering::Relaxed),
         64 * 1024
     );
     f.read_exact_at(&mut b, 68 * 1024).unwrap();

@@ -7,4 +7,5 @@ pub(crate) mod fs;
 pub(crate) mod mman;
 pub(crate) mod proc;
 pub(crate) mod rusage;
+pub(crate) mod sigbus;
 pub(crate) mod signal;
