@@ -6,9 +6,14 @@
 //! input (one line on stderr naming the flag), 130 interrupted.
 #![forbid(unsafe_code)]
 
+mod argv;
 mod cleanup;
 mod cmd;
 mod error;
+#[cfg(test)]
+mod fuzz_corpus;
+#[cfg(test)]
+mod fuzz_tests;
 mod output;
 mod parse;
 mod progress;
@@ -40,19 +45,15 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match argv::parse_from(std::env::args_os()) {
         Ok(c) => c,
-        Err(e) => {
-            use clap::error::ErrorKind::*;
-            if matches!(
-                e.kind(),
-                DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
-                e.exit();
+        Err(line) => {
+            // Help and version go to stdout with exit 0, as clap does.
+            if let Err(e) = Cli::try_parse() {
+                if argv::is_display(&e) {
+                    e.exit();
+                }
             }
-            // One line: clap's first line names the flag and the problem.
-            let text = e.render().to_string();
-            let line = text.lines().next().unwrap_or("error: bad arguments");
             eprintln!("{line}");
             return ExitCode::from(2);
         }
