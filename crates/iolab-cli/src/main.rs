@@ -17,6 +17,8 @@ mod fuzz_tests;
 mod output;
 mod parse;
 mod progress;
+#[cfg(test)]
+mod prop_tests;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
