@@ -12,6 +12,7 @@ pub mod fio;
 pub mod metrics;
 pub mod offsets;
 pub mod prepare;
+pub mod ranks;
 pub mod record;
 pub mod runner;
 pub mod spec;

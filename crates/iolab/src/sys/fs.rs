@@ -25,6 +25,30 @@ pub(crate) fn fadvise(file: &impl AsRawFd, advice: libc::c_int) -> Result<()> {
     Ok(())
 }
 
+/// posix_fadvise over `len` bytes from `offset` (a length of 0 means to the
+/// end of the file).
+pub(crate) fn fadvise_range(
+    file: &impl AsRawFd,
+    offset: u64,
+    len: u64,
+    advice: libc::c_int,
+) -> Result<()> {
+    let (Ok(o), Ok(l)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Err(Error::Invalid(format!(
+            "range {offset}+{len} does not fit a file offset"
+        )));
+    };
+    // SAFETY: no memory is passed; the fd is valid while borrowed.
+    let r = unsafe { libc::posix_fadvise(file.as_raw_fd(), o, l, advice) };
+    if r != 0 {
+        return Err(Error::io(
+            "posix_fadvise",
+            std::io::Error::from_raw_os_error(r),
+        ));
+    }
+    Ok(())
+}
+
 /// O_DIRECT alignment from statx(STATX_DIOALIGN): (memory, offset), or None
 /// when the kernel or file system does not report it.
 pub(crate) fn dio_align(path: &Path) -> Result<Option<(u32, u32)>> {
