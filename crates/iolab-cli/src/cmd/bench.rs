@@ -1,13 +1,13 @@
 //! `iolab bench`: one measurement, or the cartesian product of the
 //! comma-separated values of `--engine --bs --qd --batch --threads --pattern`.
 
-use crate::cleanup;
+use super::session::{prepare_files, temp_path, Session};
 use crate::output::{self, Exporter};
 use crate::parse;
 use anyhow::Result;
 use iolab::engine::{EngineKind, EngineOpts, UringOpts};
 use iolab_bench::env::Environment;
-use iolab_bench::prepare::{self, PrepareOpts, Prepared};
+use iolab_bench::prepare;
 use iolab_bench::record::{unix_ms, BenchRecord, IntervalSample};
 use iolab_bench::runner::{run_once, RealEngines, RunControl};
 use iolab_bench::spec::{AccessPattern, CacheMode, OpMix, StopRule, WorkloadSpec};
@@ -162,20 +162,6 @@ pub struct BenchArgs {
     /// Outputs: --json, --jsonl, --csv, --overwrite.
     #[command(flatten)]
     pub out: output::flags::OutputArgs,
-}
-
-/// Options shared by every configuration of one invocation.
-pub struct Session<'a> {
-    /// Ctrl-C flag.
-    pub stop: &'a AtomicBool,
-    /// Repeats per configuration.
-    pub repeat: u32,
-    /// Whether --size was given (a missing file may be created).
-    pub size_given: bool,
-    /// Overwrite permission.
-    pub overwrite: bool,
-    /// Show live intervals on stderr.
-    pub live: bool,
 }
 
 fn check_flags(a: &BenchArgs) -> Result<()> {
@@ -335,40 +321,6 @@ pub fn valid_only(all: Vec<WorkloadSpec>) -> Result<Vec<WorkloadSpec>> {
     Ok(ok)
 }
 
-/// Prepares the files of `spec` (creating missing ones with a progress bar).
-pub fn prepare_files(spec: &WorkloadSpec, ses: &Session, temp: bool) -> Result<Prepared> {
-    let mut bar: Option<indicatif::ProgressBar> = None;
-    let prep = prepare::prepare(
-        spec,
-        ses.size_given,
-        PrepareOpts {
-            overwrite: ses.overwrite,
-        },
-        ses.stop,
-        &mut |p| {
-            // Called the moment the file is made (O_EXCL): this inode, not
-            // whatever later has its name, is ours to remove on Ctrl-C, or
-            // at exit if temporary.
-            if let Some(id) = iolab::file::FileIdent::of_path(p) {
-                cleanup::register_created(p, id);
-            }
-        },
-        &mut |n, total| {
-            let b = bar.get_or_insert_with(|| crate::progress::bytes(total, "creating test file"));
-            b.set_position(n);
-        },
-    )?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    if !temp {
-        for f in &prep.files {
-            cleanup::keep(&f.path);
-        }
-    }
-    Ok(prep)
-}
-
 /// Runs every configuration `repeat` times, feeding exporters as records
 /// complete. Stops early (keeping what was measured) on Ctrl-C, and at a
 /// run that fails: what it measured is recorded and the error handed back
@@ -472,17 +424,6 @@ fn say(pb: &indicatif::ProgressBar, line: String) {
     } else {
         pb.println(line);
     }
-}
-
-/// A temporary file path in `dir` (not yet created).
-pub fn temp_path(dir: &Path) -> Result<PathBuf> {
-    if !dir.is_dir() {
-        return Err(super::usage(format!(
-            "--dir {}: no such directory",
-            dir.display()
-        )));
-    }
-    Ok(dir.join(format!(".iolab-{}.tmp", std::process::id())))
 }
 
 /// Runs `iolab bench`.

@@ -3,7 +3,8 @@
 //! in flight, cold and warm page cache, with the engines that suit each;
 //! then one table and a few lines of advice.
 
-use super::bench::{execute, temp_path, Session};
+use super::bench::execute;
+use super::session::{temp_path, Session};
 use crate::output::table::{count, ns};
 use anyhow::Result;
 use iolab::engine::EngineKind;

@@ -2,7 +2,7 @@
 //! side by side, with the ratios, the noise between pairs, and the exact fio
 //! command used.
 
-use super::bench::{prepare_files, Session};
+use super::session::{prepare_files, Session};
 use crate::output::table::{count, ns};
 use anyhow::{Context, Result};
 use iolab_bench::fio::{self, Comparable};
