@@ -1,5 +1,6 @@
 //! Every measurement at smoke scale, with relations that hold on any machine.
 
+use std::sync::atomic::AtomicBool;
 use super::*;
 use std::collections::HashMap;
 
