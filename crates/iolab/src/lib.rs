@@ -32,6 +32,7 @@ pub mod pattern;
 pub mod prim;
 pub mod signal;
 mod sys;
+pub mod testing;
 pub mod whole;
 pub mod xor;
 

@@ -1,8 +1,8 @@
 //! Every measurement at smoke scale, with relations that hold on any machine.
 
-use std::sync::atomic::AtomicBool;
 use super::*;
 use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
 
 fn smoke_all() -> HashMap<String, Entry> {
     let stop = AtomicBool::new(false);
