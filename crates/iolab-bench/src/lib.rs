@@ -6,6 +6,7 @@
 //! only through the `iolab` crate.
 #![forbid(unsafe_code)]
 
+pub mod cpu;
 pub mod env;
 pub mod error;
 pub mod fio;
@@ -13,6 +14,7 @@ pub mod metrics;
 pub mod offsets;
 pub mod prepare;
 pub mod record;
+pub mod residency;
 pub mod runner;
 pub mod spec;
 pub mod stats;

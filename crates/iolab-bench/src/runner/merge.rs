@@ -43,9 +43,17 @@ pub(super) fn metrics(c: Collected, resident_before: f64, errors: Vec<String>) -
         mib_per_s: bytes as f64 / secs / (1 << 20) as f64,
         iops: ops as f64 / secs,
         latency: LatencySummary::of(&hist),
-        cpu: CpuUsage::from_usage(&c.usage, duration_ns, ops, sqpoll_ns),
+        cpu: CpuUsage {
+            split: crate::cpu::split(
+                &c.outs.iter().map(|o| o.cpu).collect::<Vec<_>>(),
+                &c.usage,
+                duration_ns,
+            ),
+            ..CpuUsage::from_usage(&c.usage, duration_ns, ops, sqpoll_ns)
+        },
         resident_before,
         intervals: c.merger.finish(),
         interrupted: false,
+        ..RunMetrics::default()
     }
 }

@@ -46,6 +46,7 @@ pub fn run_once(
 ) -> Result<RunMetrics> {
     crate::prepare::validate(spec)?;
     let plans = plan::plans(spec, prep, size)?;
+    let cache_before = crate::residency::Snapshot::take(prep, size)?;
     // Outside the measured window.
     clock::calibrate();
     let sh = Arc::new(Shared::new(spec, prep, plans.len()));
@@ -59,6 +60,10 @@ pub fn run_once(
     let ran = !collected.outs.is_empty();
     let mut m = merge::metrics(collected, resident_before, sh.first_errors());
     m.interrupted = ctl.stop.load(Ordering::Relaxed);
+    let cache = crate::residency::check(spec, prep, size, &cache_before, m.ops)?;
+    m.resident_after = cache.resident_after;
+    m.residency = cache.files;
+    m.cache_held = cache.held;
     let Some(e) = sh.take_error() else {
         return Ok(m);
     };

@@ -54,6 +54,7 @@ fn build_engine(
             write,
         },
     )?;
+    iolab::cache::advise(&file, spec.pattern.hint())?;
     let cfg = EngineConfig {
         files: vec![EngineFile {
             path: f.path.clone(),

@@ -55,6 +55,8 @@ pub(super) struct WorkerOut {
     /// Process usage when the measured phase began (runs on the calling
     /// thread with a ramp take it here; threaded runs, in the collector).
     pub usage_at_start: Option<Usage>,
+    /// This worker thread's own CPU and its rings' kernel threads'.
+    pub cpu: crate::cpu::WorkerCpuOut,
 }
 
 /// Does one worker's share of the run and reports how it went.
@@ -141,6 +143,7 @@ struct Worker<'a> {
     combined: bool,
     sqpoll0: Option<u64>,
     usage_at_start: Option<Usage>,
+    cpu: crate::cpu::WorkerCpu,
 }
 
 impl<'a> Worker<'a> {
@@ -200,6 +203,7 @@ impl<'a> Worker<'a> {
             sqpoll0: (measuring && spec.engine_opts.uring.sqpoll)
                 .then(|| iolab::os::sqpoll_cpu_ns().unwrap_or(0)),
             usage_at_start: None,
+            cpu: crate::cpu::WorkerCpu::start(),
         }
     }
 
@@ -319,6 +323,7 @@ impl<'a> Worker<'a> {
     /// measured phase (SQPOLL CPU, process usage) are taken now.
     fn start_measuring(&mut self) {
         self.measuring = true;
+        self.cpu.restart();
         self.tally.hist.reset();
         let t = &mut self.tally;
         (t.ops, t.reads, t.writes, t.bytes) = (0, 0, 0, 0);
@@ -427,6 +432,7 @@ impl<'a> Worker<'a> {
             .and_then(|b0| iolab::os::sqpoll_cpu_ns().map(|b| b.saturating_sub(b0)));
         let base = self.clock.base;
         WorkerOut {
+            cpu: self.cpu.finish(),
             sqpoll_ns,
             hist: self.tally.hist,
             ops: self.tally.ops,

@@ -159,6 +159,12 @@ pub struct BenchArgs {
     /// With --vs: pairs of runs, alternating who goes first.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub pairs: u32,
+    /// Print the fio command `--vs fio` would run for each configuration and
+    /// exit, measuring nothing (`fair`: the null engine's fair-accounting
+    /// command). Scripts use this so fio's options come from one translation.
+    #[arg(long, hide = true, value_name = "WHICH", num_args = 0..=1,
+          default_missing_value = "default", value_parser = ["default", "fair"])]
+    pub print_fio: Option<String>,
     /// Outputs: --json, --jsonl, --csv, --overwrite.
     #[command(flatten)]
     pub out: output::flags::OutputArgs,
@@ -449,6 +455,9 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         }
     };
     let all = valid_only(specs(a, &file, size))?;
+    if let Some(which) = &a.print_fio {
+        return super::vs::print_commands(&all, which == "fair");
+    }
     let mut measured: Vec<PathBuf> = all.iter().flat_map(|s| s.files()).collect();
     measured.dedup();
     for f in &measured {
