@@ -7,12 +7,26 @@ use crate::metrics::{CpuUsage, LatencySummary};
 use crate::spec::WorkloadSpec;
 use crate::stats::Stats;
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
 /// Version of this schema; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// What latency means in every record and table.
 pub const LATENCY_DEFINITION: &str = "latency = from the runner handing an op to the engine until the runner sees its completion (fio clat for synchronous engines, fio lat for asynchronous ones)";
+
+/// One file's resident fraction before and after a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileResidency {
+    /// The file.
+    pub path: PathBuf,
+    /// Resident fraction of the run's bytes just before the run.
+    pub before: f64,
+    /// Resident fraction just after the run.
+    pub after: f64,
+    /// Pages of the file the run could use.
+    pub pages: u64,
+}
 
 /// One interval's sample (`--interval`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -64,7 +78,7 @@ pub struct RunMetrics {
     pub resident_after: f64,
     /// Each file's resident fraction before and after the run (mincore).
     #[serde(default)]
-    pub residency: Vec<crate::residency::FileResidency>,
+    pub residency: Vec<FileResidency>,
     /// Whether the cache state asked for held to the end of the run: false
     /// for a cold run that ended more than 5 % resident and may have read a
     /// block twice (its later reads may have been cache hits), or a warm run
