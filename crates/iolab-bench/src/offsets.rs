@@ -117,11 +117,6 @@ impl OffsetGen {
         }
     }
 
-    /// Blocks in this generator's range (one pass).
-    pub fn blocks(&self) -> u64 {
-        self.blocks
-    }
-
     /// The next byte offset. Sequential and shuffled orders start a new
     /// pass (shuffle with a fresh order) when one ends.
     #[inline]

@@ -18,8 +18,6 @@ pub struct PreparedFile {
     pub len: u64,
     /// Its pattern, when iolab made it (needed by `--verify`).
     pub pattern: Option<Pattern>,
-    /// Created by this invocation.
-    pub created: bool,
 }
 
 /// Files and facts a run needs.
@@ -40,6 +38,16 @@ pub struct PrepareOpts {
 
 fn usage(s: String) -> BenchError {
     BenchError::Usage(s)
+}
+
+/// The engines that can write, as the command line spells them.
+fn writers() -> String {
+    let v: Vec<&str> = EngineKind::ALL
+        .iter()
+        .filter(|k| k.writes())
+        .map(|k| k.name())
+        .collect();
+    v.join(", ")
 }
 
 /// Checks that depend only on the spec (no file system access).
@@ -78,9 +86,10 @@ pub fn validate(spec: &WorkloadSpec) -> Result<()> {
     }
     if spec.op.writes() && !spec.engine.writes() {
         return Err(usage(format!(
-            "--op {}: engine {} only reads (writers: read, pread, preadv2, uring, null)",
+            "--op {}: engine {} only reads (writers: {})",
             spec.op.name(),
-            spec.engine
+            spec.engine,
+            writers()
         )));
     }
     if spec.direct && !spec.engine.supports_direct() {
@@ -298,7 +307,7 @@ pub fn prepare(
         }
         if size_given && len < spec.file_size {
             return Err(usage(format!(
-                "--size {}: {} holds only {}; use a new --file (or --overwrite to recreate it)",
+                "--size {}: {} holds only {}; use a new --file, or a --size it holds",
                 human(spec.file_size),
                 p.display(),
                 human(len)
@@ -314,7 +323,6 @@ pub fn prepare(
             path: p.clone(),
             len,
             pattern: seed.map(Pattern::new),
-            created,
         });
     }
     let usable = files.iter().map(|f| f.len).min().unwrap_or(0);
