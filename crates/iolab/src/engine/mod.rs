@@ -87,6 +87,15 @@ pub struct Caps {
     pub fills_buffer: bool,
 }
 
+impl Caps {
+    /// An asynchronous engine that reads into and writes from its buffers.
+    pub const ASYNC: Caps = Caps {
+        sync: false,
+        writes: true,
+        fills_buffer: true,
+    };
+}
+
 /// The engines, as the command line spells them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -362,5 +371,46 @@ pub trait Engine: Send {
     /// How the engine talked to the kernel so far.
     fn stats(&self) -> EngineStats {
         EngineStats::default()
+    }
+}
+
+/// The accessors every engine writes the same way: its buffer slots are in
+/// a `pool` field and (with `stats`) its counters in a `stats` field.
+macro_rules! engine_accessors {
+    () => {
+        fn pool(&self) -> &$crate::buf::BufPool {
+            &self.pool
+        }
+
+        fn pool_mut(&mut self) -> &mut $crate::buf::BufPool {
+            &mut self.pool
+        }
+    };
+    (stats) => {
+        $crate::engine::engine_accessors!();
+
+        fn stats(&self) -> $crate::engine::EngineStats {
+            self.stats
+        }
+    };
+}
+pub(crate) use engine_accessors;
+
+/// Reaps with `reap_one` until `in_flight` says nothing is left, giving up
+/// after a million failed tries. The kernel may still write into the
+/// buffer of an op in flight, so an asynchronous engine calls this in
+/// `drop`, before its buffer pool is freed.
+pub(crate) fn drain_in_flight<E>(
+    eng: &mut E,
+    in_flight: impl Fn(&E) -> usize,
+    mut reap_one: impl FnMut(&mut E, &mut Vec<Done>) -> bool,
+) {
+    let mut sink = Vec::new();
+    let mut failures = 0;
+    while in_flight(eng) > 0 && failures < 1_000_000 {
+        if !reap_one(eng, &mut sink) {
+            failures += 1;
+        }
+        sink.clear();
     }
 }
