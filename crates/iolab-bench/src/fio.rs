@@ -27,12 +27,21 @@ impl FioCommand {
         let mut s = String::from("fio");
         for a in &self.args {
             s.push(' ');
-            if a.contains([' ', '$', '\'', '"']) {
-                s.push('\'');
-                s.push_str(&a.replace('\'', "'\\''"));
-                s.push('\'');
-            } else {
+            // `--opt=value` stays bare when the value needs no quoting (the
+            // `=` is harmless after the command name). An argument with a NUL
+            // byte cannot be quoted; it is shown as it is (fio refuses it).
+            let bare = match a.split_once('=') {
+                Some((k, v)) => {
+                    k.starts_with("--")
+                        && shlex::try_quote(k).is_ok_and(|q| q == k)
+                        && shlex::try_quote(v).is_ok_and(|q| q == v)
+                }
+                None => false,
+            };
+            if bare {
                 s.push_str(a);
+            } else {
+                s.push_str(&shlex::try_quote(a).map_or_else(|_| a.clone(), |q| q.into()));
             }
         }
         s

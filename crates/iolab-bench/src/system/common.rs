@@ -164,32 +164,6 @@ pub(crate) fn keep<T>(x: T) -> T {
     black_box(x)
 }
 
-/// A small fast random generator (splitmix64) for permutations and offsets.
-pub(crate) struct Rng(u64);
-
-impl Rng {
-    pub(crate) fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in 0..n (n > 0).
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        ((self.next() as u128 * n as u128) >> 64) as u64
-    }
-    pub(crate) fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            let j = self.below(i as u64 + 1) as usize;
-            v.swap(i, j);
-        }
-    }
-}
-
 /// A temporary directory under `cfg.dir`, removed on drop.
 pub(crate) fn temp_dir(cfg: &Config<'_>) -> Result<tempfile::TempDir> {
     tempfile::Builder::new()

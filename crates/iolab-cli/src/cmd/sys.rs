@@ -260,16 +260,7 @@ fn num(v: f64) -> String {
 }
 
 fn bytes(b: f64) -> String {
-    let b = b.max(0.0);
-    if b >= (1u64 << 30) as f64 {
-        format!("{:.3} GiB", b / (1u64 << 30) as f64)
-    } else if b >= (1u64 << 20) as f64 {
-        format!("{:.1} MiB", b / (1u64 << 20) as f64)
-    } else if b >= 1024.0 {
-        format!("{:.1} KiB", b / 1024.0)
-    } else {
-        format!("{b:.0} B")
-    }
+    iolab_bench::prepare::human(b.max(0.0) as u64)
 }
 
 fn print_table(out: &mut dyn Write, r: &SysReport) -> std::io::Result<()> {
