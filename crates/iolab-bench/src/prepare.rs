@@ -18,6 +18,8 @@ pub struct PreparedFile {
     pub len: u64,
     /// Its pattern, when iolab made it (needed by `--verify`).
     pub pattern: Option<Pattern>,
+    /// Created by this invocation (`iolab fio` removes what it made).
+    pub created: bool,
 }
 
 /// Files and facts a run needs.
@@ -323,6 +325,7 @@ pub fn prepare(
             path: p.clone(),
             len,
             pattern: seed.map(Pattern::new),
+            created,
         });
     }
     let usable = files.iter().map(|f| f.len).min().unwrap_or(0);

@@ -72,7 +72,10 @@ fn every_path_and_type_the_architecture_names_exists() {
             }
         }
     }
-    assert!(paths >= 20 && types >= 15, "{paths} paths, {types} types checked");
+    assert!(
+        paths >= 20 && types >= 15,
+        "{paths} paths, {types} types checked"
+    );
     assert!(missing.is_empty(), "named but not found: {missing:?}");
 }
 

@@ -1,9 +1,15 @@
 //! The subcommands, one file each.
 
 pub mod bench;
+pub mod fio;
+pub mod lab;
+pub mod limits;
+pub mod record;
+pub mod replay;
 pub mod session;
 pub mod survey;
 pub mod sys;
+pub mod trace;
 pub mod vs;
 pub mod xor;
 
