@@ -377,6 +377,8 @@ impl OutputTarget {
     /// (`iolab cat -o`). A regular file is written beside the target and
     /// renamed into place as [`write_all_atomically`](Self::write_all_atomically)
     /// does; a device or FIFO is written in place.
+    // Unused until `iolab cat -o` (the reader branch) lands on main.
+    #[allow(dead_code, clippy::type_complexity)]
     pub fn write_streamed(
         &mut self,
         produce: &mut dyn FnMut(&mut dyn FnMut(&[u8]) -> anyhow::Result<()>) -> anyhow::Result<()>,
