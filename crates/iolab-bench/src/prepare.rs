@@ -198,6 +198,8 @@ pub fn check_file_kind(p: &Path, writes: bool) -> Result<()> {
 
 /// Makes sure every file exists with the right size (creating it when
 /// missing), and checks alignment, free space and ownership rules.
+// Long on purpose: one check after another, in the order a user meets
+// them (space, kind, owner, size, pattern); split, the order would hide.
 pub fn prepare(
     spec: &WorkloadSpec,
     size_given: bool,

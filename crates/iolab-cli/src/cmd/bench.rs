@@ -345,6 +345,8 @@ pub fn valid_only(all: Vec<WorkloadSpec>) -> Result<Vec<WorkloadSpec>> {
 /// complete. Stops early (keeping what was measured) on Ctrl-C, and at a
 /// run that fails: what it measured is recorded and the error handed back
 /// next to the records, for the caller to report after printing them.
+// Long on purpose: the loop over configurations and repeats reads best
+// whole, with its three ways out (Ctrl-C, a failed run, a blocked write).
 pub fn execute(
     specs: &[WorkloadSpec],
     ses: &Session,
@@ -508,6 +510,8 @@ pub(crate) fn plan(a: &BenchArgs) -> Result<Plan> {
 }
 
 /// Runs `iolab bench`.
+// Long on purpose: the command's outline, from flags to printed table;
+// each step is a call into a named function.
 pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
     let Plan {
         temp,

@@ -221,6 +221,7 @@ fn engine_desc(r: &BenchRecord) -> String {
     d
 }
 
+// Long on purpose: the survey's text, section by section, as printed.
 fn render(recs: &[BenchRecord], groups: &[Group]) -> String {
     let mut o = String::new();
     if let Some(r) = recs.first() {

@@ -48,6 +48,8 @@ fn bad(msg: &str) -> anyhow::Result<i32> {
 
 /// Runs `iolab sys`; returns the exit code (0 ok, 1 a measurement failed,
 /// 2 bad input, 130 interrupted).
+// Long on purpose: the command's outline (select, measure, print,
+// write); each step is short and in order.
 pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
     if args.names.len() == 1 && args.names[0] == "list" {
         print_list();

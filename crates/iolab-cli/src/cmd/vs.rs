@@ -221,6 +221,7 @@ enum Kind {
 }
 
 /// The side-by-side text of one comparison.
+// Long on purpose: the side-by-side table, line by line, as printed.
 pub fn render(rec: &BenchRecord) -> String {
     let mut o = String::new();
     let Some(c) = &rec.vs_fio else { return o };

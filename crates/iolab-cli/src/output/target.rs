@@ -192,6 +192,8 @@ impl OutputTarget {
     /// anything is measured. `overwrite` is the user's `--overwrite`;
     /// `measured` are the files the run reads or writes (an output may not
     /// be one of them). Errors are usage errors (exit status 2), one line.
+    // Long on purpose: one branch per kind of destination (missing, regular,
+    // device, FIFO, socket, directory, symlink), each a rule of issue 13 §0.
     pub fn check(
         flag: &'static str,
         path: &Path,
