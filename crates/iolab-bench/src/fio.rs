@@ -10,7 +10,6 @@
 
 use crate::spec::{AccessPattern, CacheMode, OpMix, WorkloadSpec};
 use iolab::engine::EngineKind;
-use serde::{Deserialize, Serialize};
 
 /// A fio command line and what a reader should know about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,12 +26,21 @@ impl FioCommand {
         let mut s = String::from("fio");
         for a in &self.args {
             s.push(' ');
-            if a.contains([' ', '$', '\'', '"']) {
-                s.push('\'');
-                s.push_str(&a.replace('\'', "'\\''"));
-                s.push('\'');
-            } else {
+            // `--opt=value` stays bare when the value needs no quoting (the
+            // `=` is harmless after the command name). An argument with a NUL
+            // byte cannot be quoted; it is shown as it is (fio refuses it).
+            let bare = match a.split_once('=') {
+                Some((k, v)) => {
+                    k.starts_with("--")
+                        && shlex::try_quote(k).is_ok_and(|q| q == k)
+                        && shlex::try_quote(v).is_ok_and(|q| q == v)
+                }
+                None => false,
+            };
+            if bare {
                 s.push_str(a);
+            } else {
+                s.push_str(&shlex::try_quote(a).map_or_else(|_| a.clone(), |q| q.into()));
             }
         }
         s
@@ -315,99 +323,8 @@ pub fn null_commands(spec: &WorkloadSpec, cpu: usize) -> Result<(FioCommand, Fio
     Ok((default, fair))
 }
 
-/// The numbers compared between iolab and fio.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Comparable {
-    /// MiB/s.
-    pub mib_per_s: f64,
-    /// Ops per second.
-    pub iops: f64,
-    /// Median latency, ns.
-    pub p50_ns: f64,
-    /// 99th percentile, ns.
-    pub p99_ns: f64,
-    /// 99.9th percentile, ns.
-    pub p99_9_ns: f64,
-    /// CPU, % of one core (user + system): iolab's whole process; fio's
-    /// job threads.
-    pub cpu_pct: f64,
-    /// CPU of the submitting threads, % of one core: iolab's workers
-    /// (RUSAGE_THREAD); for fio its job threads (the same quantity).
-    #[serde(default)]
-    pub cpu_submit_pct: f64,
-    /// CPU of helper and kernel I/O threads, % of one core; None where the
-    /// tool does not measure it (fio).
-    #[serde(default)]
-    pub cpu_offload_pct: Option<f64>,
-}
-
-impl Comparable {
-    /// From an iolab run.
-    pub fn of_run(r: &crate::record::RunMetrics) -> Self {
-        Comparable {
-            mib_per_s: r.mib_per_s,
-            iops: r.iops,
-            p50_ns: r.latency.p50_ns as f64,
-            p99_ns: r.latency.p99_ns as f64,
-            p99_9_ns: r.latency.p99_9_ns as f64,
-            cpu_pct: r.cpu.user_pct + r.cpu.sys_pct,
-            cpu_submit_pct: r.cpu.split.submit_pct(),
-            cpu_offload_pct: Some(r.cpu.split.helpers_pct + r.cpu.split.kernel_pct),
-        }
-    }
-
-    /// From fio's JSON output (`--output-format=json --group_reporting`).
-    pub fn of_fio_json(text: &str) -> Result<Self, String> {
-        let v: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| format!("fio printed no JSON: {e}"))?;
-        let jobs = v["jobs"].as_array().ok_or("fio JSON has no jobs")?;
-        let mut c = Comparable::default();
-        let mut lat: Vec<(f64, &serde_json::Value)> = Vec::new();
-        for j in jobs {
-            for side in ["read", "write"] {
-                let s = &j[side];
-                let bw = s["bw_bytes"].as_f64().unwrap_or(0.0);
-                if s["io_bytes"].as_u64().unwrap_or(0) == 0 {
-                    continue;
-                }
-                c.mib_per_s += bw / (1 << 20) as f64;
-                c.iops += s["iops"].as_f64().unwrap_or(0.0);
-                // lat percentiles where asked for; clat where lat is
-                // disabled (the fair null comparison).
-                let pct = if s["lat_ns"]["percentile"].is_object() {
-                    &s["lat_ns"]["percentile"]
-                } else {
-                    &s["clat_ns"]["percentile"]
-                };
-                lat.push((s["iops"].as_f64().unwrap_or(0.0), pct));
-            }
-            // fio's CPU figures are percentages of one job's run time; with
-            // --group_reporting they are the average over the jobs, so scale
-            // by the job count to get the whole run's CPU, as iolab reports.
-            let jobs = j["job options"]["numjobs"]
-                .as_str()
-                .and_then(|n| n.parse::<f64>().ok())
-                .unwrap_or(1.0);
-            c.cpu_pct += jobs
-                * (j["usr_cpu"].as_f64().unwrap_or(0.0) + j["sys_cpu"].as_f64().unwrap_or(0.0));
-        }
-        let pick = |k: &str| -> f64 {
-            // With one side (reads only) there is one histogram; else weight by IOPS.
-            let tot: f64 = lat.iter().map(|l| l.0).sum();
-            lat.iter()
-                .map(|(w, p)| {
-                    p[k].as_f64().unwrap_or(f64::NAN) * if tot > 0.0 { w / tot } else { 1.0 }
-                })
-                .sum()
-        };
-        c.p50_ns = pick("50.000000");
-        c.p99_ns = pick("99.000000");
-        c.p99_9_ns = pick("99.900000");
-        // fio's job threads are its submitting threads.
-        c.cpu_submit_pct = c.cpu_pct;
-        Ok(c)
-    }
-}
+/// The numbers compared between iolab and fio (defined with the records).
+pub use crate::record::Comparable;
 
 #[cfg(test)]
 mod tests {

@@ -167,6 +167,27 @@ mod tests {
     }
 
     #[test]
+    fn percentiles_match_a_known_distribution() {
+        // Each of 1..=100_000 ns once: the q-quantile is q * 100_000.
+        let mut h = new_histogram();
+        for v in 1..=100_000u64 {
+            h.record(v).unwrap();
+        }
+        let s = LatencySummary::of(&h);
+        for (got, want) in [
+            (s.p50_ns, 50_000.0),
+            (s.p90_ns, 90_000.0),
+            (s.p99_ns, 99_000.0),
+            (s.p99_9_ns, 99_900.0),
+        ] {
+            // Three significant digits: within 0.1 % (one bucket).
+            let err = (got as f64 - want).abs() / want;
+            assert!(err <= 0.001, "{got} vs {want}: {s:?}");
+        }
+        assert!((s.mean_ns - 50_000.5).abs() / 50_000.5 <= 0.001, "{s:?}");
+    }
+
+    #[test]
     fn empty_histogram_summarises_to_zero() {
         assert_eq!(
             LatencySummary::of(&new_histogram()),

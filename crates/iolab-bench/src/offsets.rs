@@ -32,6 +32,14 @@ impl Rng {
     pub fn below(&mut self, n: u64) -> u64 {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
+
+    /// Shuffles `v` in place (Fisher-Yates).
+    pub fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            v.swap(i, j);
+        }
+    }
 }
 
 /// A keyed bijection on `0..n`.
@@ -115,11 +123,6 @@ impl OffsetGen {
             pass: 0,
             seed,
         }
-    }
-
-    /// Blocks in this generator's range (one pass).
-    pub fn blocks(&self) -> u64 {
-        self.blocks
     }
 
     /// The next byte offset. Sequential and shuffled orders start a new

@@ -18,7 +18,7 @@ pub struct PreparedFile {
     pub len: u64,
     /// Its pattern, when iolab made it (needed by `--verify`).
     pub pattern: Option<Pattern>,
-    /// Created by this invocation.
+    /// Created by this invocation (`iolab fio` removes what it made).
     pub created: bool,
 }
 
@@ -40,6 +40,16 @@ pub struct PrepareOpts {
 
 fn usage(s: String) -> BenchError {
     BenchError::Usage(s)
+}
+
+/// The engines that can write, as the command line spells them.
+fn writers() -> String {
+    let v: Vec<&str> = EngineKind::ALL
+        .iter()
+        .filter(|k| k.writes())
+        .map(|k| k.name())
+        .collect();
+    v.join(", ")
 }
 
 /// Checks that depend only on the spec (no file system access).
@@ -78,9 +88,10 @@ pub fn validate(spec: &WorkloadSpec) -> Result<()> {
     }
     if spec.op.writes() && !spec.engine.writes() {
         return Err(usage(format!(
-            "--op {}: engine {} only reads (writers: read, pread, preadv2, uring, null)",
+            "--op {}: engine {} only reads (writers: {})",
             spec.op.name(),
-            spec.engine
+            spec.engine,
+            writers()
         )));
     }
     if spec.direct && !spec.engine.supports_direct() {
@@ -187,6 +198,8 @@ pub fn check_file_kind(p: &Path, writes: bool) -> Result<()> {
 
 /// Makes sure every file exists with the right size (creating it when
 /// missing), and checks alignment, free space and ownership rules.
+// Long on purpose: one check after another, in the order a user meets
+// them (space, kind, owner, size, pattern); split, the order would hide.
 pub fn prepare(
     spec: &WorkloadSpec,
     size_given: bool,
@@ -298,7 +311,7 @@ pub fn prepare(
         }
         if size_given && len < spec.file_size {
             return Err(usage(format!(
-                "--size {}: {} holds only {}; use a new --file (or --overwrite to recreate it)",
+                "--size {}: {} holds only {}; use a new --file, or a --size it holds",
                 human(spec.file_size),
                 p.display(),
                 human(len)

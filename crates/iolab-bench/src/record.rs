@@ -7,12 +7,26 @@ use crate::metrics::{CpuUsage, LatencySummary};
 use crate::spec::WorkloadSpec;
 use crate::stats::Stats;
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
 /// Version of this schema; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// What latency means in every record and table.
 pub const LATENCY_DEFINITION: &str = "latency = from the runner handing an op to the engine until the runner sees its completion (fio clat for synchronous engines, fio lat for asynchronous ones)";
+
+/// One file's resident fraction before and after a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileResidency {
+    /// The file.
+    pub path: PathBuf,
+    /// Resident fraction of the run's bytes just before the run.
+    pub before: f64,
+    /// Resident fraction just after the run.
+    pub after: f64,
+    /// Pages of the file the run could use.
+    pub pages: u64,
+}
 
 /// One interval's sample (`--interval`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -67,7 +81,7 @@ pub struct RunMetrics {
     pub resident_after: f64,
     /// Each file's resident fraction before and after the run (mincore).
     #[serde(default)]
-    pub residency: Vec<crate::residency::FileResidency>,
+    pub residency: Vec<FileResidency>,
     /// Whether the cache state asked for held to the end of the run: false
     /// for a cold run that ended more than 5 % resident and may have read a
     /// block twice (its later reads may have been cache hits), or a warm run
@@ -145,9 +159,9 @@ pub struct FioComparison {
     /// How iolab's terms map to fio's.
     pub notes: Vec<String>,
     /// iolab's numbers, one per pair.
-    pub iolab: Vec<crate::fio::Comparable>,
+    pub iolab: Vec<Comparable>,
     /// fio's numbers, one per pair.
-    pub fio: Vec<crate::fio::Comparable>,
+    pub fio: Vec<Comparable>,
     /// For the null engine: fio again with iolab's per-op accounting, run
     /// in the same pairs (the fair ratio; the one above is the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -164,7 +178,7 @@ pub struct FairFio {
     /// The CPU both tools were pinned to.
     pub cpu: usize,
     /// fio's numbers, one per pair.
-    pub fio: Vec<crate::fio::Comparable>,
+    pub fio: Vec<Comparable>,
 }
 
 impl BenchRecord {
@@ -202,4 +216,98 @@ pub fn unix_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
+}
+
+/// The numbers compared between iolab and fio.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Comparable {
+    /// MiB/s.
+    pub mib_per_s: f64,
+    /// Ops per second.
+    pub iops: f64,
+    /// Median latency, ns.
+    pub p50_ns: f64,
+    /// 99th percentile, ns.
+    pub p99_ns: f64,
+    /// 99.9th percentile, ns.
+    pub p99_9_ns: f64,
+    /// CPU, % of one core (user + system): iolab's whole process; fio's
+    /// job threads.
+    pub cpu_pct: f64,
+    /// CPU of the submitting threads, % of one core: iolab's workers
+    /// (RUSAGE_THREAD); for fio its job threads (the same quantity).
+    #[serde(default)]
+    pub cpu_submit_pct: f64,
+    /// CPU of helper and kernel I/O threads, % of one core; None where the
+    /// tool does not measure it (fio).
+    #[serde(default)]
+    pub cpu_offload_pct: Option<f64>,
+}
+
+impl Comparable {
+    /// From an iolab run.
+    pub fn of_run(r: &crate::record::RunMetrics) -> Self {
+        Comparable {
+            mib_per_s: r.mib_per_s,
+            iops: r.iops,
+            p50_ns: r.latency.p50_ns as f64,
+            p99_ns: r.latency.p99_ns as f64,
+            p99_9_ns: r.latency.p99_9_ns as f64,
+            cpu_pct: r.cpu.user_pct + r.cpu.sys_pct,
+            cpu_submit_pct: r.cpu.split.submit_pct(),
+            cpu_offload_pct: Some(r.cpu.split.helpers_pct + r.cpu.split.kernel_pct),
+        }
+    }
+
+    /// From fio's JSON output (`--output-format=json --group_reporting`).
+    pub fn of_fio_json(text: &str) -> Result<Self, String> {
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("fio printed no JSON: {e}"))?;
+        let jobs = v["jobs"].as_array().ok_or("fio JSON has no jobs")?;
+        let mut c = Comparable::default();
+        let mut lat: Vec<(f64, &serde_json::Value)> = Vec::new();
+        for j in jobs {
+            for side in ["read", "write"] {
+                let s = &j[side];
+                let bw = s["bw_bytes"].as_f64().unwrap_or(0.0);
+                if s["io_bytes"].as_u64().unwrap_or(0) == 0 {
+                    continue;
+                }
+                c.mib_per_s += bw / (1 << 20) as f64;
+                c.iops += s["iops"].as_f64().unwrap_or(0.0);
+                // lat percentiles where asked for; clat where lat is
+                // disabled (the fair null comparison).
+                let pct = if s["lat_ns"]["percentile"].is_object() {
+                    &s["lat_ns"]["percentile"]
+                } else {
+                    &s["clat_ns"]["percentile"]
+                };
+                lat.push((s["iops"].as_f64().unwrap_or(0.0), pct));
+            }
+            // fio's CPU figures are percentages of one job's run time; with
+            // --group_reporting they are the average over the jobs, so scale
+            // by the job count to get the whole run's CPU, as iolab reports.
+            let jobs = j["job options"]["numjobs"]
+                .as_str()
+                .and_then(|n| n.parse::<f64>().ok())
+                .unwrap_or(1.0);
+            c.cpu_pct += jobs
+                * (j["usr_cpu"].as_f64().unwrap_or(0.0) + j["sys_cpu"].as_f64().unwrap_or(0.0));
+        }
+        let pick = |k: &str| -> f64 {
+            // With one side (reads only) there is one histogram; else weight by IOPS.
+            let tot: f64 = lat.iter().map(|l| l.0).sum();
+            lat.iter()
+                .map(|(w, p)| {
+                    p[k].as_f64().unwrap_or(f64::NAN) * if tot > 0.0 { w / tot } else { 1.0 }
+                })
+                .sum()
+        };
+        c.p50_ns = pick("50.000000");
+        c.p99_ns = pick("99.000000");
+        c.p99_9_ns = pick("99.900000");
+        // fio's job threads are its submitting threads.
+        c.cpu_submit_pct = c.cpu_pct;
+        Ok(c)
+    }
 }

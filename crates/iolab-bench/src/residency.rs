@@ -11,8 +11,8 @@
 
 use crate::error::Result;
 use crate::prepare::Prepared;
+pub use crate::record::FileResidency;
 use crate::spec::{AccessPattern, CacheMode, WorkloadSpec};
-use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// Largest resident fraction a cold run may end with and still count as
@@ -27,19 +27,6 @@ pub const WARM_MIN_RESIDENT_AFTER: f64 = 0.95;
 /// to stay cold ([`cold_ops_limit`]): below [`COLD_MAX_RESIDENT_AFTER`],
 /// with room for metadata and the odd neighbouring page.
 pub const COLD_TOUCH_SHARE: f64 = 0.04;
-
-/// One file's resident fraction before and after a run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct FileResidency {
-    /// The file.
-    pub path: PathBuf,
-    /// Resident fraction of the run's bytes just before the run.
-    pub before: f64,
-    /// Resident fraction just after the run.
-    pub after: f64,
-    /// Pages of the file the run could use.
-    pub pages: u64,
-}
 
 /// Resident pages of every file of a run at one moment.
 #[derive(Clone, Debug)]

@@ -350,10 +350,10 @@ fn vs_fio_runs_both_alternately_and_refuses_what_fio_cannot_express() {
         "stream",
     );
     assert_bad(&["bench", "--vs", "dd", "--size", "1m"], "--vs");
-    if !have_fio() {
-        eprintln!("skipped the run: fio is not installed (scripts/setup.sh installs it)");
-        return;
-    }
+    iolab::require!(
+        have_fio(),
+        "fio is not installed (scripts/setup.sh installs it)"
+    );
     assert_bad(
         &["bench", "--verify", "--size", "1m", "--vs", "fio"],
         "--verify",
@@ -412,10 +412,10 @@ fn unsupported_iopoll_is_one_line_and_exit_2() {
     let polls = dev
         .and_then(|d| d.queue_attr("io_poll"))
         .unwrap_or_default();
-    if polls != "0" {
-        eprintln!("skipped: this device may poll (io_poll={polls})");
-        return;
-    }
+    iolab::require!(
+        polls == "0",
+        "this device may poll (io_poll={polls}): --iopoll is not refused here"
+    );
     assert_bad(
         &[
             "bench", "--engine", "uring", "--iopoll", "--direct", "--size", "1m", "--ops", "10",

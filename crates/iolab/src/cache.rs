@@ -141,10 +141,10 @@ mod tests {
     #[test]
     fn warm_then_evict_changes_residency() {
         let d = tempfile::tempdir().unwrap();
-        if crate::file::fs_type(d.path()) == Some("tmpfs") {
-            eprintln!("skipped: tmpfs pages cannot be evicted");
-            return;
-        }
+        crate::require!(
+            crate::file::fs_type(d.path()) != Some("tmpfs"),
+            "tmpfs pages cannot be evicted"
+        );
         let p = d.path().join("f");
         std::fs::write(&p, vec![7u8; 1 << 20]).unwrap();
         warm(&p, 1 << 20).unwrap();

@@ -6,7 +6,8 @@
 //!
 //! - [`engine`]: one [`engine::Engine`] contract (submit / reap, modelled on
 //!   the queue-commit-getevents shape) and one file per engine: `read`,
-//!   `pread`, `preadv2`, `stream`, `mmap`, `uring`, `null`.
+//!   `pread`, `preadv2`, `stream`, `mmap`, `uring`, `libaio`, `posixaio`,
+//!   `threadpool`, `null` ([`engine::EngineKind::ALL`]).
 //! - [`buf`]: buffers aligned for `O_DIRECT` and registrable with io_uring.
 //! - [`file`]: opening files (`O_DIRECT`), alignment rules, creating test
 //!   files filled with the verifiable [`pattern`].
@@ -34,6 +35,7 @@ pub mod prim;
 pub mod reader;
 pub mod signal;
 mod sys;
+pub mod testing;
 pub mod whole;
 pub mod xor;
 

@@ -1,14 +1,58 @@
-//! State every worker of one run shares: the stop and abort flags, the
+//! What the caller hands the runner (the engine factory, the stop flag),
+//! and the state every worker of one run shares: the stop and abort flags, the
 //! error policy (`--continue-on-error`), and the watch the collector keeps
 //! on ops in flight (`--op-timeout`).
 
 use crate::error::BenchError;
 use crate::prepare::Prepared;
+use crate::record::IntervalSample;
 use crate::spec::WorkloadSpec;
+use iolab::engine::{self, Engine, EngineConfig};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
+
+/// Builds the engine of each worker. The default builds the real engines;
+/// tests substitute engines that count or misbehave.
+pub trait EngineFactory: Send + Sync {
+    /// The engine for `worker`.
+    fn build(
+        &self,
+        spec: &WorkloadSpec,
+        worker: u32,
+        cfg: EngineConfig,
+    ) -> iolab::Result<Box<dyn Engine>>;
+}
+
+/// Builds `spec.engine` with [`iolab::engine::build`].
+pub struct RealEngines;
+
+impl RealEngines {
+    /// The real engines, as the runner takes a factory.
+    pub fn shared() -> Arc<dyn EngineFactory> {
+        Arc::new(RealEngines)
+    }
+}
+
+impl EngineFactory for RealEngines {
+    fn build(
+        &self,
+        spec: &WorkloadSpec,
+        _worker: u32,
+        cfg: EngineConfig,
+    ) -> iolab::Result<Box<dyn Engine>> {
+        engine::build(spec.engine, cfg)
+    }
+}
+
+/// What a running measurement listens to and reports to.
+pub struct RunControl<'a> {
+    /// Set (by Ctrl-C) to stop early; what was measured is kept.
+    pub stop: &'a AtomicBool,
+    /// Called live with each interval's merged sample (`--interval`).
+    pub on_interval: Option<&'a (dyn Fn(&IntervalSample) + Sync)>,
+}
 
 /// How many errors a record keeps word for word (the rest are counted).
 pub const FIRST_ERRORS_KEPT: usize = 10;

@@ -21,57 +21,15 @@ mod plan;
 mod threads;
 mod worker;
 
-pub use control::FIRST_ERRORS_KEPT;
+pub use control::{EngineFactory, RealEngines, RunControl, FIRST_ERRORS_KEPT};
 
 use crate::error::{BenchError, Result};
 use crate::prepare::Prepared;
-use crate::record::{IntervalSample, RunMetrics};
+use crate::record::RunMetrics;
 use crate::spec::WorkloadSpec;
 use control::Shared;
-use iolab::engine::{self, Engine, EngineConfig};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// Builds the engine of each worker. The default builds the real engines;
-/// tests substitute engines that count or misbehave.
-pub trait EngineFactory: Send + Sync {
-    /// The engine for `worker`.
-    fn build(
-        &self,
-        spec: &WorkloadSpec,
-        worker: u32,
-        cfg: EngineConfig,
-    ) -> iolab::Result<Box<dyn Engine>>;
-}
-
-/// Builds `spec.engine` with [`iolab::engine::build`].
-pub struct RealEngines;
-
-impl RealEngines {
-    /// The real engines, as the runner takes a factory.
-    pub fn shared() -> Arc<dyn EngineFactory> {
-        Arc::new(RealEngines)
-    }
-}
-
-impl EngineFactory for RealEngines {
-    fn build(
-        &self,
-        spec: &WorkloadSpec,
-        _worker: u32,
-        cfg: EngineConfig,
-    ) -> iolab::Result<Box<dyn Engine>> {
-        engine::build(spec.engine, cfg)
-    }
-}
-
-/// What a running measurement listens to and reports to.
-pub struct RunControl<'a> {
-    /// Set (by Ctrl-C) to stop early; what was measured is kept.
-    pub stop: &'a AtomicBool,
-    /// Called live with each interval's merged sample (`--interval`).
-    pub on_interval: Option<&'a (dyn Fn(&IntervalSample) + Sync)>,
-}
 
 /// Runs `spec` once on prepared files; `size` is the bytes of each file in use.
 ///

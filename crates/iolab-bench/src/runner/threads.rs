@@ -8,11 +8,10 @@
 //! exit takes it down.
 
 use super::clock::OpClock;
-use super::control::{timeout_error, Shared};
+use super::control::{timeout_error, EngineFactory, RunControl, Shared};
 use super::intervals::Merger;
 use super::plan::Plan;
 use super::worker::{work, Msg, WorkerOut};
-use super::{EngineFactory, RunControl};
 use crate::error::Result;
 use iolab::engine::{Engine, EngineConfig, EngineFile, EngineOpts};
 use iolab::file::OpenSpec;

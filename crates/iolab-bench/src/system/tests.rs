@@ -2,6 +2,7 @@
 
 use super::*;
 use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
 
 fn smoke_all() -> HashMap<String, Entry> {
     let stop = AtomicBool::new(false);

@@ -1,13 +1,13 @@
 //! `iolab bench`: one measurement, or the cartesian product of the
 //! comma-separated values of `--engine --bs --qd --batch --threads --pattern`.
 
-use crate::cleanup;
+use super::session::{prepare_files, temp_path, Session};
 use crate::output::{self, Exporter};
 use crate::parse;
 use anyhow::Result;
 use iolab::engine::{EngineKind, EngineOpts, UringOpts};
 use iolab_bench::env::Environment;
-use iolab_bench::prepare::{self, PrepareOpts, Prepared};
+use iolab_bench::prepare;
 use iolab_bench::record::{unix_ms, BenchRecord, IntervalSample};
 use iolab_bench::runner::{run_once, RealEngines, RunControl};
 use iolab_bench::spec::{AccessPattern, CacheMode, OpMix, StopRule, WorkloadSpec};
@@ -182,20 +182,6 @@ pub struct BenchArgs {
     pub out: output::flags::OutputArgs,
 }
 
-/// Options shared by every configuration of one invocation.
-pub struct Session<'a> {
-    /// Ctrl-C flag.
-    pub stop: &'a AtomicBool,
-    /// Repeats per configuration.
-    pub repeat: u32,
-    /// Whether --size was given (a missing file may be created).
-    pub size_given: bool,
-    /// Overwrite permission.
-    pub overwrite: bool,
-    /// Show live intervals on stderr.
-    pub live: bool,
-}
-
 fn check_flags(a: &BenchArgs) -> Result<()> {
     let uring_only = [
         ("--reg-files", a.reg_files),
@@ -355,44 +341,12 @@ pub fn valid_only(all: Vec<WorkloadSpec>) -> Result<Vec<WorkloadSpec>> {
     Ok(ok)
 }
 
-/// Prepares the files of `spec` (creating missing ones with a progress bar).
-pub fn prepare_files(spec: &WorkloadSpec, ses: &Session, temp: bool) -> Result<Prepared> {
-    let mut bar: Option<indicatif::ProgressBar> = None;
-    let prep = prepare::prepare(
-        spec,
-        ses.size_given,
-        PrepareOpts {
-            overwrite: ses.overwrite,
-        },
-        ses.stop,
-        &mut |p| {
-            // Called the moment the file is made (O_EXCL): this inode, not
-            // whatever later has its name, is ours to remove on Ctrl-C, or
-            // at exit if temporary.
-            if let Some(id) = iolab::file::FileIdent::of_path(p) {
-                cleanup::register_created(p, id);
-            }
-        },
-        &mut |n, total| {
-            let b = bar.get_or_insert_with(|| crate::progress::bytes(total, "creating test file"));
-            b.set_position(n);
-        },
-    )?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    if !temp {
-        for f in &prep.files {
-            cleanup::keep(&f.path);
-        }
-    }
-    Ok(prep)
-}
-
 /// Runs every configuration `repeat` times, feeding exporters as records
 /// complete. Stops early (keeping what was measured) on Ctrl-C, and at a
 /// run that fails: what it measured is recorded and the error handed back
 /// next to the records, for the caller to report after printing them.
+// Long on purpose: the loop over configurations and repeats reads best
+// whole, with its three ways out (Ctrl-C, a failed run, a blocked write).
 pub fn execute(
     specs: &[WorkloadSpec],
     ses: &Session,
@@ -496,17 +450,6 @@ fn say(pb: &indicatif::ProgressBar, line: String) {
     }
 }
 
-/// A temporary file path in `dir` (not yet created).
-pub fn temp_path(dir: &Path) -> Result<PathBuf> {
-    if !dir.is_dir() {
-        return Err(super::usage(format!(
-            "--dir {}: no such directory",
-            dir.display()
-        )));
-    }
-    Ok(dir.join(format!(".iolab-{}.tmp", std::process::id())))
-}
-
 /// What `run` decides before measuring anything: the checked flags, the
 /// valid configurations and the checked output files. Creates, opens for
 /// writing and measures nothing, so the fuzz tests call it in process.
@@ -567,6 +510,8 @@ pub(crate) fn plan(a: &BenchArgs) -> Result<Plan> {
 }
 
 /// Runs `iolab bench`.
+// Long on purpose: the command's outline, from flags to printed table;
+// each step is a call into a named function.
 pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
     let Plan {
         temp,

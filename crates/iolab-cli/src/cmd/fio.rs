@@ -7,7 +7,7 @@
 //! mapped, or refused before anything runs with one line naming the file,
 //! line and option (exit status 2).
 
-use super::bench::{prepare_files, Session};
+use super::session::{prepare_files, Session};
 use crate::output::target::{Mode, OutputTarget};
 use anyhow::{Context, Result};
 use iolab_bench::fiojob::json::JobResult;

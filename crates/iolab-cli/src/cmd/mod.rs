@@ -6,6 +6,7 @@ pub mod lab;
 pub mod limits;
 pub mod record;
 pub mod replay;
+pub mod session;
 pub mod survey;
 pub mod sys;
 pub mod trace;

@@ -3,7 +3,8 @@
 //! in flight, cold and warm page cache, with the engines that suit each;
 //! then one table and a few lines of advice.
 
-use super::bench::{execute, temp_path, Session};
+use super::bench::execute;
+use super::session::{temp_path, Session};
 use crate::output::table::{count, ns};
 use anyhow::Result;
 use iolab::engine::EngineKind;
@@ -220,6 +221,7 @@ fn engine_desc(r: &BenchRecord) -> String {
     d
 }
 
+// Long on purpose: the survey's text, section by section, as printed.
 fn render(recs: &[BenchRecord], groups: &[Group]) -> String {
     let mut o = String::new();
     if let Some(r) = recs.first() {

@@ -48,6 +48,8 @@ fn bad(msg: &str) -> anyhow::Result<i32> {
 
 /// Runs `iolab sys`; returns the exit code (0 ok, 1 a measurement failed,
 /// 2 bad input, 130 interrupted).
+// Long on purpose: the command's outline (select, measure, print,
+// write); each step is short and in order.
 pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
     if args.names.len() == 1 && args.names[0] == "list" {
         print_list();
@@ -260,16 +262,7 @@ fn num(v: f64) -> String {
 }
 
 fn bytes(b: f64) -> String {
-    let b = b.max(0.0);
-    if b >= (1u64 << 30) as f64 {
-        format!("{:.3} GiB", b / (1u64 << 30) as f64)
-    } else if b >= (1u64 << 20) as f64 {
-        format!("{:.1} MiB", b / (1u64 << 20) as f64)
-    } else if b >= 1024.0 {
-        format!("{:.1} KiB", b / 1024.0)
-    } else {
-        format!("{b:.0} B")
-    }
+    iolab_bench::prepare::human(b.max(0.0) as u64)
 }
 
 fn print_table(out: &mut dyn Write, r: &SysReport) -> std::io::Result<()> {

@@ -2,7 +2,7 @@
 //! side by side, with the ratios, the noise between pairs, and the exact fio
 //! command used.
 
-use super::bench::{prepare_files, Session};
+use super::session::{prepare_files, Session};
 use crate::output::table::{count, ns};
 use anyhow::{Context, Result};
 use iolab_bench::fio::{self, Comparable};
@@ -221,6 +221,7 @@ enum Kind {
 }
 
 /// The side-by-side text of one comparison.
+// Long on purpose: the side-by-side table, line by line, as printed.
 pub fn render(rec: &BenchRecord) -> String {
     let mut o = String::new();
     let Some(c) = &rec.vs_fio else { return o };

@@ -47,6 +47,7 @@ fn describe(rec: &BenchRecord) -> String {
 }
 
 /// The detailed block for one configuration.
+// Long on purpose: one line of the table after another, as printed.
 pub fn detail(rec: &BenchRecord) -> String {
     let mut o = String::new();
     let Some(r) = rec.median_run() else {

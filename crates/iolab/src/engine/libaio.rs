@@ -258,11 +258,7 @@ impl Engine for Libaio {
     }
 
     fn caps(&self) -> Caps {
-        Caps {
-            sync: false,
-            writes: true,
-            fills_buffer: true,
-        }
+        Caps::ASYNC
     }
 
     fn submit(&mut self, ops: &[Op]) -> Result<usize> {
@@ -303,30 +299,13 @@ impl Engine for Libaio {
         Ok(got)
     }
 
-    fn pool(&self) -> &BufPool {
-        &self.pool
-    }
-
-    fn pool_mut(&mut self) -> &mut BufPool {
-        &mut self.pool
-    }
-
-    fn stats(&self) -> EngineStats {
-        self.stats
-    }
+    super::engine_accessors!(stats);
 }
 
 impl Drop for Libaio {
     fn drop(&mut self) {
         // The kernel may still write into the pool: wait for every op.
-        let mut sink = Vec::new();
-        let mut tries = 0;
-        while self.inflight > 0 && tries < 1_000_000 {
-            if self.reap(1, &mut sink).is_err() {
-                tries += 1;
-            }
-            sink.clear();
-        }
+        super::drain_in_flight(self, |e| e.inflight, |e, sink| e.reap(1, sink).is_ok());
         // SAFETY: the context is ours and nothing is in flight any more.
         unsafe { libc::syscall(libc::SYS_io_destroy, self.ctx) };
     }

@@ -26,11 +26,13 @@ pub mod posixaio;
 pub mod pread;
 pub mod preadv2;
 pub mod read;
+mod registry;
 pub mod stream;
 mod sync;
 pub mod threadpool;
 pub mod uring;
 
+pub use registry::build;
 pub use sync::{SyncEngine, SyncIo};
 
 /// Read or write.
@@ -83,6 +85,15 @@ pub struct Caps {
     /// Fills the buffer with the bytes read, so they can be verified
     /// (false for `null` and for `mmap --mmap-touch`).
     pub fills_buffer: bool,
+}
+
+impl Caps {
+    /// An asynchronous engine that reads into and writes from its buffers.
+    pub const ASYNC: Caps = Caps {
+        sync: false,
+        writes: true,
+        fills_buffer: true,
+    };
 }
 
 /// The engines, as the command line spells them.
@@ -371,29 +382,43 @@ pub trait Engine: Send {
     }
 }
 
-/// Builds engine `kind` for one worker.
-pub fn build(kind: EngineKind, cfg: EngineConfig) -> Result<Box<dyn Engine>> {
-    if kind.is_sync() && cfg.qd > 1 {
-        return Err(Error::Invalid(format!(
-            "--qd {}: engine {kind} is synchronous (one op in flight per thread); use --threads for parallelism, or --engine uring",
-            cfg.qd
-        )));
+/// The accessors every engine writes the same way: its buffer slots are in
+/// a `pool` field and (with `stats`) its counters in a `stats` field.
+macro_rules! engine_accessors {
+    () => {
+        fn pool(&self) -> &$crate::buf::BufPool {
+            &self.pool
+        }
+
+        fn pool_mut(&mut self) -> &mut $crate::buf::BufPool {
+            &mut self.pool
+        }
+    };
+    (stats) => {
+        $crate::engine::engine_accessors!();
+
+        fn stats(&self) -> $crate::engine::EngineStats {
+            self.stats
+        }
+    };
+}
+pub(crate) use engine_accessors;
+
+/// Reaps with `reap_one` until `in_flight` says nothing is left, giving up
+/// after a million failed tries. The kernel may still write into the
+/// buffer of an op in flight, so an asynchronous engine calls this in
+/// `drop`, before its buffer pool is freed.
+pub(crate) fn drain_in_flight<E>(
+    eng: &mut E,
+    in_flight: impl Fn(&E) -> usize,
+    mut reap_one: impl FnMut(&mut E, &mut Vec<Done>) -> bool,
+) {
+    let mut sink = Vec::new();
+    let mut failures = 0;
+    while in_flight(eng) > 0 && failures < 1_000_000 {
+        if !reap_one(eng, &mut sink) {
+            failures += 1;
+        }
+        sink.clear();
     }
-    if cfg.direct && !kind.supports_direct() {
-        return Err(Error::Invalid(format!(
-            "--direct: engine {kind} reads through the page cache and cannot use O_DIRECT"
-        )));
-    }
-    Ok(match kind {
-        EngineKind::Read => Box::new(SyncEngine::new(read::ReadIo::new(&cfg), cfg)?),
-        EngineKind::Pread => Box::new(SyncEngine::new(pread::PreadIo, cfg)?),
-        EngineKind::Preadv2 => Box::new(SyncEngine::new(preadv2::Preadv2Io::new(&cfg), cfg)?),
-        EngineKind::Stream => Box::new(SyncEngine::new(stream::StreamIo::new(&cfg)?, cfg)?),
-        EngineKind::Mmap => Box::new(SyncEngine::new(mmap::MmapIo::new(&cfg)?, cfg)?),
-        EngineKind::Uring => Box::new(uring::Uring::new(cfg)?),
-        EngineKind::Libaio => Box::new(libaio::Libaio::new(cfg)?),
-        EngineKind::Posixaio => Box::new(posixaio::PosixAio::new(cfg)?),
-        EngineKind::Threadpool => Box::new(threadpool::ThreadPool::new(cfg)?),
-        EngineKind::Null => Box::new(null::Null::new(cfg)?),
-    })
 }

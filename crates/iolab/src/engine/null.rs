@@ -47,10 +47,5 @@ impl Engine for Null {
         out.append(&mut self.done);
         Ok(n)
     }
-    fn pool(&self) -> &BufPool {
-        &self.pool
-    }
-    fn pool_mut(&mut self) -> &mut BufPool {
-        &mut self.pool
-    }
+    super::engine_accessors!();
 }

@@ -151,11 +151,7 @@ impl Engine for PosixAio {
     }
 
     fn caps(&self) -> Caps {
-        Caps {
-            sync: false,
-            writes: true,
-            fills_buffer: true,
-        }
+        Caps::ASYNC
     }
 
     fn submit(&mut self, ops: &[Op]) -> Result<usize> {
@@ -194,17 +190,7 @@ impl Engine for PosixAio {
         Ok(got)
     }
 
-    fn pool(&self) -> &BufPool {
-        &self.pool
-    }
-
-    fn pool_mut(&mut self) -> &mut BufPool {
-        &mut self.pool
-    }
-
-    fn stats(&self) -> EngineStats {
-        self.stats
-    }
+    super::engine_accessors!(stats);
 }
 
 impl Drop for PosixAio {
@@ -214,13 +200,6 @@ impl Drop for PosixAio {
             // control block means "all of them".
             unsafe { libc::aio_cancel(f.file.as_raw_fd(), std::ptr::null_mut()) };
         }
-        let mut sink = Vec::new();
-        let mut tries = 0;
-        while !self.live.is_empty() && tries < 1_000_000 {
-            if self.reap(1, &mut sink).is_err() {
-                tries += 1;
-            }
-            sink.clear();
-        }
+        super::drain_in_flight(self, |e| e.live.len(), |e, sink| e.reap(1, sink).is_ok());
     }
 }

@@ -27,6 +27,21 @@ impl ReadIo {
         }
         Ok(())
     }
+
+    /// Where the file position is after a read or write of `r` at `off`
+    /// (unknown after an error: the next op seeks).
+    fn moved(&mut self, fi: usize, off: u64, r: std::io::Result<usize>) -> Result<usize, Errno> {
+        match r {
+            Ok(n) => {
+                self.pos[fi] = off + n as u64;
+                Ok(n)
+            }
+            Err(e) => {
+                self.pos[fi] = u64::MAX;
+                Err(io_errno(e))
+            }
+        }
+    }
 }
 
 impl SyncIo for ReadIo {
@@ -43,28 +58,11 @@ impl SyncIo for ReadIo {
     ) -> Result<usize, Errno> {
         self.seek(fi, &f.file, off)?;
         let r = (&f.file).read(buf);
-        match r {
-            Ok(n) => {
-                self.pos[fi] = off + n as u64;
-                Ok(n)
-            }
-            Err(e) => {
-                self.pos[fi] = u64::MAX;
-                Err(io_errno(e))
-            }
-        }
+        self.moved(fi, off, r)
     }
     fn write(&mut self, fi: usize, f: &EngineFile, buf: &[u8], off: u64) -> Result<usize, Errno> {
         self.seek(fi, &f.file, off)?;
-        match (&f.file).write(buf) {
-            Ok(n) => {
-                self.pos[fi] = off + n as u64;
-                Ok(n)
-            }
-            Err(e) => {
-                self.pos[fi] = u64::MAX;
-                Err(io_errno(e))
-            }
-        }
+        let r = (&f.file).write(buf);
+        self.moved(fi, off, r)
     }
 }

@@ -101,11 +101,5 @@ impl<T: SyncIo> Engine for SyncEngine<T> {
         Ok(n)
     }
 
-    fn pool(&self) -> &BufPool {
-        &self.pool
-    }
-
-    fn pool_mut(&mut self) -> &mut BufPool {
-        &mut self.pool
-    }
+    super::engine_accessors!();
 }

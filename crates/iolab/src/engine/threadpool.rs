@@ -115,11 +115,7 @@ impl Engine for ThreadPool {
     }
 
     fn caps(&self) -> Caps {
-        Caps {
-            sync: false,
-            writes: true,
-            fills_buffer: true,
-        }
+        Caps::ASYNC
     }
 
     fn submit(&mut self, ops: &[Op]) -> Result<usize> {
@@ -165,17 +161,7 @@ impl Engine for ThreadPool {
         Ok(got)
     }
 
-    fn pool(&self) -> &BufPool {
-        &self.pool
-    }
-
-    fn pool_mut(&mut self) -> &mut BufPool {
-        &mut self.pool
-    }
-
-    fn stats(&self) -> EngineStats {
-        self.stats
-    }
+    super::engine_accessors!(stats);
 }
 
 impl Drop for ThreadPool {

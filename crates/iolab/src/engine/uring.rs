@@ -319,11 +319,7 @@ impl Engine for Uring {
     }
 
     fn caps(&self) -> Caps {
-        Caps {
-            sync: false,
-            writes: true,
-            fills_buffer: true,
-        }
+        Caps::ASYNC
     }
 
     fn submit(&mut self, ops: &[Op]) -> Result<usize> {
@@ -363,31 +359,21 @@ impl Engine for Uring {
         Ok(got)
     }
 
-    fn pool(&self) -> &BufPool {
-        &self.pool
-    }
-
-    fn pool_mut(&mut self) -> &mut BufPool {
-        &mut self.pool
-    }
-
-    fn stats(&self) -> EngineStats {
-        self.stats
-    }
+    super::engine_accessors!(stats);
 }
 
 impl Drop for Uring {
     fn drop(&mut self) {
         // The kernel may still write into the pool: wait for every op in
         // flight before the buffers are freed.
-        let mut sink = Vec::new();
-        let mut spins = 0;
-        while self.inflight > 0 && spins < 1_000_000 {
-            if self.ring.submit_and_wait(1).is_err() {
-                spins += 1;
-            }
-            self.drain(&mut sink);
-            sink.clear();
-        }
+        super::drain_in_flight(
+            self,
+            |e| e.inflight,
+            |e, sink| {
+                let ok = e.ring.submit_and_wait(1).is_ok();
+                e.drain(sink);
+                ok
+            },
+        );
     }
 }

@@ -1,0 +1,44 @@
+//! Helpers for tests that need a tool or a kernel feature this machine may
+//! lack. Such a test must never pass without running its check: under CI
+//! (`CI=true`, where fio, io_uring, O_DIRECT and SQPOLL are all present) a
+//! missing requirement fails the test; elsewhere the test says
+//! `SKIPPED: <test>: <reason>` on stderr and returns.
+//!
+//! ```
+//! fn needs_fio() {
+//!     let have_fio = true;
+//!     iolab::require!(have_fio, "fio is not installed");
+//!     // ... the check itself ...
+//! }
+//! needs_fio();
+//! ```
+
+/// Whether the tests run under CI, where every requirement must be met.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// What [`require!`](crate::require) does when a requirement is not met:
+/// panics under CI, else prints `SKIPPED: <test>: <reason>` to stderr.
+pub fn unmet(reason: &str) {
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("unnamed test")
+        .to_string();
+    if in_ci() {
+        panic!("{test}: required under CI=true: {reason}");
+    }
+    eprintln!("SKIPPED: {test}: {reason}");
+}
+
+/// `require!(condition, "reason {}", args)`: returns from the test (after
+/// saying so, or failing under CI) when `condition` is false.
+#[macro_export]
+macro_rules! require {
+    ($cond:expr, $($reason:tt)+) => {
+        if !$cond {
+            $crate::testing::unmet(&format!($($reason)+));
+            return;
+        }
+    };
+}
