@@ -264,14 +264,20 @@ pub fn render(rec: &BenchRecord) -> String {
             Some(mb) => (fmt(mb), "n/c".to_string(), f64::NAN),
             None => ("not measured".to_string(), "n/c".to_string(), f64::NAN),
         };
+        // Noise between pairs only where there is a ratio to judge.
+        let noise_s = if comparable {
+            format!("{:.1}%", noise * 100.0)
+        } else {
+            "-".to_string()
+        };
         let _ = writeln!(
             o,
-            "{:<8} {:>12} {:>12} {:>10} {:>7.1}%",
+            "{:<8} {:>12} {:>12} {:>10} {:>8}",
             name,
             fmt(ma),
             fio_s,
             ratio_s,
-            noise * 100.0
+            noise_s
         );
         if ratio.is_finite() && kind != Kind::Cpu && (ratio - 1.0).abs() > noise && a.len() > 1 {
             verdicts.push(format!(
