@@ -157,6 +157,16 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
             }
         }
     }
+    match spec.engine_opts.mem {
+        iolab::mem::MemKind::Malloc => a.push("--mem=malloc".into()),
+        iolab::mem::MemKind::Hugetlb => {
+            a.push("--mem=shmhuge".into());
+            notes.push("mem hugetlb = fio --mem=shmhuge (both take reserved huge pages, /proc/sys/vm/nr_hugepages)".into());
+        }
+        iolab::mem::MemKind::Thp => notes.push(
+            "mem thp (iolab's default): fio has no transparent-huge-page buffer option, so fio runs with its default, malloc".into(),
+        ),
+    }
     if spec.engine_opts.hipri || u.iopoll {
         a.push("--hipri".into());
     }
@@ -378,34 +388,21 @@ impl Comparable {
 mod tests {
     use super::*;
     use crate::spec::StopRule;
-    use iolab::engine::EngineOpts;
     use std::path::PathBuf;
 
     fn base() -> WorkloadSpec {
         WorkloadSpec {
-            engine: EngineKind::Pread,
-            op: OpMix::Read,
-            pattern: AccessPattern::Seq,
             bs: 1 << 20,
-            qd: 1,
-            batch_submit: 1,
-            batch_complete: 1,
-            threads: 1,
-            file_per_thread: false,
             file: PathBuf::from("/data/f"),
             file_size: 2 << 30,
             direct: true,
             cache: CacheMode::Cold,
-            drop_caches: false,
-            engine_opts: EngineOpts::default(),
             stop: StopRule {
                 time_ns: Some(10_000_000_000),
                 ..Default::default()
             },
-            ramp_ns: 0,
-            interval_ns: None,
             seed: 1,
-            verify: false,
+            ..WorkloadSpec::default()
         }
     }
 
@@ -414,6 +411,25 @@ mod tests {
 
     fn line(s: &WorkloadSpec) -> String {
         command(s).unwrap().line()
+    }
+
+    #[test]
+    fn buffer_memory_translates_to_fio_mem() {
+        let mut s = base();
+        s.engine_opts.mem = iolab::mem::MemKind::Malloc;
+        assert!(command(&s)
+            .unwrap()
+            .args
+            .contains(&"--mem=malloc".to_string()));
+        s.engine_opts.mem = iolab::mem::MemKind::Hugetlb;
+        assert!(command(&s)
+            .unwrap()
+            .args
+            .contains(&"--mem=shmhuge".to_string()));
+        s.engine_opts.mem = iolab::mem::MemKind::Thp;
+        let c = command(&s).unwrap();
+        assert!(!c.args.iter().any(|a| a.starts_with("--mem")));
+        assert!(c.notes.iter().any(|n| n.contains("transparent")));
     }
 
     #[test]

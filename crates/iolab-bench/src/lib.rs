@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cpu;
+pub mod devstat;
 pub mod env;
 pub mod error;
 pub mod fio;

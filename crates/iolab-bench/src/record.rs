@@ -42,8 +42,13 @@ pub struct RunMetrics {
     pub read_ops: u64,
     /// Write ops completed.
     pub write_ops: u64,
-    /// Ops that failed.
+    /// Ops that failed (an error, a short transfer, a verify mismatch, a
+    /// timeout).
     pub errors: u64,
+    /// The first errors, word for word (at most
+    /// [`crate::runner::FIRST_ERRORS_KEPT`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_errors: Vec<String>,
     /// Throughput, MiB/s.
     pub mib_per_s: f64,
     /// Ops per second.
@@ -70,6 +75,12 @@ pub struct RunMetrics {
     pub intervals: Vec<IntervalSample>,
     /// The run was stopped early (Ctrl-C).
     pub interrupted: bool,
+    /// The memory the buffers got (`--mem`), summed over workers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem: Option<iolab::mem::Backing>,
+    /// The device's counters over the run, in iostat's terms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<crate::devstat::DeviceView>,
 }
 
 /// Statistics across the repeats of one configuration.

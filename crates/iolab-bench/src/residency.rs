@@ -156,31 +156,16 @@ pub fn cold_ops_limit(spec: &WorkloadSpec) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{OpMix, StopRule};
-    use iolab::engine::{EngineKind, EngineOpts};
 
     fn spec(cache: CacheMode, pattern: AccessPattern, direct: bool) -> WorkloadSpec {
         WorkloadSpec {
-            engine: EngineKind::Pread,
-            op: OpMix::Read,
             pattern,
-            bs: 4096,
-            qd: 1,
-            batch_submit: 1,
-            batch_complete: 1,
-            threads: 1,
-            file_per_thread: false,
             file: PathBuf::from("/x"),
             file_size: 1 << 30,
             direct,
             cache,
-            drop_caches: false,
-            engine_opts: EngineOpts::default(),
-            stop: StopRule::default(),
-            ramp_ns: 0,
-            interval_ns: None,
             seed: 1,
-            verify: false,
+            ..WorkloadSpec::default()
         }
     }
 

@@ -3,12 +3,12 @@
 //! into submitting threads, helper threads and kernel I/O threads. Real
 //! files, real engines.
 
-use iolab::engine::{EngineKind, EngineOpts};
+use iolab::engine::EngineKind;
 use iolab_bench::prepare::{prepare, set_cache, PrepareOpts, Prepared};
 use iolab_bench::record::RunMetrics;
 use iolab_bench::residency::{cold_ops_limit, COLD_MAX_RESIDENT_AFTER};
 use iolab_bench::runner::{run_once, RealEngines, RunControl};
-use iolab_bench::spec::{AccessPattern, CacheMode, OpMix, StopRule, WorkloadSpec};
+use iolab_bench::spec::{AccessPattern, CacheMode, WorkloadSpec};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
@@ -31,25 +31,12 @@ macro_rules! require {
 fn spec(file: &Path, engine: EngineKind, pattern: AccessPattern) -> WorkloadSpec {
     WorkloadSpec {
         engine,
-        op: OpMix::Read,
         pattern,
-        bs: 4096,
-        qd: 1,
-        batch_submit: 1,
-        batch_complete: 1,
-        threads: 1,
-        file_per_thread: false,
         file: file.to_path_buf(),
         file_size: SIZE,
-        direct: false,
         cache: CacheMode::Cold,
-        drop_caches: false,
-        engine_opts: EngineOpts::default(),
-        stop: StopRule::default(),
-        ramp_ns: 0,
-        interval_ns: None,
         seed: 11,
-        verify: false,
+        ..WorkloadSpec::default()
     }
 }
 
@@ -73,7 +60,7 @@ fn run(s: &WorkloadSpec, p: &Prepared) -> RunMetrics {
         on_interval: None,
     };
     let res = set_cache(s, p, s.file_size).unwrap();
-    run_once(s, p, s.file_size, res, &RealEngines, &ctl).unwrap()
+    run_once(s, p, s.file_size, res, RealEngines::shared(), &ctl).unwrap()
 }
 
 fn evictable(dir: &Path) -> bool {
@@ -137,7 +124,7 @@ fn try_run(s: &WorkloadSpec, p: &Prepared) -> Result<RunMetrics, iolab_bench::Be
         on_interval: None,
     };
     let res = set_cache(s, p, s.file_size).unwrap();
-    run_once(s, p, s.file_size, res, &RealEngines, &ctl)
+    run_once(s, p, s.file_size, res, RealEngines::shared(), &ctl)
 }
 
 #[test]

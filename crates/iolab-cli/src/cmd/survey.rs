@@ -6,10 +6,10 @@
 use super::bench::{execute, temp_path, Session};
 use crate::output::table::{count, ns};
 use anyhow::Result;
-use iolab::engine::{EngineKind, EngineOpts};
+use iolab::engine::EngineKind;
 use iolab_bench::prepare::human;
 use iolab_bench::record::{BenchRecord, LATENCY_DEFINITION};
-use iolab_bench::spec::{AccessPattern, CacheMode, OpMix, StopRule, WorkloadSpec};
+use iolab_bench::spec::{AccessPattern, CacheMode, StopRule, WorkloadSpec};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -135,20 +135,13 @@ fn survey_specs(plans: &[Plan], file: &Path, size: u64, time: u64) -> Vec<Worklo
         .iter()
         .map(|p| WorkloadSpec {
             engine: p.engine,
-            op: OpMix::Read,
             pattern: p.pattern,
             bs: p.bs,
             qd: p.qd,
-            batch_submit: 1,
-            batch_complete: 1,
-            threads: 1,
-            file_per_thread: false,
             file: file.to_path_buf(),
             file_size: size,
             direct: p.direct,
             cache: p.cache,
-            drop_caches: false,
-            engine_opts: EngineOpts::default(),
             stop: StopRule {
                 // A cold sequential run reads the file once: a second pass
                 // would come from the page cache. Everything else runs for
@@ -158,10 +151,7 @@ fn survey_specs(plans: &[Plan], file: &Path, size: u64, time: u64) -> Vec<Worklo
                 ops: None,
                 time_ns: Some(time),
             },
-            ramp_ns: 0,
-            interval_ns: None,
-            seed: 42,
-            verify: false,
+            ..WorkloadSpec::default()
         })
         .map(stay_cold)
         .collect()
@@ -192,7 +182,10 @@ pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
     if a.json {
         exporters.push(Box::new(crate::output::json::Json::default()));
     }
-    let recs = execute(&specs, &ses, true, &mut exporters, |_| {})?;
+    let (recs, failed) = execute(&specs, &ses, true, &mut exporters, |_| {})?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
     if !a.json {
         let groups: Vec<Group> = plans.iter().map(|p| p.group).collect();
         crate::output::stdout(&render(&recs, &groups))?;
