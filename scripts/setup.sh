@@ -5,6 +5,8 @@ set -euo pipefail
 need=()
 command -v fio >/dev/null 2>&1 || need+=(fio)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# iolab record runs programs under strace (and its tests record a child).
+command -v strace >/dev/null 2>&1 || need+=(strace)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need[*]}" >&2

@@ -20,5 +20,6 @@ pub mod runner;
 pub mod spec;
 pub mod stats;
 pub mod system;
+pub mod trace;
 
 pub use error::{BenchError, Result};

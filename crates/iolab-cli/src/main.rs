@@ -37,6 +37,12 @@ enum Cmd {
     /// The cost of the operating system's basic operations (syscalls,
     /// context switches, memory, page faults, loopback network, file cache).
     Sys(cmd::sys::SysArgs),
+    /// Record what a program reads (under strace) as an iolab CSV trace.
+    Record(cmd::record::RecordArgs),
+    /// Inspect a trace (`iolab trace stats FILE`).
+    Trace(cmd::trace::TraceArgs),
+    /// Replay a trace against every reading technique and compare them.
+    Replay(Box<cmd::replay::ReplayArgs>),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +70,9 @@ fn main() -> ExitCode {
         Some(Cmd::Bench(a)) => cmd::bench::run(&a, stop),
         Some(Cmd::Xor(a)) => cmd::xor::run(&a, stop),
         Some(Cmd::Sys(a)) => cmd::sys::run(&a, stop),
+        Some(Cmd::Record(a)) => cmd::record::run(&a, stop),
+        Some(Cmd::Trace(a)) => cmd::trace::run(&a, stop),
+        Some(Cmd::Replay(a)) => cmd::replay::run(&a, stop),
     };
     cleanup::remove_all();
     let _ = stop;
