@@ -68,7 +68,12 @@ for n in names:
     if null and c.get("fair"):
         fair = [i["iops"] / f["iops"] for i, f in zip(c["iolab"], c["fair"]["fio"])]
         med[n + " (fair)"] = (st.median(fair), float("nan"))
-        med[n] = (med[n][0], med[n][1])
+        # CPU per op of the submitting threads, fio/iolab: on a loaded
+        # machine IOPS also measure who got the CPU; this does not.
+        per_op = lambda x: x.get("cpu_submit_pct", x["cpu_pct"]) / max(x["iops"], 1)
+        for tag, side in (("default", c["fio"]), ("fair", c["fair"]["fio"])):
+            r_ = [per_op(f) / per_op(i) for i, f in zip(c["iolab"], side)]
+            print(f'{n} ({tag}): fio/iolab CPU per op {st.median(r_):.3f}')
 print()
 print(f"median iolab/fio ratios (throughput, IOPS for null: higher is better for iolab; p99: lower is better):")
 print(f'{"workload":<36} {"throughput":>10} {"p99":>8}')

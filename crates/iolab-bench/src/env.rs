@@ -79,6 +79,12 @@ fn read_trim(p: impl AsRef<Path>) -> Option<String> {
 impl Environment {
     /// Captures the environment for I/O under `path` (a file or directory).
     pub fn capture(path: &Path) -> Self {
+        // A bare file name's parent is "": the current directory.
+        let path = if path.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            path
+        };
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         let cpu_model = cpuinfo
             .lines()
@@ -214,6 +220,13 @@ mod tests {
         if std::path::Path::new("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").exists() {
             assert!(e.cpu_governor.is_some());
         }
+    }
+
+    #[test]
+    fn an_empty_parent_is_the_current_directory() {
+        let e = Environment::capture(Path::new(""));
+        assert_eq!(e.fs_type, Environment::capture(Path::new(".")).fs_type);
+        assert!(e.fs_type.is_some());
     }
 
     #[test]

@@ -159,10 +159,16 @@ fn vs_fio_null_is_fair_and_default_cpu_like_for_like_and_names_the_machine() {
     );
     assert!(o.status.success(), "{o:?}");
     let t = stdout(&o);
-    assert!(
-        t.contains("iolab/fio IOPS, fair") && t.contains("iolab/fio IOPS, default"),
-        "{t}"
-    );
+    let line = |k: &str| {
+        t.lines()
+            .find(|l| l.trim_start().starts_with(k))
+            .map(str::to_string)
+    };
+    let fair = line("fair ").unwrap_or_else(|| panic!("no fair line: {t}"));
+    let default = line("default ").unwrap_or_else(|| panic!("no default line: {t}"));
+    assert!(fair.contains("IOPS") && fair.contains("cpu/op"), "{t}");
+    assert!(fair.contains("--disable_lat=1"), "{t}");
+    assert!(default.contains("fio's default accounting"), "{t}");
     assert!(t.contains("cpu sub%") && t.contains("like for like"), "{t}");
 }
 

@@ -274,14 +274,20 @@ pub fn render(rec: &BenchRecord) -> String {
             Some(mb) => (fmt(mb), "n/c".to_string(), f64::NAN),
             None => ("not measured".to_string(), "n/c".to_string(), f64::NAN),
         };
+        // Noise between pairs only where there is a ratio to judge.
+        let noise_s = if comparable {
+            format!("{:.1}%", noise * 100.0)
+        } else {
+            "-".to_string()
+        };
         let _ = writeln!(
             o,
-            "{:<8} {:>12} {:>12} {:>10} {:>7.1}%",
+            "{:<8} {:>12} {:>12} {:>10} {:>8}",
             name,
             fmt(ma),
             fio_s,
             ratio_s,
-            noise * 100.0
+            noise_s
         );
         if ratio.is_finite() && kind != Kind::Cpu && (ratio - 1.0).abs() > noise && a.len() > 1 {
             verdicts.push(format!(
@@ -308,22 +314,37 @@ pub fn render(rec: &BenchRecord) -> String {
     );
     if let Some(f) = &c.fair {
         let iops = |v: &[Comparable]| median(&v.iter().map(|c| c.iops).collect::<Vec<_>>());
-        let ours = iops(&c.iolab);
+        // CPU per op of the submitting threads: on a loaded machine the
+        // IOPS ratio also measures who got more of the CPU; this does not.
+        let per_op = |v: &[Comparable]| {
+            median(
+                &v.iter()
+                    .map(|c| c.cpu_submit_pct * 1e7 / c.iops.max(1.0))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let (ours, our_ns) = (iops(&c.iolab), per_op(&c.iolab));
         let _ = writeln!(
             o,
-            "null engine, framework cost (both tools pinned to CPU {}):",
+            "null engine, framework cost (both tools pinned to CPU {}); iolab/fio IOPS, and fio/iolab CPU per op (higher = iolab cheaper):",
             f.cpu
         );
         let _ = writeln!(
             o,
-            "  iolab/fio IOPS, fair    {:.3}  (fio with iolab's accounting: {})",
+            "  fair    IOPS {:.3}  cpu/op {:.3} ({} vs {})  fio with iolab's accounting: {}",
             ours / iops(&f.fio),
+            per_op(&f.fio) / our_ns,
+            ns(our_ns),
+            ns(per_op(&f.fio)),
             f.command
         );
         let _ = writeln!(
             o,
-            "  iolab/fio IOPS, default {:.3}  (fio's default accounting: slat, clat, lat and their histograms per op)",
-            ours / iops(&c.fio)
+            "  default IOPS {:.3}  cpu/op {:.3} ({} vs {})  fio's default accounting: slat, clat, lat and their histograms per op",
+            ours / iops(&c.fio),
+            per_op(&c.fio) / our_ns,
+            ns(our_ns),
+            ns(per_op(&c.fio))
         );
     }
     o

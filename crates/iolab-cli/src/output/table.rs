@@ -56,7 +56,7 @@ pub fn detail(rec: &BenchRecord) -> String {
     let _ = writeln!(o, "{}  {}", rec.label, describe(rec));
     let _ = writeln!(
         o,
-        "  resident         {:.1} % of the file in the page cache before, {:.1} % after{}",
+        "  resident before  {:.1} % of the file in the page cache, after {:.1} %{}",
         r.resident_before * 100.0,
         r.resident_after * 100.0,
         match r.cache_held {
