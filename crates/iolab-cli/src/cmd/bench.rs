@@ -257,7 +257,8 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
         pool_threads: a.pool_threads.unwrap_or(0),
         mem: a.mem,
         uring: UringOpts {
-            reg_files: a.reg_files,
+            // SQPOLL always registers the files (as fio does): say so in the record.
+            reg_files: a.reg_files || a.sqpoll,
             fixed_bufs: a.fixed_bufs,
             sqpoll: a.sqpoll,
             sqpoll_idle_ms: a.sqpoll_idle,
