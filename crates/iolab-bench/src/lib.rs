@@ -6,6 +6,7 @@
 //! only through the `iolab` crate.
 #![forbid(unsafe_code)]
 
+pub mod cpu;
 pub mod devstat;
 pub mod env;
 pub mod error;
@@ -14,6 +15,7 @@ pub mod metrics;
 pub mod offsets;
 pub mod prepare;
 pub mod record;
+pub mod residency;
 pub mod runner;
 pub mod spec;
 pub mod stats;
