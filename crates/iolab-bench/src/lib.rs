@@ -17,6 +17,7 @@ pub mod prepare;
 pub mod record;
 pub mod residency;
 pub mod runner;
+pub mod skew;
 pub mod spec;
 pub mod stats;
 pub mod system;
