@@ -11,6 +11,8 @@ pub mod devstat;
 pub mod env;
 pub mod error;
 pub mod fio;
+pub mod lab;
+pub mod fiojob;
 pub mod metrics;
 pub mod offsets;
 pub mod prepare;
@@ -21,5 +23,6 @@ pub mod skew;
 pub mod spec;
 pub mod stats;
 pub mod system;
+pub mod trace;
 
 pub use error::{BenchError, Result};
