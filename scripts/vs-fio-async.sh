@@ -4,7 +4,8 @@
 # +S SQPOLL) and libaio on 1 and 2 threads, plus sequential 1 MiB at depth
 # 4 and 16, each as `iolab bench --vs fio` pairs (alternating who goes
 # first). Prints per row the median iolab/fio ratios of IOPS, CPU per I/O
-# (submitting threads on both sides: like for like) and p99.9 latency.
+# (submitting threads on both sides: like for like) and p99.9 latency, and
+# the spread (min-max) of the per-pair IOPS ratios.
 #
 # usage: scripts/vs-fio-async.sh [DIR]   (env: PAIRS=3 TIME=3 SIZE=2g DEPTHS=1,4,16,32,64)
 set -euo pipefail
