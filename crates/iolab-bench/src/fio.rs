@@ -131,6 +131,11 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
         AccessPattern::Shuffle => {
             notes.push("shuffle = every block once = fio's default random map".into())
         }
+        AccessPattern::Skewed(k) => {
+            a.push(format!("--random_distribution={}:{}", k.kind(), k.param()));
+            a.push("--norandommap".into());
+            notes.push(format!("{k} = fio --random_distribution={k} (same law and parameter, not fio's sequence; fio disables its random map for it)"));
+        }
         AccessPattern::Seq => {}
     }
     if spec.pattern != AccessPattern::Seq {
@@ -179,7 +184,7 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
         a.push("--hipri".into());
     }
     // Sizes: a shared file's sequential work is sliced per thread.
-    if !spec.file_per_thread && workers > 1 && spec.pattern != AccessPattern::Rand {
+    if !spec.file_per_thread && workers > 1 && !spec.pattern.with_replacement() {
         let slice = spec.file_size / workers / spec.bs * spec.bs;
         a.push(format!("--size={}", fio_size(slice)));
         a.push(format!("--offset_increment={}", fio_size(slice)));
@@ -353,6 +358,25 @@ mod tests {
 
     fn line(s: &WorkloadSpec) -> String {
         command(s).unwrap().line()
+    }
+
+    #[test]
+    fn skewed_patterns_translate_to_random_distribution() {
+        let mut s = base();
+        s.pattern = "zipf:1.2".parse().unwrap();
+        let c = command(&s).unwrap();
+        for want in [
+            "--rw=randread",
+            "--random_distribution=zipf:1.2",
+            "--norandommap",
+        ] {
+            assert!(c.args.contains(&want.to_string()), "{want}: {:?}", c.args);
+        }
+        s.pattern = "normal:10".parse().unwrap();
+        let c = command(&s).unwrap();
+        assert!(c
+            .args
+            .contains(&"--random_distribution=normal:10".to_string()));
     }
 
     #[test]

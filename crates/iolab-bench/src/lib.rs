@@ -20,6 +20,7 @@ pub mod ranks;
 pub mod record;
 pub mod residency;
 pub mod runner;
+pub mod skew;
 pub mod spec;
 pub mod stats;
 pub mod system;

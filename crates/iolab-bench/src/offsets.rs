@@ -107,6 +107,7 @@ pub struct OffsetGen {
     perm: Permutation,
     pass: u64,
     seed: u64,
+    skew: Option<crate::skew::SkewGen>,
 }
 
 impl OffsetGen {
@@ -122,6 +123,10 @@ impl OffsetGen {
             perm: Permutation::new(blocks.max(1), seed),
             pass: 0,
             seed,
+            skew: match pattern {
+                AccessPattern::Skewed(k) => Some(crate::skew::SkewGen::new(k, blocks.max(1), seed)),
+                _ => None,
+            },
         }
     }
 
@@ -131,6 +136,10 @@ impl OffsetGen {
     pub fn next_offset(&mut self) -> u64 {
         let b = match self.pattern {
             AccessPattern::Rand => self.rng.below(self.blocks),
+            AccessPattern::Skewed(_) => match &self.skew {
+                Some(g) => g.next_block(&mut self.rng),
+                None => self.rng.below(self.blocks),
+            },
             AccessPattern::Seq | AccessPattern::Shuffle => {
                 if self.pos == self.blocks {
                     self.pos = 0;

@@ -89,7 +89,7 @@ pub struct CacheCheck {
 /// Whether a run could have read any block twice: then pages it brought
 /// into the cache may have served its later reads.
 fn may_reread(spec: &WorkloadSpec, ops: u64) -> bool {
-    spec.pattern == AccessPattern::Rand || ops.saturating_mul(spec.bs) > spec.data_bytes()
+    spec.pattern.with_replacement() || ops.saturating_mul(spec.bs) > spec.data_bytes()
 }
 
 /// Compares the snapshot taken before a run with the cache now.

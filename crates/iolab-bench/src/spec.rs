@@ -17,6 +17,9 @@ pub enum AccessPattern {
     Rand,
     /// Every block exactly once, in random order (fio's default random map).
     Shuffle,
+    /// Random with replacement from a skewed law: fio's
+    /// `random_distribution=zipf:θ|pareto:h|normal:dev`.
+    Skewed(crate::skew::Skew),
 }
 
 impl AccessPattern {
@@ -26,7 +29,14 @@ impl AccessPattern {
             AccessPattern::Seq => "seq",
             AccessPattern::Rand => "rand",
             AccessPattern::Shuffle => "shuffle",
+            AccessPattern::Skewed(k) => k.kind(),
         }
+    }
+
+    /// Random with replacement over the whole range (uniform or skewed):
+    /// every thread draws from all blocks, and one pass has no meaning.
+    pub fn with_replacement(self) -> bool {
+        matches!(self, AccessPattern::Rand | AccessPattern::Skewed(_))
     }
 
     /// The kernel hint that fits the pattern.
@@ -40,18 +50,24 @@ impl AccessPattern {
 
 impl fmt::Display for AccessPattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        match self {
+            AccessPattern::Skewed(k) => write!(f, "{k}"),
+            _ => f.write_str(self.name()),
+        }
     }
 }
 
 impl FromStr for AccessPattern {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
+        if let Some(k) = crate::skew::Skew::parse(s) {
+            return k.map(AccessPattern::Skewed);
+        }
         match s {
             "seq" | "sequential" => Ok(AccessPattern::Seq),
             "rand" | "random" => Ok(AccessPattern::Rand),
             "shuffle" => Ok(AccessPattern::Shuffle),
-            _ => Err(format!("unknown pattern '{s}' (one of seq, rand, shuffle)")),
+            _ => Err(format!("unknown pattern '{s}' (one of seq, rand, shuffle, zipf:THETA, pareto:H, normal:DEV)")),
         }
     }
 }

@@ -88,15 +88,14 @@ impl Backing {
         }
     }
 
-    /// One phrase for tables: `thp: 2.0/2.0 MiB in huge pages`.
+    /// One phrase for tables: `thp: 2.0 MiB of 2.0 MiB in huge pages`.
     pub fn describe(&self) -> String {
-        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
         match self.huge_bytes {
             Some(h) => format!(
-                "{}: {:.1}/{:.1} MiB in huge pages",
+                "{}: {} of {} in huge pages",
                 self.mem,
-                mib(h),
-                mib(self.bytes)
+                size(h),
+                size(self.bytes)
             ),
             None => format!("{}: backing unknown (no /proc/self/smaps)", self.mem),
         }
@@ -113,6 +112,15 @@ impl Backing {
             bytes: len as u64,
             huge_bytes,
         }
+    }
+}
+
+fn size(b: u64) -> String {
+    match b {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
     }
 }
 

@@ -78,3 +78,66 @@ fn fixed_buffers_and_registered_files_are_used_and_read_right() {
         assert!(s.enter_calls >= 1);
     }
 }
+
+#[test]
+fn sqpoll_always_registers_the_files() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("f");
+    let pat = Pattern::new(4);
+    create_pattern_file(
+        &p,
+        1 << 20,
+        pat,
+        false,
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap();
+    let cfg = EngineConfig {
+        files: vec![EngineFile {
+            path: p.clone(),
+            file: open(&p, OpenSpec::default()).unwrap(),
+            len: 1 << 20,
+        }],
+        qd: 4,
+        max_len: 4096,
+        mem_align: 4096,
+        direct: false,
+        opts: EngineOpts {
+            uring: UringOpts {
+                sqpoll: true,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    };
+    let mut e = match engine::build(EngineKind::Uring, cfg) {
+        Ok(e) => e,
+        Err(err) => {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "{err}");
+            eprintln!("SKIPPED: sqpoll_always_registers_the_files: {err}");
+            return;
+        }
+    };
+    let ops: Vec<Op> = (0..4u32)
+        .map(|i| Op {
+            tag: i as u64,
+            kind: OpKind::Read,
+            file: FileId(0),
+            offset: i as u64 * 8192,
+            len: 4096,
+            buf: BufId(i),
+        })
+        .collect();
+    let mut done = Vec::new();
+    e.submit_and_reap(&ops, 4, &mut done).unwrap();
+    while done.len() < 4 {
+        e.reap(1, &mut done).unwrap();
+    }
+    for d in &done {
+        assert_eq!(d.res, Ok(4096));
+        let op = ops[d.tag as usize];
+        assert!(pat.verify(&e.buf(op.buf)[..4096], op.offset).is_ok());
+    }
+    assert_eq!(e.stats().fixed_file_ops, 4, "{:?}", e.stats());
+}

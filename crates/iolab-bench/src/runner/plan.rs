@@ -3,7 +3,7 @@
 use crate::error::{BenchError, Result};
 use crate::offsets::OffsetGen;
 use crate::prepare::Prepared;
-use crate::spec::{AccessPattern, StopRule, WorkloadSpec};
+use crate::spec::{StopRule, WorkloadSpec};
 use iolab::pattern::Pattern;
 use std::path::PathBuf;
 
@@ -39,7 +39,7 @@ pub(super) fn plans(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<V
     for t in 0..w {
         let (file_idx, first, count) = if spec.file_per_thread {
             (t as usize, 0, blocks)
-        } else if spec.pattern == AccessPattern::Rand {
+        } else if spec.pattern.with_replacement() {
             (0, 0, blocks)
         } else {
             let a = t * blocks / w;
@@ -52,7 +52,7 @@ pub(super) fn plans(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<V
                 blocks, spec.bs
             )));
         }
-        let budget = if one_pass && spec.pattern != AccessPattern::Rand && !spec.file_per_thread {
+        let budget = if one_pass && !spec.pattern.with_replacement() && !spec.file_per_thread {
             // One pass: each worker exactly its own slice.
             Some(count)
         } else {

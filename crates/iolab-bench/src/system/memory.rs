@@ -161,6 +161,13 @@ pub fn latency(cfg: &Config<'_>) -> Result<Entry> {
         }
         ys.push(v);
     }
+    // What pages the walk ran on decides how many loads also miss the TLB:
+    // record it rather than assume it (issue 11 §6).
+    let backing = iolab::mem::Backing::measure(
+        iolab::mem::MemKind::Malloc,
+        arr.as_ptr() as usize,
+        arr.len() * 4,
+    );
     drop(arr);
     let windows = plateau_windows(&caches);
     let mut plateaus = Vec::new();
@@ -193,6 +200,11 @@ pub fn latency(cfg: &Config<'_>) -> Result<Entry> {
             max / MIB
         ),
     );
+    e.notes.push(format!(
+        "walk buffer {}; with 4 KiB pages a working set beyond the second-level TLB's reach (a few MiB) adds a page walk to most loads, with 2 MiB pages not until hundreds of MiB",
+        backing.describe()
+    ));
+    e.notes.push("lmbench's lat_mem_rd walks the buffer backwards at a fixed stride (its default order), which hardware prefetchers follow; this walk is one random cycle over every 64-byte line, which they cannot: on this VM at 16 MiB a stride-64 backward walk read 15-68 ns per load, stride 128 40-133 ns, a random cycle 450-1570 ns (4 KiB pages) and 450-770 ns (2 MiB pages), all under heavy load. Compare like with like: the same order, stride and page size".into());
     if ram_per_rep.is_empty() {
         // Not enough range for a RAM plateau: report the largest size.
         ram_per_rep = ys.last().cloned().unwrap_or_default();

@@ -52,7 +52,9 @@ pub struct BenchArgs {
     /// Percentage of reads with `--op rw`.
     #[arg(long, default_value_t = 70, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub read_pct: u8,
-    /// Access pattern(s): seq, rand (uniform, with replacement), shuffle (every block once).
+    /// Access pattern(s): seq, rand (uniform, with replacement), shuffle (every
+    /// block once), or skewed like fio's random_distribution: zipf:THETA,
+    /// pareto:H, normal:DEV (standard deviation in % of the file).
     #[arg(long, value_delimiter = ',', default_value = "seq", value_parser = pattern)]
     pub pattern: Vec<AccessPattern>,
     /// Block size(s), binary units (4k, 1m).
@@ -266,7 +268,8 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
         pool_threads: a.pool_threads.unwrap_or(0),
         mem: a.mem,
         uring: UringOpts {
-            reg_files: a.reg_files,
+            // SQPOLL always registers the files (as fio does): say so in the record.
+            reg_files: a.reg_files || a.sqpoll,
             fixed_bufs: a.fixed_bufs,
             sqpoll: a.sqpoll,
             sqpoll_idle_ms: a.sqpoll_idle,

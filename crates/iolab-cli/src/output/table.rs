@@ -65,6 +65,10 @@ pub fn detail(rec: &BenchRecord) -> String {
             None => String::new(),
         }
     );
+    if let iolab_bench::spec::AccessPattern::Skewed(k) = rec.spec.pattern {
+        let blocks = rec.spec.file_size / rec.spec.bs.max(1);
+        let _ = writeln!(o, "  {}", k.hot_set_line(blocks));
+    }
     if let Some(b) = &r.mem {
         let _ = writeln!(o, "  buffers          {}", b.describe());
     }
@@ -173,7 +177,7 @@ pub fn sweep(recs: &[BenchRecord]) -> String {
             "{:<14} {:<8} {:<7} {:>8} {:>4} {:>4} {:>5} {:>6} {:>10.1} {:>8.1} {:>10} {:>10} {:>10} {:>10} {:>6.1}",
             rec.label,
             s.engine.name(),
-            s.pattern.name(),
+            s.pattern.to_string(),
             human(s.bs),
             s.qd,
             s.batch_submit,

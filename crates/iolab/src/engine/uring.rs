@@ -7,6 +7,21 @@
 //! The ring is set up single-issuer with deferred task work where the kernel
 //! has it (6.1+): each worker owns its ring, and completions then run in the
 //! worker's own context at reap time instead of interrupting it.
+//!
+//! With SQPOLL the engine follows fio's io_uring engine (compared against
+//! engines/io_uring.c) where that pays: the files are always registered
+//! (otherwise the kernel's SQ thread takes a file reference for every SQE),
+//! the ring gets COOP_TASKRUN, and submitting is only a store to the SQ tail
+//! (a system call only when the SQ thread sleeps and asks to be woken).
+//! Where it does not pay it differs on purpose: fio waits for completions
+//! by spinning on the CQ ring without ever entering the kernel; iolab sleeps
+//! in `io_uring_enter`. Spinning is fastest while the spinner and the SQ
+//! thread each have a core of their own, and collapses when they share one:
+//! the spinner holds the CPU the SQ thread needs to issue and complete the
+//! very I/O it waits for. Measured on this 2-core VM under load (README,
+//! "SQPOLL"), fio's depth-1 SQPOLL fell to 31–123 IOPS, and a bounded
+//! spin in iolab (twice the recent wait, backing off after a preemption)
+//! still lost 6–10× to sleeping.
 
 use super::{Caps, Done, Engine, EngineConfig, EngineFile, EngineStats, Op, OpKind};
 use crate::buf::BufPool;
@@ -57,6 +72,8 @@ impl Uring {
     /// the read/write opcodes exist.
     pub fn new(cfg: EngineConfig) -> Result<Self> {
         let mut u = cfg.opts.uring;
+        // As fio does: the SQ thread should not take a file reference per SQE.
+        u.reg_files |= u.sqpoll;
         // fio's io_uring `hipri` is IOPOLL; iolab's --hipri means the same here.
         u.iopoll |= cfg.opts.hipri;
         if u.iopoll && !cfg.direct {
@@ -98,7 +115,11 @@ impl Uring {
                 // array (6.6+), and for rings the worker drives itself, one
                 // issuer whose completions run when it reaps (6.1+).
                 b.setup_no_sqarray();
-                if !u.sqpoll {
+                if u.sqpoll {
+                    // fio's flags for an SQPOLL ring (DEFER_TASKRUN is
+                    // refused with SQPOLL): no interrupting task work.
+                    b.setup_coop_taskrun();
+                } else {
                     b.setup_single_issuer().setup_defer_taskrun();
                 }
             }
