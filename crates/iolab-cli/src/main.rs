@@ -37,6 +37,10 @@ enum Cmd {
     /// The cost of the operating system's basic operations (syscalls,
     /// context switches, memory, page faults, loopback network, file cache).
     Sys(cmd::sys::SysArgs),
+    /// Read whole files as fast as this machine can (to stdout or -o OUT).
+    Cat(cmd::cat::CatArgs),
+    /// XOR of a whole file's 4-byte words (final partial word dropped), as 8 hex digits.
+    Fast(cmd::cat::FastArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +68,8 @@ fn main() -> ExitCode {
         Some(Cmd::Bench(a)) => cmd::bench::run(&a, stop),
         Some(Cmd::Xor(a)) => cmd::xor::run(&a, stop),
         Some(Cmd::Sys(a)) => cmd::sys::run(&a, stop),
+        Some(Cmd::Cat(a)) => cmd::cat::run(&a, stop),
+        Some(Cmd::Fast(a)) => cmd::cat::run_fast(&a, stop),
     };
     cleanup::remove_all();
     let _ = stop;

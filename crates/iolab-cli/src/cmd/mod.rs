@@ -1,6 +1,7 @@
 //! The subcommands, one file each.
 
 pub mod bench;
+pub mod cat;
 pub mod survey;
 pub mod sys;
 pub mod vs;
