@@ -17,5 +17,6 @@ pub mod runner;
 pub mod spec;
 pub mod stats;
 pub mod system;
+pub mod tune;
 
 pub use error::{BenchError, Result};

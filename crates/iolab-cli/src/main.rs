@@ -41,6 +41,8 @@ enum Cmd {
     Cat(cmd::cat::CatArgs),
     /// XOR of a whole file's 4-byte words (final partial word dropped), as 8 hex digits.
     Fast(cmd::cat::FastArgs),
+    /// Measure how this machine reads and write the profile `Auto` uses.
+    Tune(cmd::tune::TuneArgs),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +72,7 @@ fn main() -> ExitCode {
         Some(Cmd::Sys(a)) => cmd::sys::run(&a, stop),
         Some(Cmd::Cat(a)) => cmd::cat::run(&a, stop),
         Some(Cmd::Fast(a)) => cmd::cat::run_fast(&a, stop),
+        Some(Cmd::Tune(a)) => cmd::tune::run(&a, stop),
     };
     cleanup::remove_all();
     let _ = stop;

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod cat;
 pub mod survey;
 pub mod sys;
+pub mod tune;
 pub mod vs;
 pub mod xor;
 
