@@ -294,7 +294,7 @@ fn worker(
     let per = (blocks / case.threads as u64).max(1);
     let mut next = k as u64 * per;
     let end = (next + per).min(blocks);
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (k as u64 + 1) * 0x1234_5677);
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((k as u64 + 1) * 0x1234_5677));
     while t0.elapsed() < budget && !stop.load(Ordering::Relaxed) {
         let mut offs = Vec::with_capacity(depth);
         for _ in 0..depth {
@@ -358,7 +358,7 @@ pub fn mark_pareto(ms: &mut [Measurement]) {
     }
 }
 
-fn best<'a>(ms: &'a [Measurement], f: impl Fn(&Measurement) -> bool) -> Option<&'a Measurement> {
+fn best(ms: &[Measurement], f: impl Fn(&Measurement) -> bool) -> Option<&Measurement> {
     ms.iter()
         .filter(|m| f(m))
         .max_by(|a, b| a.mib_s.total_cmp(&b.mib_s))
