@@ -132,7 +132,6 @@ fn measure_all(
         pb.inc(1);
     }
     pb.finish_and_clear();
-    let mut ms = ms;
     tune::mark_pareto(&mut ms);
     Ok(ms)
 }
