@@ -10,6 +10,7 @@ pub mod env;
 pub mod error;
 pub mod fio;
 pub mod metrics;
+pub mod mixed;
 pub mod offsets;
 pub mod prepare;
 pub mod record;

@@ -43,6 +43,8 @@ enum Cmd {
     Fast(cmd::cat::FastArgs),
     /// Measure how this machine reads and write the profile `Auto` uses.
     Tune(cmd::tune::TuneArgs),
+    /// One pass of the mixed workload (adaptive against fixed techniques).
+    Mixed(cmd::mixed::MixedArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,6 +75,7 @@ fn main() -> ExitCode {
         Some(Cmd::Cat(a)) => cmd::cat::run(&a, stop),
         Some(Cmd::Fast(a)) => cmd::cat::run_fast(&a, stop),
         Some(Cmd::Tune(a)) => cmd::tune::run(&a, stop),
+        Some(Cmd::Mixed(a)) => cmd::mixed::run(&a, stop),
     };
     cleanup::remove_all();
     let _ = stop;

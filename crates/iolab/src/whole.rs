@@ -122,6 +122,7 @@ pub fn read_whole_plan(
         };
         match ring::stream_file(
             &fh,
+            0,
             len,
             chunk,
             depth,

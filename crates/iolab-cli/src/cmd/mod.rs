@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod cat;
+pub mod mixed;
 pub mod survey;
 pub mod sys;
 pub mod tune;
