@@ -4,7 +4,7 @@
 # +S SQPOLL) and libaio on 1 and 2 threads, plus sequential 1 MiB at depth
 # 4 and 16, each as `iolab bench --vs fio` pairs (alternating who goes
 # first). Prints per row the median iolab/fio ratios of IOPS, CPU per I/O
-# and p99.9 latency.
+# (submitting threads on both sides: like for like) and p99.9 latency.
 #
 # usage: scripts/vs-fio-async.sh [DIR]   (env: PAIRS=3 TIME=3 SIZE=2g DEPTHS=1,4,16,32,64)
 set -euo pipefail
@@ -40,8 +40,8 @@ for line in open(sys.argv[1]):
     def med(side, f):
         return st.median(f(x) for x in c[side])
     ii, fi = med("iolab", lambda x: x["iops"]), med("fio", lambda x: x["iops"])
-    ic = med("iolab", lambda x: x["cpu_pct"] / max(x["iops"], 1))
-    fc = med("fio", lambda x: x["cpu_pct"] / max(x["iops"], 1))
+    ic = med("iolab", lambda x: x.get("cpu_submit_pct", x["cpu_pct"]) / max(x["iops"], 1))
+    fc = med("fio", lambda x: x.get("cpu_submit_pct", x["cpu_pct"]) / max(x["iops"], 1))
     ip, fp = med("iolab", lambda x: x["p99_9_ns"]), med("fio", lambda x: x["p99_9_ns"])
     print(f'{r["label"]:<16} {ii:>11.0f} {fi:>11.0f} {ii/fi:>6.3f} {ic/fc:>7.3f} {ip/fp:>6.3f}')
 PY

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# iolab against fio on the same 2 GiB file, alternately, PAIRS pairs per
-# workload; prints per workload the median iolab/fio ratio of throughput and
-# of p99 latency (both tools measure submit-to-completion latency here: fio's
-# lat percentiles are requested with --lat_percentiles=1).
+# iolab against fio on the same file, alternately, PAIRS pairs per workload;
+# prints per workload the median iolab/fio ratio of throughput and of p99
+# latency, and for the null engine the framework-cost ratio both fair (fio
+# with iolab's per-op accounting) and default (fio's own accounting).
+#
+# fio's options are never written here: every run goes through
+# `iolab bench --vs fio`, and the commands shown come from
+# `iolab bench --print-fio`, the same translation.
 #
 # usage: scripts/vs-fio.sh [DIR]   (env: PAIRS=3 TIME=5 SIZE=2g KEEP=0)
 set -euo pipefail
@@ -20,70 +24,56 @@ out=$(mktemp -d)
 cleanup() { rm -rf "$out"; [ "${KEEP:-0}" = 1 ] || rm -f "$file"; }
 trap cleanup EXIT INT TERM
 [ -e "$file" ] || "$iolab" bench --file "$file" --size "$size" --ops 1 >/dev/null
-warm() { dd if="$file" of=/dev/null bs=1M status=none; }
 # This disk may sit on a host cache: read the file twice first so neither
-# tool inherits a cache the other warmed, and alternate who goes first.
+# tool inherits a cache the other warmed (--vs fio alternates who goes first).
 "$iolab" xor "$file" >/dev/null 2>&1; "$iolab" xor "$file" >/dev/null 2>&1
 
-# name | iolab flags | fio flags | cache (cold/warm)
+# name | iolab flags (fio's come from the same translation)
 workloads=(
-  "seq-1m-direct-pread-qd1|--engine pread --pattern seq --bs 1m --direct|--ioengine=psync --rw=read --bs=1m --direct=1|cold"
-  "rand-4k-direct-pread-qd1|--engine pread --pattern rand --bs 4k --direct|--ioengine=psync --rw=randread --norandommap --randrepeat=0 --bs=4k --direct=1|cold"
-  "rand-4k-direct-uring-qd32|--engine uring --qd 32 --pattern rand --bs 4k --direct|--ioengine=io_uring --iodepth=32 --rw=randread --norandommap --randrepeat=0 --bs=4k --direct=1|cold"
-  "seq-128k-buffered-warm-pread|--engine pread --pattern seq --bs 128k|--ioengine=psync --rw=read --bs=128k --direct=0|warm"
-  "rand-4k-mmap-warm|--engine mmap --pattern rand --bs 4k|--ioengine=mmap --rw=randread --norandommap --randrepeat=0 --bs=4k|warm"
-  "null-qd1-iops-per-thread|--engine null --pattern rand --bs 4k|--ioengine=null --rw=randread --norandommap --randrepeat=0 --bs=4k|null"
+  "seq-1m-direct-pread-qd1|--engine pread --pattern seq --bs 1m --direct --cache cold"
+  "rand-4k-direct-pread-qd1|--engine pread --pattern rand --bs 4k --direct --cache cold"
+  "rand-4k-direct-uring-qd32|--engine uring --qd 32 --pattern rand --bs 4k --direct --cache cold"
+  "seq-128k-buffered-warm-pread|--engine pread --pattern seq --bs 128k --cache warm"
+  "rand-4k-mmap-warm|--engine mmap --pattern rand --bs 4k --cache warm"
+  "null-qd1-iops-per-thread|--engine null --pattern rand --bs 4k --cache as-is"
 )
 
-printf '%-30s %5s %12s %12s %10s %10s %10s %10s\n' workload pair iolab_MiBs fio_MiBs iolab_p99 fio_p99 thr_ratio p99_ratio
 for w in "${workloads[@]}"; do
-  IFS='|' read -r name iflags fflags cache <<<"$w"
-  for p in $(seq 1 "$pairs"); do
-    case $cache in
-      cold) icache="--cache cold"; finv="--invalidate=1" ;;
-      warm) icache="--cache warm"; finv="--invalidate=0"; warm ;;
-      null) icache="--cache as-is"; finv="--invalidate=0" ;;
-    esac
-    run_iolab() {
-      # shellcheck disable=SC2086
-      "$iolab" bench $iflags $icache --file "$file" --time "${secs}s" --json >"$out/i.json"
-    }
-    run_fio() {
-      if [ "$cache" = warm ]; then warm; fi
-      # shellcheck disable=SC2086
-      fio --name=vs --filename="$file" --size="$size" $fflags $finv --time_based --runtime="$secs" \
-          --lat_percentiles=1 --output-format=json >"$out/f.json" 2>/dev/null
-    }
-    if [ $((p % 2)) = 1 ]; then run_iolab; run_fio; else run_fio; run_iolab; fi
-    python3 - "$out/i.json" "$out/f.json" "$name" "$p" <<'PY' | tee -a "$out/rows"
-import json, sys
-i = json.load(open(sys.argv[1]))["records"][0]["runs"][0]
-f = json.load(open(sys.argv[2]))["jobs"][0]
-side = f["read"] if f["read"]["io_bytes"] > 0 else f["write"]
-def p99(d):
-    for k in ("lat_ns", "clat_ns"):
-        pc = d.get(k, {}).get("percentile")
-        if pc:
-            return pc["99.000000"]
-    return float("nan")
-fi_mib = side["bw_bytes"] / 2**20
-ratio = i["mib_per_s"] / fi_mib if fi_mib else float("nan")
-if sys.argv[3].startswith("null"):
-    ratio = i["iops"] / side["iops"]
-pr = i["latency"]["p99_ns"] / p99(side)
-print(f'{sys.argv[3]:<30} {sys.argv[4]:>5} {i["mib_per_s"]:>12.1f} {fi_mib:>12.1f} {i["latency"]["p99_ns"]:>10} {p99(side):>10.0f} {ratio:>10.3f} {pr:>10.3f}')
-PY
-  done
+  IFS='|' read -r name flags <<<"$w"
+  # shellcheck disable=SC2086
+  common=($flags --file "$file" --size "$size" --time "${secs}s")
+  echo "$name: $("$iolab" bench "${common[@]}" --print-fio)"
+  if [[ $name == null* ]]; then
+    echo "$name (fair): $("$iolab" bench "${common[@]}" --print-fio fair)"
+  fi
+  "$iolab" bench "${common[@]}" --vs fio --pairs "$pairs" --jsonl "$out/$name.jsonl" >/dev/null
 done
 echo
-echo "median iolab/fio ratios over $pairs pairs (throughput: higher is better for iolab; p99: lower is better):"
-python3 - "$out/rows" <<'PY'
-import sys, statistics, collections
-rows = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    f = line.split()
-    rows[f[0]].append((float(f[6]), float(f[7])))
-print(f'{"workload":<30} {"throughput":>10} {"p99":>8}')
-for k, v in rows.items():
-    print(f'{k:<30} {statistics.median(a for a, _ in v):>10.3f} {statistics.median(b for _, b in v):>8.3f}')
+python3 - "$out" "${workloads[@]%%|*}" <<'PY'
+import json, sys, statistics as st
+d, names = sys.argv[1], sys.argv[2:]
+print(f'{"workload":<30} {"pair":>4} {"iolab_MiBs":>11} {"fio_MiBs":>10} {"iolab_p99":>10} {"fio_p99":>9} {"thr_ratio":>9} {"p99_ratio":>9}')
+med = {}
+for n in names:
+    r = json.loads(open(f"{d}/{n}.jsonl").readline())
+    c = r["vs_fio"]
+    null = n.startswith("null")
+    key = "iops" if null else "mib_per_s"
+    rows = []
+    for p, (i, f) in enumerate(zip(c["iolab"], c["fio"]), 1):
+        tr, pr = i[key] / f[key], i["p99_ns"] / f["p99_ns"]
+        rows.append((tr, pr))
+        print(f'{n:<30} {p:>4} {i["mib_per_s"]:>11.1f} {f["mib_per_s"]:>10.1f} {i["p99_ns"]:>10.0f} {f["p99_ns"]:>9.0f} {tr:>9.3f} {pr:>9.3f}')
+    med[n] = (st.median(a for a, _ in rows), st.median(b for _, b in rows))
+    if null and c.get("fair"):
+        fair = [i["iops"] / f["iops"] for i, f in zip(c["iolab"], c["fair"]["fio"])]
+        med[n + " (fair)"] = (st.median(fair), float("nan"))
+        med[n] = (med[n][0], med[n][1])
+print()
+print(f"median iolab/fio ratios (throughput, IOPS for null: higher is better for iolab; p99: lower is better):")
+print(f'{"workload":<36} {"throughput":>10} {"p99":>8}')
+for k, (a, b) in med.items():
+    label = k + (" (default)" if k.startswith("null") and not k.endswith("(fair)") else "")
+    print(f'{label:<36} {a:>10.3f} {b:>8.3f}')
+print("null: fair = fio with iolab's per-op accounting (--disable_slat/--disable_lat), default = fio's own; both tools pinned to one CPU")
 PY

@@ -29,6 +29,24 @@ pub struct Environment {
     pub queue: QueueLimits,
     /// iolab version.
     pub iolab_version: String,
+    /// The kernel's clock source (`tsc`, `kvm-clock`, `hpet`...): what
+    /// every time stamp of the run was read from.
+    #[serde(default)]
+    pub clocksource: Option<String>,
+    /// The hypervisor the machine runs under: what `systemd-detect-virt`
+    /// names (`kvm`, `vmware`...; `--vm`, so a container is not one), `"unknown"` when only the CPU's
+    /// `hypervisor` flag says so, `"none"` on bare metal.
+    #[serde(default)]
+    pub hypervisor: Option<String>,
+    /// Whether `/proc/cpuinfo` carries the `hypervisor` flag.
+    #[serde(default)]
+    pub hypervisor_flag: bool,
+    /// CPU frequency governor of CPU 0, where cpufreq exists.
+    #[serde(default)]
+    pub cpu_governor: Option<String>,
+    /// fio's version (`fio-3.33`), when the run was compared with fio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fio_version: Option<String>,
 }
 
 /// The block queue's limits from sysfs.
@@ -46,6 +64,9 @@ pub struct QueueLimits {
     pub rotational: Option<bool>,
     /// Read-ahead, KiB.
     pub read_ahead_kb: Option<u64>,
+    /// Most segments (separate memory pieces) one request may carry.
+    #[serde(default)]
+    pub max_segments: Option<u64>,
 }
 
 fn read_trim(p: impl AsRef<Path>) -> Option<String> {
@@ -100,6 +121,7 @@ impl Environment {
                     nr_requests: d.queue_num("nr_requests"),
                     rotational: d.queue_num("rotational").map(|v| v != 0),
                     read_ahead_kb: d.queue_num("read_ahead_kb"),
+                    max_segments: d.queue_num("max_segments"),
                 };
                 (Some(d.name.clone()), model, sched, q)
             }
@@ -119,8 +141,51 @@ impl Environment {
             scheduler,
             queue,
             iolab_version: env!("CARGO_PKG_VERSION").to_string(),
+            clocksource: read_trim(
+                "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+            ),
+            hypervisor: hypervisor(has_flag(&cpuinfo, "hypervisor")),
+            hypervisor_flag: has_flag(&cpuinfo, "hypervisor"),
+            cpu_governor: read_trim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            fio_version: None,
         }
     }
+}
+
+/// Whether the first CPU's `flags` line in `/proc/cpuinfo` holds `flag`.
+fn has_flag(cpuinfo: &str, flag: &str) -> bool {
+    cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .and_then(|l| l.split(':').nth(1))
+        .is_some_and(|f| f.split_whitespace().any(|w| w == flag))
+}
+
+/// `systemd-detect-virt --vm`'s answer where it is installed (`none` on
+/// bare metal; containers are not hypervisors), else what the CPU flag says.
+fn hypervisor(flag: bool) -> Option<String> {
+    let detected = std::process::Command::new("systemd-detect-virt")
+        .arg("--vm")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|s| !s.is_empty());
+    match (detected, flag) {
+        (Some(d), _) => Some(d),
+        (None, true) => Some("unknown".into()),
+        (None, false) => None,
+    }
+}
+
+/// fio's version (`fio --version`), None when fio does not run.
+pub fn fio_version() -> Option<String> {
+    std::process::Command::new("fio")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 #[cfg(test)]
@@ -134,5 +199,40 @@ mod tests {
         assert!(e.cores >= 1);
         assert!(e.memory_bytes > 1 << 20);
         assert!(e.fs_type.is_some());
+        // Every Linux with sysfs names its clock source.
+        assert!(
+            e.clocksource.as_deref().is_some_and(|c| !c.is_empty()),
+            "{e:?}"
+        );
+        // The CPU flag and the recorded hypervisor agree.
+        if e.hypervisor_flag {
+            assert!(
+                e.hypervisor.as_deref().is_some_and(|h| h != "none"),
+                "{e:?}"
+            );
+        }
+        if std::path::Path::new("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").exists() {
+            assert!(e.cpu_governor.is_some());
+        }
+    }
+
+    #[test]
+    fn reads_the_cpu_flags_line() {
+        let c = "processor : 0\nflags\t\t: fpu vme hypervisor lahf_lm\n";
+        assert!(has_flag(c, "hypervisor"));
+        assert!(!has_flag(c, "hyper"));
+        assert!(!has_flag("flags : fpu\n", "hypervisor"));
+    }
+
+    #[test]
+    fn names_the_queue_segments_of_a_block_device() {
+        let e = Environment::capture(Path::new("."));
+        if e.device.is_some() && e.queue.max_sectors_kb.is_some() {
+            assert!(e.queue.max_segments.is_some_and(|n| n >= 1), "{e:?}");
+        } else {
+            eprintln!(
+                "SKIPPED: names_the_queue_segments_of_a_block_device: no block device under ."
+            );
+        }
     }
 }

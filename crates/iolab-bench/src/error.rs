@@ -43,6 +43,30 @@ pub enum BenchError {
         /// Moved.
         got: u32,
     },
+    /// An op was in flight longer than `--op-timeout`.
+    #[error("{kind} of {len} bytes at offset {offset} of {path} did not complete within --op-timeout {limit_ms} ms (waited {waited_ms} ms)")]
+    OpTimeout {
+        /// read or write.
+        kind: &'static str,
+        /// File.
+        path: PathBuf,
+        /// Offset.
+        offset: u64,
+        /// Length asked for.
+        len: u32,
+        /// The limit, ms.
+        limit_ms: u64,
+        /// How long it had waited when noticed, ms.
+        waited_ms: u64,
+    },
+    /// A run ended by `error`, with what it measured until then.
+    #[error("{error}")]
+    Partial {
+        /// What was measured before the error.
+        metrics: Box<crate::record::RunMetrics>,
+        /// What ended the run.
+        error: Box<BenchError>,
+    },
 }
 
 impl BenchError {
@@ -52,6 +76,7 @@ impl BenchError {
         match self {
             BenchError::Usage(_) => 2,
             BenchError::Io(e) => Self::exit_code_of(e),
+            BenchError::Partial { error, .. } => error.exit_code(),
             _ => 1,
         }
     }
@@ -61,6 +86,16 @@ impl BenchError {
         match e {
             iolab::Error::Invalid(_) | iolab::Error::Unsupported { .. } => 2,
             iolab::Error::Cancelled => 130,
+            // A file the user may not read or write, or a read-only file
+            // system, is bad input: name another file.
+            iolab::Error::Io { source, .. }
+                if matches!(
+                    source.kind(),
+                    std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+                ) =>
+            {
+                2
+            }
             _ => 1,
         }
     }

@@ -89,7 +89,7 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
         );
     }
     if spec.op.writes() {
-        return Err("fio writes its own data and would destroy the file's verifiable pattern; compare reads".into());
+        notes.push("writes: fio writes its own data into the file (iolab writes its pattern back on its next run; nothing here verifies)".into());
     }
     if u.sqpoll_idle_ms.is_some() {
         return Err("fio has no option for the SQPOLL idle time (--sqpoll-idle)".into());
@@ -125,6 +125,11 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
         }
         AccessPattern::Seq => {}
     }
+    if spec.pattern != AccessPattern::Seq {
+        // iolab's offsets are a function of --seed: the same every run.
+        a.push("--randrepeat=1".into());
+        notes.push("random offsets repeat from run to run on both sides (iolab --seed, fio --randrepeat=1)".into());
+    }
     a.push(format!("--direct={}", u8::from(spec.direct)));
     if !spec.engine.is_sync() {
         a.push(format!("--iodepth={}", spec.qd));
@@ -151,6 +156,16 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
                 a.push(format!("--sqthread_poll_cpu={c}"));
             }
         }
+    }
+    match spec.engine_opts.mem {
+        iolab::mem::MemKind::Malloc => a.push("--mem=malloc".into()),
+        iolab::mem::MemKind::Hugetlb => {
+            a.push("--mem=shmhuge".into());
+            notes.push("mem hugetlb = fio --mem=shmhuge (both take reserved huge pages, /proc/sys/vm/nr_hugepages)".into());
+        }
+        iolab::mem::MemKind::Thp => notes.push(
+            "mem thp (iolab's default): fio has no transparent-huge-page buffer option, so fio runs with its default, malloc".into(),
+        ),
     }
     if spec.engine_opts.hipri || u.iopoll {
         a.push("--hipri".into());
@@ -197,7 +212,107 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
         "latency: iolab's submit-to-completion = fio's lat (percentiles via --lat_percentiles=1)"
             .into(),
     );
+    if let Some(why) = cpu_offload(spec) {
+        notes.push(format!("cpu: {why}"));
+    }
     Ok(FioCommand { args: a, notes })
+}
+
+/// The fio job file equivalent to `spec` (`iolab bench ... --fio-job`):
+/// the same translation as [`command`], written as a job file that
+/// `fio FILE` and `iolab fio FILE` both run.
+pub fn job_file(spec: &WorkloadSpec) -> Result<String, String> {
+    let cmd = command(spec)?;
+    let mut o = format!(
+        "; fio job for iolab's {} (iolab bench ... --fio-job)\n",
+        spec.label()
+    );
+    for n in &cmd.notes {
+        o.push_str(&format!("; {n}\n"));
+    }
+    o.push_str("[iolab]\n");
+    for a in &cmd.args {
+        let a = a.trim_start_matches("--");
+        // The name is the section; the output format belongs to the command line.
+        if a.starts_with("name=") || a.starts_with("output-format=") {
+            continue;
+        }
+        o.push_str(a);
+        o.push('\n');
+    }
+    Ok(o)
+}
+
+/// Why fio's CPU figure misses part of the work for `spec`, if it does.
+/// fio reports each job's thread CPU (RUSAGE_THREAD); where the I/O is done
+/// by other threads it does not count, only iolab's submitting-thread CPU
+/// is the same quantity.
+pub fn cpu_offload(spec: &WorkloadSpec) -> Option<&'static str> {
+    match spec.engine {
+        EngineKind::Uring if spec.engine_opts.uring.sqpoll => Some(
+            "with SQPOLL the kernel thread iou-sqp submits; fio counts only its job thread, so only the submitting threads' CPU compares",
+        ),
+        EngineKind::Uring if !spec.direct => Some(
+            "buffered io_uring reads that miss the cache run in io-wq kernel workers (iou-wrk), which fio does not count",
+        ),
+        EngineKind::Posixaio => Some(
+            "glibc's POSIX AIO helper threads do the reads; fio counts only its job thread",
+        ),
+        EngineKind::Threadpool => Some("the pool's helper threads do the reads"),
+        _ => None,
+    }
+}
+
+/// The CPU both null-engine sides are pinned to: the last CPU this process
+/// may use (CPU 0 takes most interrupts).
+pub fn null_cpu() -> usize {
+    iolab::prim::allowed_cpus()
+        .ok()
+        .and_then(|c| c.last().copied())
+        .unwrap_or(0)
+}
+
+/// The two fio commands a null-engine comparison runs, both pinned to
+/// `cpu` like iolab: `default` keeps fio's default accounting (slat, clat
+/// and lat: three clock reads and the histograms per op, plus the lat
+/// percentiles the translation asks for); `fair` gives fio iolab's
+/// accounting: two clock reads and one latency histogram per op
+/// (`--disable_slat=1 --disable_lat=1`, clat percentiles only).
+/// `--gtod_reduce=1` is not used: it would stop fio timing ops at all while
+/// iolab still times every one.
+pub fn null_commands(spec: &WorkloadSpec, cpu: usize) -> Result<(FioCommand, FioCommand), String> {
+    if spec.engine != EngineKind::Null {
+        return Err("the fair null comparison is for --engine null".into());
+    }
+    let mut default = command(spec)?;
+    let pin = format!("--cpus_allowed={cpu}");
+    let at = default.args.len() - 1; // before --output-format
+    default.args.insert(at, pin.clone());
+    default.notes.push(format!(
+        "null, default accounting: fio as its users run it (slat, clat, lat), both tools pinned to CPU {cpu}"
+    ));
+    let mut fair = default.clone();
+    fair.args.retain(|a| a != "--lat_percentiles=1");
+    let at = fair
+        .args
+        .iter()
+        .position(|a| a == &pin)
+        .unwrap_or(fair.args.len() - 1);
+    for (i, x) in [
+        "--disable_slat=1",
+        "--disable_lat=1",
+        "--clat_percentiles=1",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        fair.args.insert(at + i, x.into());
+    }
+    fair.notes.pop();
+    fair.notes.push(format!(
+        "null, fair accounting: fio with iolab's per-op cost (two clock reads, one latency histogram: --disable_slat=1 --disable_lat=1, clat percentiles), both tools pinned to CPU {cpu}; --gtod_reduce is not used, it would stop fio timing ops at all"
+    ));
+    Ok((default, fair))
 }
 
 /// The numbers compared between iolab and fio.
@@ -213,8 +328,17 @@ pub struct Comparable {
     pub p99_ns: f64,
     /// 99.9th percentile, ns.
     pub p99_9_ns: f64,
-    /// CPU, % of one core (user + system).
+    /// CPU, % of one core (user + system): iolab's whole process; fio's
+    /// job threads.
     pub cpu_pct: f64,
+    /// CPU of the submitting threads, % of one core: iolab's workers
+    /// (RUSAGE_THREAD); for fio its job threads (the same quantity).
+    #[serde(default)]
+    pub cpu_submit_pct: f64,
+    /// CPU of helper and kernel I/O threads, % of one core; None where the
+    /// tool does not measure it (fio).
+    #[serde(default)]
+    pub cpu_offload_pct: Option<f64>,
 }
 
 impl Comparable {
@@ -227,6 +351,8 @@ impl Comparable {
             p99_ns: r.latency.p99_ns as f64,
             p99_9_ns: r.latency.p99_9_ns as f64,
             cpu_pct: r.cpu.user_pct + r.cpu.sys_pct,
+            cpu_submit_pct: r.cpu.split.submit_pct(),
+            cpu_offload_pct: Some(r.cpu.split.helpers_pct + r.cpu.split.kernel_pct),
         }
     }
 
@@ -246,10 +372,14 @@ impl Comparable {
                 }
                 c.mib_per_s += bw / (1 << 20) as f64;
                 c.iops += s["iops"].as_f64().unwrap_or(0.0);
-                lat.push((
-                    s["iops"].as_f64().unwrap_or(0.0),
-                    &s["lat_ns"]["percentile"],
-                ));
+                // lat percentiles where asked for; clat where lat is
+                // disabled (the fair null comparison).
+                let pct = if s["lat_ns"]["percentile"].is_object() {
+                    &s["lat_ns"]["percentile"]
+                } else {
+                    &s["clat_ns"]["percentile"]
+                };
+                lat.push((s["iops"].as_f64().unwrap_or(0.0), pct));
             }
             // fio's CPU figures are percentages of one job's run time; with
             // --group_reporting they are the average over the jobs, so scale
@@ -273,6 +403,8 @@ impl Comparable {
         c.p50_ns = pick("50.000000");
         c.p99_ns = pick("99.000000");
         c.p99_9_ns = pick("99.900000");
+        // fio's job threads are its submitting threads.
+        c.cpu_submit_pct = c.cpu_pct;
         Ok(c)
     }
 }
@@ -281,34 +413,21 @@ impl Comparable {
 mod tests {
     use super::*;
     use crate::spec::StopRule;
-    use iolab::engine::EngineOpts;
     use std::path::PathBuf;
 
     fn base() -> WorkloadSpec {
         WorkloadSpec {
-            engine: EngineKind::Pread,
-            op: OpMix::Read,
-            pattern: AccessPattern::Seq,
             bs: 1 << 20,
-            qd: 1,
-            batch_submit: 1,
-            batch_complete: 1,
-            threads: 1,
-            file_per_thread: false,
             file: PathBuf::from("/data/f"),
             file_size: 2 << 30,
             direct: true,
             cache: CacheMode::Cold,
-            drop_caches: false,
-            engine_opts: EngineOpts::default(),
             stop: StopRule {
                 time_ns: Some(10_000_000_000),
                 ..Default::default()
             },
-            ramp_ns: 0,
-            interval_ns: None,
             seed: 1,
-            verify: false,
+            ..WorkloadSpec::default()
         }
     }
 
@@ -320,32 +439,51 @@ mod tests {
     }
 
     #[test]
+    fn buffer_memory_translates_to_fio_mem() {
+        let mut s = base();
+        s.engine_opts.mem = iolab::mem::MemKind::Malloc;
+        assert!(command(&s)
+            .unwrap()
+            .args
+            .contains(&"--mem=malloc".to_string()));
+        s.engine_opts.mem = iolab::mem::MemKind::Hugetlb;
+        assert!(command(&s)
+            .unwrap()
+            .args
+            .contains(&"--mem=shmhuge".to_string()));
+        s.engine_opts.mem = iolab::mem::MemKind::Thp;
+        let c = command(&s).unwrap();
+        assert!(!c.args.iter().any(|a| a.starts_with("--mem")));
+        assert!(c.notes.iter().any(|n| n.contains("transparent")));
+    }
+
+    #[test]
     fn a_dozen_specs_translate_exactly() {
         let mut s = base();
         assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=psync --rw=read --bs=1m --direct=1 --size=2g --invalidate=1 --time_based --runtime=10s {TAIL}"));
 
         s.pattern = AccessPattern::Rand;
         s.bs = 4096;
-        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=psync --rw=randread --bs=4k --norandommap --direct=1 --size=2g --invalidate=1 --time_based --runtime=10s {TAIL}"));
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=psync --rw=randread --bs=4k --norandommap --randrepeat=1 --direct=1 --size=2g --invalidate=1 --time_based --runtime=10s {TAIL}"));
 
         s.pattern = AccessPattern::Shuffle;
-        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=psync --rw=randread --bs=4k --direct=1 --size=2g --invalidate=1 --time_based --runtime=10s {TAIL}"));
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=psync --rw=randread --bs=4k --randrepeat=1 --direct=1 --size=2g --invalidate=1 --time_based --runtime=10s {TAIL}"));
 
         s.pattern = AccessPattern::Rand;
         s.engine = EngineKind::Uring;
         s.qd = 32;
-        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=io_uring --rw=randread --bs=4k --norandommap --direct=1 --iodepth=32 --size=2g --invalidate=1 --time_based --runtime=10s {TAIL}"));
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=io_uring --rw=randread --bs=4k --norandommap --randrepeat=1 --direct=1 --iodepth=32 --size=2g --invalidate=1 --time_based --runtime=10s {TAIL}"));
 
         s.batch_submit = 8;
         s.batch_complete = 4;
         s.engine_opts.uring.fixed_bufs = true;
         s.engine_opts.uring.reg_files = true;
-        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=io_uring --rw=randread --bs=4k --norandommap --direct=1 --iodepth=32 --iodepth_batch_submit=8 --iodepth_batch_complete_min=4 --fixedbufs --registerfiles --size=2g --invalidate=1 --time_based --runtime=10s {TAIL}"));
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=io_uring --rw=randread --bs=4k --norandommap --randrepeat=1 --direct=1 --iodepth=32 --iodepth_batch_submit=8 --iodepth_batch_complete_min=4 --fixedbufs --registerfiles --size=2g --invalidate=1 --time_based --runtime=10s {TAIL}"));
 
         s.engine_opts.uring.sqpoll = true;
         s.engine_opts.uring.sqpoll_cpu = Some(1);
         s.threads = 2;
-        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=io_uring --rw=randread --bs=4k --norandommap --direct=1 --iodepth=32 --iodepth_batch_submit=8 --iodepth_batch_complete_min=4 --fixedbufs --registerfiles --sqthread_poll=1 --sqthread_poll_cpu=1 --size=2g --numjobs=2 --thread --group_reporting --invalidate=1 --time_based --runtime=10s {TAIL}"));
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=io_uring --rw=randread --bs=4k --norandommap --randrepeat=1 --direct=1 --iodepth=32 --iodepth_batch_submit=8 --iodepth_batch_complete_min=4 --fixedbufs --registerfiles --sqthread_poll=1 --sqthread_poll_cpu=1 --size=2g --numjobs=2 --thread --group_reporting --invalidate=1 --time_based --runtime=10s {TAIL}"));
 
         let mut s = base();
         s.threads = 4;
@@ -368,7 +506,7 @@ mod tests {
             ops: Some(1_000_000),
             ..Default::default()
         };
-        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=mmap --rw=randread --bs=4k --norandommap --direct=0 --size=2g --invalidate=0 --number_ios=1000000 {TAIL}"));
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=mmap --rw=randread --bs=4k --norandommap --randrepeat=1 --direct=0 --size=2g --invalidate=0 --number_ios=1000000 {TAIL}"));
 
         let mut s = base();
         s.engine = EngineKind::Preadv2;
@@ -395,6 +533,47 @@ mod tests {
     }
 
     #[test]
+    fn null_comparison_has_a_fair_and_a_default_fio_command() {
+        let mut s = base();
+        s.engine = EngineKind::Null;
+        s.cache = CacheMode::AsIs;
+        let (d, f) = null_commands(&s, 1).unwrap();
+        let (d, f) = (d.line(), f.line());
+        // Both pinned to the CPU iolab is pinned to.
+        assert!(d.contains("--cpus_allowed=1") && f.contains("--cpus_allowed=1"));
+        // Default: fio's own accounting, lat percentiles on top.
+        assert!(d.contains("--lat_percentiles=1") && !d.contains("--disable"));
+        // Fair: two clock reads and one histogram per op, as iolab.
+        for x in [
+            "--disable_slat=1",
+            "--disable_lat=1",
+            "--clat_percentiles=1",
+        ] {
+            assert!(f.contains(x), "{f}");
+        }
+        assert!(!f.contains("--lat_percentiles=1") && !f.contains("gtod_reduce"));
+        assert_eq!(f.matches("--percentile_list=").count(), 1);
+        assert!(f.ends_with("--output-format=json"), "{f}");
+        assert!(null_commands(&base(), 0).is_err());
+    }
+
+    #[test]
+    fn cpu_is_compared_like_for_like() {
+        let mut s = base();
+        s.engine = EngineKind::Uring;
+        assert!(cpu_offload(&s).is_none());
+        s.engine_opts.uring.sqpoll = true;
+        assert!(cpu_offload(&s).unwrap().contains("iou-sqp"));
+        assert!(command(&s)
+            .unwrap()
+            .notes
+            .iter()
+            .any(|n| n.contains("iou-sqp")));
+        s.engine = EngineKind::Posixaio;
+        assert!(cpu_offload(&s).is_some());
+    }
+
+    #[test]
     fn untranslatable_specs_are_refused_with_a_reason() {
         let mut s = base();
         s.engine = EngineKind::Stream;
@@ -404,11 +583,106 @@ mod tests {
         assert!(command(&s).unwrap_err().contains("--verify"));
         let mut s = base();
         s.op = OpMix::Write;
-        assert!(command(&s).unwrap_err().contains("pattern"));
+        s.pattern = AccessPattern::Rand;
+        let c = command(&s).unwrap();
+        assert!(c.args.contains(&"--rw=randwrite".to_string()));
+        assert!(c.notes.iter().any(|n| n.starts_with("writes:")));
+        s.op = OpMix::Rw { read_pct: 70 };
+        let c = command(&s).unwrap();
+        assert!(
+            c.args.contains(&"--rw=randrw".to_string())
+                && c.args.contains(&"--rwmixread=70".to_string())
+        );
         let mut s = base();
         s.engine = EngineKind::Mmap;
         s.engine_opts.mmap_touch = true;
         assert!(command(&s).unwrap_err().contains("--mmap-touch"));
+    }
+
+    #[test]
+    fn the_job_file_is_the_same_translation_and_iolab_reads_it_back() {
+        let mut s = base();
+        s.engine = EngineKind::Uring;
+        s.pattern = AccessPattern::Rand;
+        s.bs = 4096;
+        s.qd = 16;
+        s.threads = 2;
+        let text = job_file(&s).unwrap();
+        assert!(
+            text.contains(
+                "\n[iolab]\nfilename=/data/f\nioengine=io_uring\nrw=randread\nbs=4k\nnorandommap\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("output-format"));
+        // Read back through iolab's own job-file reader: the same workload.
+        let mut r = crate::fiojob::parse::Reader::new();
+        r.read_text(&text, std::path::Path::new("x.fio"), 0)
+            .unwrap();
+        let raw = r.finish();
+        let back = crate::fiojob::map::map_job(&raw[0], 0, false).unwrap().spec;
+        assert_eq!(
+            (
+                back.engine,
+                back.op,
+                back.pattern,
+                back.bs,
+                back.qd,
+                back.threads,
+                back.direct
+            ),
+            (s.engine, s.op, s.pattern, s.bs, s.qd, s.threads, s.direct)
+        );
+        assert_eq!(back.stop.time_ns, s.stop.time_ns);
+        assert_eq!(back.file, s.file);
+        // Threads on slices of one file, per-thread files, byte limits.
+        let mut variants = Vec::new();
+        let mut v = base();
+        v.threads = 4;
+        v.stop = StopRule {
+            bytes: Some(1 << 30),
+            ..Default::default()
+        };
+        variants.push(v.clone());
+        v.file_per_thread = true;
+        variants.push(v.clone());
+        v.threads = 1;
+        v.file_per_thread = false;
+        v.op = OpMix::Write;
+        v.stop = StopRule {
+            ops: Some(1000),
+            ..Default::default()
+        };
+        variants.push(v);
+        for s in variants {
+            let text = job_file(&s).unwrap();
+            let mut r = crate::fiojob::parse::Reader::new();
+            r.read_text(&text, std::path::Path::new("x.fio"), 0)
+                .unwrap();
+            let back = crate::fiojob::map::map_job(&r.finish()[0], 0, false)
+                .unwrap_or_else(|e| panic!("{e}\n{text}"))
+                .spec;
+            assert_eq!(
+                (
+                    back.op,
+                    back.pattern,
+                    back.threads,
+                    back.file_per_thread,
+                    back.file_size
+                ),
+                (s.op, s.pattern, s.threads, s.file_per_thread, s.file_size),
+                "{text}"
+            );
+            // fio also stops after `size` per job: the same limit iolab's
+            // ops or time limits reach first.
+            let bytes = s.stop.bytes.or(Some(s.file_size));
+            assert_eq!(
+                (back.stop.bytes, back.stop.ops),
+                (bytes, s.stop.ops),
+                "{text}"
+            );
+            assert_eq!(back.files(), s.files(), "{text}");
+        }
     }
 
     #[test]
@@ -433,5 +707,12 @@ mod tests {
         // Group reporting over 2 jobs averages CPU per job: scaled back up.
         let j2 = j.replace(r#""usr_cpu""#, r#""job options":{"numjobs":"2"},"usr_cpu""#);
         assert_eq!(Comparable::of_fio_json(&j2).unwrap().cpu_pct, 23.0);
+        // fio measures its job threads: that is its submitting CPU, and it
+        // has no figure for helper or kernel threads.
+        assert_eq!(c.cpu_submit_pct, 11.5);
+        assert_eq!(c.cpu_offload_pct, None);
+        // With --disable_lat=1 the percentiles are clat's.
+        let j3 = j.replace("lat_ns", "clat_ns");
+        assert_eq!(Comparable::of_fio_json(&j3).unwrap().p99_ns, 5000.0);
     }
 }

@@ -6,18 +6,24 @@
 //! only through the `iolab` crate.
 #![forbid(unsafe_code)]
 
+pub mod cpu;
+pub mod devstat;
 pub mod env;
 pub mod error;
 pub mod fio;
+pub mod fiojob;
+pub mod lab;
 pub mod metrics;
 pub mod mixed;
 pub mod offsets;
 pub mod prepare;
 pub mod record;
+pub mod residency;
 pub mod runner;
 pub mod spec;
 pub mod stats;
 pub mod system;
+pub mod trace;
 pub mod tune;
 
 pub use error::{BenchError, Result};

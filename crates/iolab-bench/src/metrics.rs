@@ -93,6 +93,34 @@ pub struct CpuUsage {
     pub minor_faults: u64,
     /// Major page faults.
     pub major_faults: u64,
+    /// The same CPU split by who used it (submitting threads, helper
+    /// threads, kernel I/O threads).
+    #[serde(default)]
+    pub split: CpuSplit,
+}
+
+/// The run's CPU by whose it was, each a percentage of one core over the
+/// measured phase. `submit_*` is what fio reports for a job (its thread's
+/// RUSAGE_THREAD); the other two are work fio does not count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuSplit {
+    /// Submitting (worker) threads, user time.
+    pub submit_user_pct: f64,
+    /// Submitting threads, system time.
+    pub submit_sys_pct: f64,
+    /// The process's other threads: engine helpers (thread pool, glibc's
+    /// POSIX AIO threads) and the coordinating main thread.
+    pub helpers_pct: f64,
+    /// io_uring kernel threads serving the workers' rings (iou-sqp SQPOLL
+    /// threads, iou-wrk io-wq workers).
+    pub kernel_pct: f64,
+}
+
+impl CpuSplit {
+    /// Submitting threads, user + system.
+    pub fn submit_pct(&self) -> f64 {
+        self.submit_user_pct + self.submit_sys_pct
+    }
 }
 
 impl CpuUsage {
@@ -112,6 +140,7 @@ impl CpuUsage {
             invol_csw: u.invol_csw,
             minor_faults: u.minor_faults,
             major_faults: u.major_faults,
+            split: CpuSplit::default(),
         }
     }
 }

@@ -87,11 +87,13 @@ pub fn prepare(files: &MixedFiles, spec: &MixedSpec, stop: &AtomicBool) -> Resul
     ] {
         match std::fs::metadata(p) {
             Ok(m) if m.len() == len => {}
-            Ok(m) => return Err(format!(
+            Ok(m) => {
+                return Err(format!(
                 "{} exists with {} bytes, the workload needs {len}; remove it or use another --dir",
                 p.display(),
                 m.len()
-            )),
+            ))
+            }
             Err(_) => iolab::file::create_pattern_file(
                 p,
                 len,

@@ -27,6 +27,9 @@ pub struct IntervalSample {
     pub p50_ns: u64,
     /// 99th percentile of the interval's ops, ns.
     pub p99_ns: u64,
+    /// Mean latency of the interval's ops, ns (fio's averaged latency logs).
+    #[serde(default)]
+    pub mean_ns: f64,
 }
 
 /// The metrics of one run of one configuration.
@@ -42,8 +45,13 @@ pub struct RunMetrics {
     pub read_ops: u64,
     /// Write ops completed.
     pub write_ops: u64,
-    /// Ops that failed.
+    /// Ops that failed (an error, a short transfer, a verify mismatch, a
+    /// timeout).
     pub errors: u64,
+    /// The first errors, word for word (at most
+    /// [`crate::runner::FIRST_ERRORS_KEPT`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_errors: Vec<String>,
     /// Throughput, MiB/s.
     pub mib_per_s: f64,
     /// Ops per second.
@@ -54,10 +62,32 @@ pub struct RunMetrics {
     pub cpu: CpuUsage,
     /// Fraction of the data resident in the page cache before the run.
     pub resident_before: f64,
+    /// Fraction of the data resident in the page cache after the run.
+    #[serde(default)]
+    pub resident_after: f64,
+    /// Each file's resident fraction before and after the run (mincore).
+    #[serde(default)]
+    pub residency: Vec<crate::residency::FileResidency>,
+    /// Whether the cache state asked for held to the end of the run: false
+    /// for a cold run that ended more than 5 % resident and may have read a
+    /// block twice (its later reads may have been cache hits), or a warm run
+    /// that lost its pages. None with `--cache as-is`.
+    #[serde(default)]
+    pub cache_held: Option<bool>,
     /// Per-interval samples (empty without `--interval`).
     pub intervals: Vec<IntervalSample>,
     /// The run was stopped early (Ctrl-C).
     pub interrupted: bool,
+    /// The whole latency histogram (for arbitrary percentiles and fio's
+    /// json+ bins); not serialised, the summary above is.
+    #[serde(skip)]
+    pub latency_hist: Option<hdrhistogram::Histogram<u64>>,
+    /// The memory the buffers got (`--mem`), summed over workers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem: Option<iolab::mem::Backing>,
+    /// The device's counters over the run, in iostat's terms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<crate::devstat::DeviceView>,
 }
 
 /// Statistics across the repeats of one configuration.
@@ -116,6 +146,23 @@ pub struct FioComparison {
     pub notes: Vec<String>,
     /// iolab's numbers, one per pair.
     pub iolab: Vec<crate::fio::Comparable>,
+    /// fio's numbers, one per pair.
+    pub fio: Vec<crate::fio::Comparable>,
+    /// For the null engine: fio again with iolab's per-op accounting, run
+    /// in the same pairs (the fair ratio; the one above is the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fair: Option<FairFio>,
+}
+
+/// fio with the same per-op accounting as iolab (null engine, `--vs fio`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FairFio {
+    /// The exact fio command.
+    pub command: String,
+    /// What was made equal, and what was not.
+    pub notes: Vec<String>,
+    /// The CPU both tools were pinned to.
+    pub cpu: usize,
     /// fio's numbers, one per pair.
     pub fio: Vec<crate::fio::Comparable>,
 }

@@ -179,6 +179,45 @@ pub struct WorkloadSpec {
     pub seed: u64,
     /// Check every byte read against the pattern.
     pub verify: bool,
+    /// Count failed ops and go on (fio's `continue_on_error`) instead of
+    /// ending the run at the first.
+    #[serde(default)]
+    pub continue_on_error: bool,
+    /// An op in flight longer than this ends the run with an error naming
+    /// it, ns (None: no limit).
+    #[serde(default)]
+    pub op_timeout_ns: Option<u64>,
+}
+
+impl Default for WorkloadSpec {
+    /// A one-thread, depth-1, 4 KiB sequential pread of `iolab.dat`, read
+    /// once, cache as it is: the base that flags and tests change.
+    fn default() -> Self {
+        WorkloadSpec {
+            engine: EngineKind::Pread,
+            op: OpMix::Read,
+            pattern: AccessPattern::Seq,
+            bs: 4096,
+            qd: 1,
+            batch_submit: 1,
+            batch_complete: 1,
+            threads: 1,
+            file_per_thread: false,
+            file: PathBuf::from("iolab.dat"),
+            file_size: 0,
+            direct: false,
+            cache: CacheMode::AsIs,
+            drop_caches: false,
+            engine_opts: EngineOpts::default(),
+            stop: StopRule::default(),
+            ramp_ns: 0,
+            interval_ns: None,
+            seed: 42,
+            verify: false,
+            continue_on_error: false,
+            op_timeout_ns: None,
+        }
+    }
 }
 
 impl WorkloadSpec {
@@ -276,25 +315,13 @@ mod tests {
     pub(crate) fn spec() -> WorkloadSpec {
         WorkloadSpec {
             engine: EngineKind::Uring,
-            op: OpMix::Read,
             pattern: AccessPattern::Rand,
-            bs: 4096,
             qd: 64,
-            batch_submit: 1,
-            batch_complete: 1,
             threads: 2,
-            file_per_thread: false,
             file: PathBuf::from("/x/f"),
             file_size: 1 << 20,
-            direct: false,
-            cache: CacheMode::AsIs,
-            drop_caches: false,
-            engine_opts: EngineOpts::default(),
-            stop: StopRule::default(),
-            ramp_ns: 0,
-            interval_ns: None,
             seed: 1,
-            verify: false,
+            ..WorkloadSpec::default()
         }
     }
 

@@ -3,10 +3,10 @@
 //! keep the file verifiable, and corruption is caught with its offset.
 
 use iolab::buf::BufPool;
-use iolab::engine::{self, Caps, Done, Engine, EngineConfig, EngineKind, EngineOpts, Op};
+use iolab::engine::{self, Caps, Done, Engine, EngineConfig, EngineKind, Op};
 use iolab_bench::prepare::{prepare, set_cache, PrepareOpts, Prepared};
 use iolab_bench::runner::{run_once, EngineFactory, RealEngines, RunControl};
-use iolab_bench::spec::{AccessPattern, CacheMode, OpMix, StopRule, WorkloadSpec};
+use iolab_bench::spec::{AccessPattern, CacheMode, OpMix, WorkloadSpec};
 use iolab_bench::BenchError;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -17,25 +17,11 @@ const SIZE: u64 = 2 << 20;
 fn spec(file: &Path, engine: EngineKind) -> WorkloadSpec {
     WorkloadSpec {
         engine,
-        op: OpMix::Read,
-        pattern: AccessPattern::Seq,
-        bs: 4096,
-        qd: 1,
-        batch_submit: 1,
-        batch_complete: 1,
-        threads: 1,
-        file_per_thread: false,
         file: file.to_path_buf(),
         file_size: SIZE,
-        direct: false,
-        cache: CacheMode::AsIs,
-        drop_caches: false,
-        engine_opts: EngineOpts::default(),
-        stop: StopRule::default(),
-        ramp_ns: 0,
-        interval_ns: None,
         seed: 5,
         verify: true,
+        ..WorkloadSpec::default()
     }
 }
 
@@ -55,7 +41,7 @@ fn prep(s: &WorkloadSpec) -> Prepared {
 fn run(
     s: &WorkloadSpec,
     p: &Prepared,
-    f: &dyn EngineFactory,
+    f: Arc<dyn EngineFactory>,
 ) -> Result<iolab_bench::record::RunMetrics, BenchError> {
     let stop = AtomicBool::new(false);
     let ctl = RunControl {
@@ -115,7 +101,7 @@ fn every_engine_reads_the_pattern_for_every_order_size_and_cache_mode() {
                         },
                         ..p.clone()
                     };
-                    let m = run(&s, &p, &RealEngines)
+                    let m = run(&s, &p, RealEngines::shared())
                         .unwrap_or_else(|e| panic!("{engine} {pattern} {bs} direct={direct}: {e}"));
                     assert_eq!(m.bytes, SIZE, "{engine} {pattern} {bs} direct={direct}");
                     assert_eq!(m.ops, SIZE / bs);
@@ -140,7 +126,7 @@ fn multithreaded_shared_and_per_thread_files_verify() {
         s.file_per_thread = per_thread;
         s.pattern = AccessPattern::Shuffle;
         let p = prep(&s);
-        let m = run(&s, &p, &RealEngines).unwrap();
+        let m = run(&s, &p, RealEngines::shared()).unwrap();
         assert_eq!(m.bytes, s.data_bytes());
     }
 }
@@ -151,7 +137,7 @@ fn threads_zero_runs_on_the_calling_thread() {
     let mut s = spec(&d.path().join("f"), EngineKind::Pread);
     s.threads = 0;
     let p = prep(&s);
-    let m = run(&s, &p, &RealEngines).unwrap();
+    let m = run(&s, &p, RealEngines::shared()).unwrap();
     assert_eq!(m.bytes, SIZE);
 }
 
@@ -169,7 +155,7 @@ fn corruption_is_caught_with_file_and_offset() {
         f.write_at(&[0xAB ^ iolab::pattern::Pattern::new(0).byte(0)], 100_003)
             .unwrap();
     }
-    let e = run(&s, &p, &RealEngines).unwrap_err();
+    let e = run(&s, &p, RealEngines::shared()).unwrap_err();
     let msg = e.to_string();
     assert!(
         msg.contains("100003") && msg.contains(&file.display().to_string()),
@@ -188,11 +174,11 @@ fn writes_keep_the_file_verifiable() {
         s.pattern = AccessPattern::Rand;
         s.qd = if engine.is_sync() { 1 } else { 8 };
         let p = prep(&s);
-        let m = run(&s, &p, &RealEngines).unwrap();
+        let m = run(&s, &p, RealEngines::shared()).unwrap();
         assert!(m.read_ops > 0 && m.write_ops > 0, "{engine}: {m:?}");
         // A full verified read afterwards still sees the pattern.
         let r = spec(&file, EngineKind::Pread);
-        run(&r, &prep(&r), &RealEngines).unwrap();
+        run(&r, &prep(&r), RealEngines::shared()).unwrap();
     }
 }
 
@@ -290,12 +276,12 @@ fn runner_never_exceeds_queue_depth_and_fills_it() {
         s.pattern = AccessPattern::Rand;
         s.verify = kind != EngineKind::Null;
         let p = prep(&s);
-        let f = CountingFactory {
+        let f = Arc::new(CountingFactory {
             kind,
             max: Arc::new(AtomicUsize::new(0)),
             offsets: Default::default(),
-        };
-        let m = run(&s, &p, &f).unwrap();
+        });
+        let m = run(&s, &p, f.clone()).unwrap();
         assert_eq!(m.ops, SIZE / 4096);
         let max = f.max.load(Ordering::Relaxed);
         assert!(
@@ -316,12 +302,12 @@ fn shuffle_visits_every_block_exactly_once() {
         s.qd = 4;
         s.verify = false;
         let p = prep(&s);
-        let f = CountingFactory {
+        let f = Arc::new(CountingFactory {
             kind: EngineKind::Null,
             max: Arc::new(AtomicUsize::new(0)),
             offsets: Default::default(),
-        };
-        run(&s, &p, &f).unwrap();
+        });
+        run(&s, &p, f.clone()).unwrap();
         let mut offs = f.offsets.lock().unwrap().clone();
         let in_order = offs.windows(2).filter(|w| w[1] == w[0] + 4096).count();
         offs.sort_unstable();
@@ -345,7 +331,7 @@ fn time_limit_and_intervals() {
     s.cache = CacheMode::Warm;
     s.verify = false;
     let p = prep(&s);
-    let m = run(&s, &p, &RealEngines).unwrap();
+    let m = run(&s, &p, RealEngines::shared()).unwrap();
     assert!(
         m.duration_ns >= 590_000_000 && m.duration_ns < 2_000_000_000,
         "{}",
@@ -370,7 +356,7 @@ fn sqpoll_thread_cpu_is_found_and_reported() {
     s.pattern = AccessPattern::Rand;
     s.cache = CacheMode::Warm;
     let p = prep(&s);
-    let m = match run(&s, &p, &RealEngines) {
+    let m = match run(&s, &p, RealEngines::shared()) {
         Ok(m) => m,
         Err(e) if e.exit_code() == 2 => {
             eprintln!("skipped: SQPOLL unavailable here: {e}");

@@ -27,6 +27,7 @@ pub mod cache;
 pub mod engine;
 pub mod error;
 pub mod file;
+pub mod mem;
 pub mod os;
 pub mod pattern;
 pub mod prim;

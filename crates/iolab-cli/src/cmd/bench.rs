@@ -11,6 +11,7 @@ use iolab_bench::prepare::{self, PrepareOpts, Prepared};
 use iolab_bench::record::{unix_ms, BenchRecord, IntervalSample};
 use iolab_bench::runner::{run_once, RealEngines, RunControl};
 use iolab_bench::spec::{AccessPattern, CacheMode, OpMix, StopRule, WorkloadSpec};
+use iolab_bench::BenchError;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -22,6 +23,9 @@ fn pattern(s: &str) -> Result<AccessPattern, String> {
     s.parse()
 }
 fn cache(s: &str) -> Result<CacheMode, String> {
+    s.parse()
+}
+fn mem(s: &str) -> Result<iolab::mem::MemKind, String> {
     s.parse()
 }
 
@@ -141,15 +145,38 @@ pub struct BenchArgs {
     /// threadpool: helper threads (default: one per op in flight).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub pool_threads: Option<u32>,
+    /// Buffer memory: thp (2 MiB-aligned, MADV_HUGEPAGE; default, chosen by
+    /// measurement), malloc (ordinary pages), hugetlb (reserved huge pages,
+    /// /proc/sys/vm/nr_hugepages). fio's mem=.
+    #[arg(long, default_value = "thp", value_parser = mem)]
+    pub mem: iolab::mem::MemKind,
     /// Seed of the offsets (and of the pattern of files created now).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Count failed ops and keep going (fio's continue_on_error); the record
+    /// keeps the count and the first errors.
+    #[arg(long)]
+    pub continue_on_error: bool,
+    /// End the run with an error naming the op when one is in flight longer
+    /// than this (e.g. 5s; default: no limit).
+    #[arg(long, value_parser = parse::duration)]
+    pub op_timeout: Option<Duration>,
     /// Compare with another tool on the same file: `fio`.
     #[arg(long, value_name = "TOOL", value_parser = ["fio"])]
     pub vs: Option<String>,
+    /// Print the fio job file of each configuration (the translation
+    /// `--vs fio` runs) and exit without measuring.
+    #[arg(long)]
+    pub fio_job: bool,
     /// With --vs: pairs of runs, alternating who goes first.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub pairs: u32,
+    /// Print the fio command `--vs fio` would run for each configuration and
+    /// exit, measuring nothing (`fair`: the null engine's fair-accounting
+    /// command). Scripts use this so fio's options come from one translation.
+    #[arg(long, hide = true, value_name = "WHICH", num_args = 0..=1,
+          default_missing_value = "default", value_parser = ["default", "fair"])]
+    pub print_fio: Option<String>,
     /// Outputs: --json, --jsonl, --csv, --overwrite.
     #[command(flatten)]
     pub out: output::flags::OutputArgs,
@@ -222,10 +249,14 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
     if let Some(f) = &a.file {
         prepare::check_file_kind(f, a.op != OpArg::Read)?;
     }
+    super::limits::check_bench(a)?;
     if a.time.is_some_and(|t| t.is_zero()) {
         return Err(super::usage(
             "--time 0: give a positive duration (e.g. 10s)",
         ));
+    }
+    if a.op_timeout.is_some_and(|t| t < Duration::from_millis(1)) {
+        return Err(super::usage("--op-timeout: use at least 1ms (e.g. 5s)"));
     }
     if a.interval.is_some_and(|t| t < Duration::from_millis(10)) {
         return Err(super::usage("--interval: use at least 10ms"));
@@ -247,6 +278,7 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
         mmap_touch: a.mmap_touch,
         access: Default::default(),
         pool_threads: a.pool_threads.unwrap_or(0),
+        mem: a.mem,
         uring: UringOpts {
             reg_files: a.reg_files,
             fixed_bufs: a.fixed_bufs,
@@ -288,6 +320,8 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
                                 interval_ns: a.interval.map(|t| t.as_nanos() as u64),
                                 seed: a.seed,
                                 verify: a.verify,
+                                continue_on_error: a.continue_on_error,
+                                op_timeout_ns: a.op_timeout.map(|t| t.as_nanos() as u64),
                             });
                         }
                     }
@@ -356,14 +390,17 @@ pub fn prepare_files(spec: &WorkloadSpec, ses: &Session, temp: bool) -> Result<P
 }
 
 /// Runs every configuration `repeat` times, feeding exporters as records
-/// complete. Stops early (keeping what was measured) on Ctrl-C.
+/// complete. Stops early (keeping what was measured) on Ctrl-C, and at a
+/// run that fails: what it measured is recorded and the error handed back
+/// next to the records, for the caller to report after printing them.
 pub fn execute(
     specs: &[WorkloadSpec],
     ses: &Session,
     temp: bool,
     exporters: &mut [Box<dyn Exporter>],
     mut each: impl FnMut(&BenchRecord),
-) -> Result<Vec<BenchRecord>> {
+) -> Result<(Vec<BenchRecord>, Option<BenchError>)> {
+    let mut failed = None;
     let env = Environment::capture(
         &specs[0]
             .file
@@ -400,12 +437,24 @@ pub fn execute(
                 stop: ses.stop,
                 on_interval: if ses.live { Some(&live) } else { None },
             };
-            let m = run_once(&spec, &prep, size, resident, &RealEngines, &ctl)?;
+            let dev = iolab_bench::devstat::Snapshot::of_file(&prep.files[0].path);
+            let mut m = match run_once(&spec, &prep, size, resident, RealEngines::shared(), &ctl) {
+                Ok(m) => m,
+                Err(BenchError::Partial { metrics, error }) => {
+                    failed = Some(*error);
+                    *metrics
+                }
+                Err(e) => return Err(e.into()),
+            };
+            m.device = Some(dev.finish());
             for w in output::table::warnings(&m) {
                 say(&pb, format!("warning: {}: {w}", spec.label()));
             }
             runs.push(m);
             pb.inc(1);
+            if failed.is_some() {
+                break;
+            }
         }
         if runs.is_empty() {
             break;
@@ -422,6 +471,9 @@ pub fn execute(
             }
             return Err(e);
         }
+        if failed.is_some() {
+            break;
+        }
     }
     pb.finish_and_clear();
     for e in exporters.iter_mut() {
@@ -431,7 +483,7 @@ pub fn execute(
             }
         }
     }
-    Ok(records)
+    Ok((records, failed))
 }
 
 /// A line on stderr that does not tear the progress bar (which is hidden,
@@ -455,8 +507,20 @@ pub fn temp_path(dir: &Path) -> Result<PathBuf> {
     Ok(dir.join(format!(".iolab-{}.tmp", std::process::id())))
 }
 
-/// Runs `iolab bench`.
-pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
+/// What `run` decides before measuring anything: the checked flags, the
+/// valid configurations and the checked output files. Creates, opens for
+/// writing and measures nothing, so the fuzz tests call it in process.
+pub(crate) struct Plan {
+    temp: bool,
+    file: PathBuf,
+    size_given: bool,
+    all: Vec<WorkloadSpec>,
+    /// None with --print-fio or --fio-job (nothing is written).
+    targets: Option<output::flags::Targets>,
+}
+
+/// Checks `a` and plans the run (see [`Plan`]).
+pub(crate) fn plan(a: &BenchArgs) -> Result<Plan> {
     check_flags(a)?;
     let temp = a.file.is_none();
     let file = match &a.file {
@@ -478,12 +542,46 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         }
     };
     let all = valid_only(specs(a, &file, size))?;
+    if a.print_fio.is_some() || a.fio_job {
+        return Ok(Plan {
+            temp,
+            file,
+            size_given,
+            all,
+            targets: None,
+        });
+    }
     let mut measured: Vec<PathBuf> = all.iter().flat_map(|s| s.files()).collect();
     measured.dedup();
     for f in &measured {
         prepare::check_file_kind(f, all.iter().any(|s| s.op.writes()))?;
     }
     let targets = a.out.check(&measured)?;
+    Ok(Plan {
+        temp,
+        file,
+        size_given,
+        all,
+        targets: Some(targets),
+    })
+}
+
+/// Runs `iolab bench`.
+pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
+    let Plan {
+        temp,
+        file,
+        size_given,
+        all,
+        targets,
+    } = plan(a)?;
+    let Some(targets) = targets else {
+        if a.fio_job {
+            return super::fio::print_job_files(&all, temp);
+        }
+        let fair = a.print_fio.as_deref() == Some("fair");
+        return super::vs::print_commands(&all, fair);
+    };
     if all.iter().any(|s| s.engine == EngineKind::Libaio) {
         if let Some(w) = iolab::engine::libaio::buffered_warning(a.direct) {
             eprintln!("warning: {w}");
@@ -536,7 +634,7 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         }
         return Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 });
     }
-    let records = execute(&all, &ses, temp, &mut exporters, |_| {})?;
+    let (records, failed) = execute(&all, &ses, temp, &mut exporters, |_| {})?;
     if !a.out.json && !records.is_empty() {
         let mut text = if single {
             output::table::detail(&records[0])
@@ -545,6 +643,9 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         };
         text.push_str(&output::table::footer(a.repeat as usize));
         output::stdout(&text)?;
+    }
+    if let Some(e) = failed {
+        return Err(e.into());
     }
     Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 })
 }

@@ -6,10 +6,10 @@
 use super::bench::{execute, temp_path, Session};
 use crate::output::table::{count, ns};
 use anyhow::Result;
-use iolab::engine::{EngineKind, EngineOpts};
+use iolab::engine::EngineKind;
 use iolab_bench::prepare::human;
 use iolab_bench::record::{BenchRecord, LATENCY_DEFINITION};
-use iolab_bench::spec::{AccessPattern, CacheMode, OpMix, StopRule, WorkloadSpec};
+use iolab_bench::spec::{AccessPattern, CacheMode, StopRule, WorkloadSpec};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,6 +29,22 @@ pub struct SurveyArgs {
     /// Print one JSON document on stdout instead of the table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Bad input found before anything is made or measured (exit 2).
+pub(crate) fn check(a: &SurveyArgs) -> Result<()> {
+    if a.time.is_some_and(|t| t.is_zero()) {
+        return Err(super::usage(
+            "--time 0s: give a positive time per measurement (e.g. --time 2s)",
+        ));
+    }
+    if a.size == Some(0) {
+        return Err(super::usage(
+            "--size 0: give a positive file size (e.g. --size 256m)",
+        ));
+    }
+    temp_path(&a.dir)?;
+    Ok(())
 }
 
 /// Which question a configuration answers.
@@ -118,30 +134,30 @@ fn survey_size(dir: &Path, asked: Option<u64>) -> Result<u64> {
     Ok(s)
 }
 
-/// Runs the survey.
-pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
-    let file = temp_path(&a.dir)?;
-    let size = survey_size(&a.dir, a.size)?;
-    let time = a.time.map(|t| t.as_nanos() as u64).unwrap_or(4_000_000_000);
-    let plans = plans();
-    let specs: Vec<WorkloadSpec> = plans
+/// A buffered cold random run reads blocks with replacement: left to run
+/// for its time it would read pages it brought in itself. Cap its ops so it
+/// touches at most a few percent of the file (one page per op: the runner
+/// sets POSIX_FADV_RANDOM), so cold stays cold.
+fn stay_cold(mut s: WorkloadSpec) -> WorkloadSpec {
+    if let Some(n) = iolab_bench::residency::cold_ops_limit(&s) {
+        s.stop.ops = Some(s.stop.ops.map_or(n, |o| o.min(n)));
+    }
+    s
+}
+
+/// The survey's configurations for a `size`-byte `file`, `time_ns` each.
+fn survey_specs(plans: &[Plan], file: &Path, size: u64, time: u64) -> Vec<WorkloadSpec> {
+    plans
         .iter()
         .map(|p| WorkloadSpec {
             engine: p.engine,
-            op: OpMix::Read,
             pattern: p.pattern,
             bs: p.bs,
             qd: p.qd,
-            batch_submit: 1,
-            batch_complete: 1,
-            threads: 1,
-            file_per_thread: false,
-            file: file.clone(),
+            file: file.to_path_buf(),
             file_size: size,
             direct: p.direct,
             cache: p.cache,
-            drop_caches: false,
-            engine_opts: EngineOpts::default(),
             stop: StopRule {
                 // A cold sequential run reads the file once: a second pass
                 // would come from the page cache. Everything else runs for
@@ -151,12 +167,20 @@ pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
                 ops: None,
                 time_ns: Some(time),
             },
-            ramp_ns: 0,
-            interval_ns: None,
-            seed: 42,
-            verify: false,
+            ..WorkloadSpec::default()
         })
-        .collect();
+        .map(stay_cold)
+        .collect()
+}
+
+/// Runs the survey.
+pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
+    check(a)?;
+    let file = temp_path(&a.dir)?;
+    let size = survey_size(&a.dir, a.size)?;
+    let time = a.time.map(|t| t.as_nanos() as u64).unwrap_or(4_000_000_000);
+    let plans = plans();
+    let specs = survey_specs(&plans, &file, size, time);
     eprintln!(
         "iolab survey of {} ({} test file, {} measurements of up to {:.1} s; Ctrl-C stops early)",
         a.dir.display(),
@@ -175,7 +199,10 @@ pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
     if a.json {
         exporters.push(Box::new(crate::output::json::Json::default()));
     }
-    let recs = execute(&specs, &ses, true, &mut exporters, |_| {})?;
+    let (recs, failed) = execute(&specs, &ses, true, &mut exporters, |_| {})?;
+    if let Some(e) = failed {
+        return Err(e.into());
+    }
     if !a.json {
         let groups: Vec<Group> = plans.iter().map(|p| p.group).collect();
         crate::output::stdout(&render(&recs, &groups))?;
@@ -214,12 +241,19 @@ fn render(recs: &[BenchRecord], groups: &[Group]) -> String {
         "\n{:<28} {:<26} {:>9} {:>10} {:>10} {:>10} {:>6}",
         "workload", "engine", "MiB/s", "IOPS", "p50", "p99", "cpu%"
     );
+    let mut unheld = 0;
     for (r, g) in recs.iter().zip(groups) {
         let Some(m) = r.median_run() else { continue };
+        let title = if m.cache_held == Some(false) {
+            unheld += 1;
+            format!("{} *", g.title())
+        } else {
+            g.title().to_string()
+        };
         let _ = writeln!(
             o,
             "{:<28} {:<26} {:>9.1} {:>10} {:>10} {:>10} {:>6.1}",
-            g.title(),
+            title,
             engine_desc(r),
             m.mib_per_s,
             count(m.iops),
@@ -228,12 +262,21 @@ fn render(recs: &[BenchRecord], groups: &[Group]) -> String {
             m.cpu.user_pct + m.cpu.sys_pct
         );
     }
+    if unheld > 0 {
+        let _ = writeln!(
+            o,
+            "* the page cache did not stay as asked (a cold run ended more than {:.0} % resident, or a warm one lost its pages): shown, but no advice is drawn from it",
+            iolab_bench::residency::COLD_MAX_RESIDENT_AFTER * 100.0
+        );
+    }
     let _ = writeln!(o, "{LATENCY_DEFINITION}.\n\nadvice:");
     let best = |g: Group| {
         recs.iter()
             .zip(groups)
             .filter(|(_, x)| **x == g)
             .filter_map(|(r, _)| r.median_run().map(|m| (r, m)))
+            // Advice only from runs whose cache state held to the end.
+            .filter(|(_, m)| m.cache_held != Some(false))
             .max_by(|a, b| a.1.mib_per_s.total_cmp(&b.1.mib_per_s))
     };
     let gbs = |m: f64| {
@@ -290,4 +333,67 @@ fn render(recs: &[BenchRecord], groups: &[Group]) -> String {
         );
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iolab_bench::env::Environment;
+    use iolab_bench::record::RunMetrics;
+
+    #[test]
+    fn buffered_cold_random_runs_are_sized_to_stay_cold() {
+        let size = 1u64 << 30;
+        let specs = survey_specs(&plans(), Path::new("/x"), size, 60_000_000_000);
+        let mut capped = 0;
+        for s in &specs {
+            if s.cache == CacheMode::Cold && !s.direct && s.pattern != AccessPattern::Seq {
+                // However fast the device, the run cannot touch more than
+                // the cold threshold of the file.
+                let ops = s
+                    .stop
+                    .ops
+                    .expect("a cold buffered random run has an op limit");
+                assert!(
+                    (ops * s.bs) as f64
+                        <= iolab_bench::residency::COLD_MAX_RESIDENT_AFTER * size as f64,
+                    "{}: {ops} ops",
+                    s.label()
+                );
+                capped += 1;
+            }
+        }
+        assert!(capped >= 1);
+    }
+
+    #[test]
+    fn no_advice_from_a_run_whose_cache_did_not_hold() {
+        let specs = survey_specs(&plans(), Path::new("/x"), 1 << 30, 1_000_000_000);
+        let groups: Vec<Group> = plans().iter().map(|p| p.group).collect();
+        let recs: Vec<BenchRecord> = specs
+            .iter()
+            .map(|s| {
+                // The buffered runs read from memory after all: faster.
+                let m = RunMetrics {
+                    iops: if s.direct { 1000.0 } else { 10_000.0 },
+                    mib_per_s: 4.0,
+                    resident_after: 0.3,
+                    cache_held: iolab_bench::residency::held(s, 0.3, 1 << 20),
+                    ..Default::default()
+                };
+                BenchRecord::new(s.clone(), Environment::default(), 0, vec![m])
+            })
+            .collect();
+        let text = render(&recs, &groups);
+        // The latency floor comes from the O_DIRECT run, whose cache held,
+        // not from the faster buffered run that read from memory.
+        assert!(
+            text.contains("one at a time: pread, O_DIRECT — 1,000 IOPS"),
+            "{text}"
+        );
+        assert!(text.contains("did not stay as asked"), "{text}");
+        assert!(text.contains("random 4 KiB depth 1, cold *"), "{text}");
+        // No warm advice: every warm run lost its pages here.
+        assert!(!text.contains("of cached data"), "{text}");
+    }
 }

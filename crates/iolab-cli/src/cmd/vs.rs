@@ -7,7 +7,7 @@ use crate::output::table::{count, ns};
 use anyhow::{Context, Result};
 use iolab_bench::fio::{self, Comparable};
 use iolab_bench::prepare;
-use iolab_bench::record::{unix_ms, BenchRecord, FioComparison};
+use iolab_bench::record::{unix_ms, BenchRecord, FairFio, FioComparison};
 use iolab_bench::runner::{run_once, RealEngines, RunControl};
 use iolab_bench::spec::{CacheMode, WorkloadSpec};
 use iolab_bench::stats::median;
@@ -36,6 +36,40 @@ pub fn check(specs: &[WorkloadSpec]) -> Result<()> {
         })?;
     }
     Ok(())
+}
+
+/// `iolab bench ... --print-fio [fair]`: the fio command line of each
+/// configuration, one per line, exactly as `--vs fio` would run it.
+pub fn print_commands(specs: &[WorkloadSpec], fair: bool) -> Result<i32> {
+    let mut text = String::new();
+    for s in specs {
+        let mut s = s.clone();
+        if s.file_size == 0 {
+            // An existing file of unstated size: its length, as --vs uses.
+            s.file_size = std::fs::metadata(&s.file).map(|m| m.len()).unwrap_or(0);
+        }
+        let why = |w: String| super::usage(format!("--print-fio: {}: {w}", s.label()));
+        let cmd = match (s.engine == iolab::engine::EngineKind::Null, fair) {
+            (true, f) => {
+                let (d, fa) = fio::null_commands(&s, fio::null_cpu()).map_err(why)?;
+                if f {
+                    fa
+                } else {
+                    d
+                }
+            }
+            (false, true) => {
+                return Err(super::usage(
+                    "--print-fio fair: only the null engine has a fair-accounting command",
+                ))
+            }
+            (false, false) => fio::command(&s).map_err(why)?,
+        };
+        text.push_str(&cmd.line());
+        text.push('\n');
+    }
+    crate::output::stdout(&text)?;
+    Ok(0)
 }
 
 fn run_fio(
@@ -75,35 +109,94 @@ pub fn compare(
         spec.file_size = prep.files.iter().map(|f| f.len).min().unwrap_or(0);
     }
     let cmd = fio::command(&spec).unwrap_or(cmd);
+    // The null engine measures the framework alone: both tools pinned to
+    // one CPU, fio both as its users run it and with iolab's accounting.
+    let null = fio::null_commands(&spec, fio::null_cpu()).ok();
+    let pin = null.as_ref().map(|_| fio::null_cpu());
+    let (cmd, fair_cmd) = match null {
+        Some((d, f)) => (d, Some(f)),
+        None => (cmd, None),
+    };
     let started = unix_ms();
-    let (mut runs, mut ours, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut runs, mut ours, mut theirs, mut fair) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let n_sides = if fair_cmd.is_some() { 3 } else { 2 };
     for p in 0..pairs {
-        for side in if p % 2 == 0 { [0, 1] } else { [1, 0] } {
+        // Alternate who goes first: iolab, fio (, fio fair), then reversed.
+        let mut order: Vec<usize> = (0..n_sides).collect();
+        if p % 2 == 1 {
+            order.reverse();
+        }
+        for side in order {
             if ses.stop.load(Ordering::Relaxed) {
                 break;
             }
-            if side == 0 {
-                let resident = prepare::set_cache(&spec, &prep, spec.file_size)?;
-                let ctl = RunControl {
-                    stop: ses.stop,
-                    on_interval: None,
-                };
-                let m = run_once(&spec, &prep, spec.file_size, resident, &RealEngines, &ctl)?;
-                ours.push(Comparable::of_run(&m));
-                runs.push(m);
-            } else {
-                theirs.push(run_fio(&spec, &prep, &cmd)?);
+            match side {
+                0 => {
+                    let resident = prepare::set_cache(&spec, &prep, spec.file_size)?;
+                    let dev = iolab_bench::devstat::Snapshot::of_file(&prep.files[0].path);
+                    let mut m = run_iolab(&spec, &prep, resident, ses, pin)?;
+                    m.device = Some(dev.finish());
+                    ours.push(Comparable::of_run(&m));
+                    runs.push(m);
+                }
+                1 => theirs.push(run_fio(&spec, &prep, &cmd)?),
+                _ => fair.push(run_fio(&spec, &prep, fair_cmd.as_ref().expect("fair"))?),
             }
         }
     }
-    let mut rec = BenchRecord::new(spec, env.clone(), started, runs);
+    let mut env = env.clone();
+    env.fio_version = iolab_bench::env::fio_version();
+    let mut rec = BenchRecord::new(spec, env, started, runs);
     rec.vs_fio = Some(FioComparison {
         command: cmd.line(),
         notes: cmd.notes.clone(),
         iolab: ours,
         fio: theirs,
+        fair: fair_cmd.map(|f| FairFio {
+            command: f.line(),
+            notes: f.notes.last().cloned().into_iter().collect(),
+            cpu: pin.unwrap_or(0),
+            fio: fair,
+        }),
     });
     Ok(rec)
+}
+
+/// One iolab run; with `pin`, on a thread bound to that CPU (the runner's
+/// workers inherit the binding), so the caller's affinity is untouched.
+fn run_iolab(
+    spec: &WorkloadSpec,
+    prep: &prepare::Prepared,
+    resident: f64,
+    ses: &Session,
+    pin: Option<usize>,
+) -> Result<iolab_bench::record::RunMetrics> {
+    let go = || {
+        let ctl = RunControl {
+            stop: ses.stop,
+            on_interval: None,
+        };
+        run_once(
+            spec,
+            prep,
+            spec.file_size,
+            resident,
+            RealEngines::shared(),
+            &ctl,
+        )
+    };
+    let Some(cpu) = pin else {
+        return Ok(go()?);
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| -> Result<_> {
+            iolab::prim::pin_to_cpu(cpu).context("--vs fio: pin iolab to one CPU")?;
+            Ok(go()?)
+        })
+        .join()
+        .unwrap_or_else(|_| Err(anyhow::anyhow!("--vs fio: the pinned iolab run panicked")))
+    })
 }
 
 /// (max - min) / median of a series, the spread between pairs.
@@ -116,6 +209,15 @@ fn spread(v: &[f64]) -> f64 {
         .iter()
         .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
     (hi - lo) / m
+}
+
+/// How a compared figure is shown.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Num,
+    Count,
+    Ns,
+    Cpu,
 }
 
 /// The side-by-side text of one comparison.
@@ -137,41 +239,50 @@ pub fn render(rec: &BenchRecord) -> String {
         "{:<8} {:>12} {:>12} {:>10} {:>8}",
         "metric", "iolab", "fio", "iolab/fio", "noise"
     );
-    type Get = fn(&Comparable) -> f64;
-    let metrics: [(&str, Get, bool); 6] = [
-        ("MiB/s", |c| c.mib_per_s, false),
-        ("IOPS", |c| c.iops, false),
-        ("p50", |c| c.p50_ns, true),
-        ("p99", |c| c.p99_ns, true),
-        ("p99.9", |c| c.p99_9_ns, true),
-        ("cpu %", |c| c.cpu_pct, false),
+    type Get = fn(&Comparable) -> Option<f64>;
+    // Where fio's CPU figure misses work iolab counts, the totals differ in
+    // kind: only the submitting threads' CPU is the same quantity.
+    let offload = iolab_bench::fio::cpu_offload(&rec.spec);
+    let metrics: [(&str, Get, Kind); 8] = [
+        ("MiB/s", |c| Some(c.mib_per_s), Kind::Num),
+        ("IOPS", |c| Some(c.iops), Kind::Count),
+        ("p50", |c| Some(c.p50_ns), Kind::Ns),
+        ("p99", |c| Some(c.p99_ns), Kind::Ns),
+        ("p99.9", |c| Some(c.p99_9_ns), Kind::Ns),
+        ("cpu sub%", |c| Some(c.cpu_submit_pct), Kind::Cpu),
+        ("cpu oth%", |c| c.cpu_offload_pct, Kind::Cpu),
+        ("cpu tot%", |c| Some(c.cpu_pct), Kind::Cpu),
     ];
     let mut verdicts = Vec::new();
-    for (name, get, is_ns) in metrics {
-        let a: Vec<f64> = c.iolab.iter().map(get).collect();
-        let b: Vec<f64> = c.fio.iter().map(get).collect();
-        let (ma, mb) = (median(&a), median(&b));
-        let ratio = ma / mb;
+    for (name, get, kind) in metrics {
+        let a: Vec<f64> = c.iolab.iter().filter_map(get).collect();
+        let b: Vec<f64> = c.fio.iter().filter_map(get).collect();
+        let ma = median(&a);
+        let mb = (!b.is_empty()).then(|| median(&b));
+        let fmt = |v: f64| match kind {
+            Kind::Ns => ns(v),
+            Kind::Count => count(v),
+            _ => format!("{v:.1}"),
+        };
+        // Not comparable: fio has no such figure, or its total misses the
+        // helper/kernel threads' work.
+        let comparable = mb.is_some() && !(name == "cpu tot%" && offload.is_some());
         let noise = spread(&a).max(spread(&b));
-        let fmt = |v: f64| {
-            if is_ns {
-                ns(v)
-            } else if name == "IOPS" {
-                count(v)
-            } else {
-                format!("{v:.1}")
-            }
+        let (fio_s, ratio_s, ratio) = match mb {
+            Some(mb) if comparable => (fmt(mb), format!("{:.3}", ma / mb), ma / mb),
+            Some(mb) => (fmt(mb), "n/c".to_string(), f64::NAN),
+            None => ("not measured".to_string(), "n/c".to_string(), f64::NAN),
         };
         let _ = writeln!(
             o,
-            "{:<8} {:>12} {:>12} {:>10.3} {:>7.1}%",
+            "{:<8} {:>12} {:>12} {:>10} {:>7.1}%",
             name,
             fmt(ma),
-            fmt(mb),
-            ratio,
+            fio_s,
+            ratio_s,
             noise * 100.0
         );
-        if ratio.is_finite() && name != "cpu %" && (ratio - 1.0).abs() > noise && a.len() > 1 {
+        if ratio.is_finite() && kind != Kind::Cpu && (ratio - 1.0).abs() > noise && a.len() > 1 {
             verdicts.push(format!(
                 "{name}: iolab {:+.1} % against fio, more than the noise between pairs ({:.1} %)",
                 (ratio - 1.0) * 100.0,
@@ -188,7 +299,31 @@ pub fn render(rec: &BenchRecord) -> String {
     }
     let _ = writeln!(
         o,
-        "(cpu: iolab counts the whole process; fio its job threads)"
+        "(cpu sub: the submitting threads on both sides (RUSAGE_THREAD), like for like; cpu oth: iolab's helper and io_uring kernel threads, which fio does not measure; cpu tot: iolab's whole process against fio's job threads{})",
+        match offload {
+            Some(why) => format!(", not comparable (n/c) here: {why}"),
+            None => ", comparable here: this engine does its I/O on the submitting thread".into(),
+        }
     );
+    if let Some(f) = &c.fair {
+        let iops = |v: &[Comparable]| median(&v.iter().map(|c| c.iops).collect::<Vec<_>>());
+        let ours = iops(&c.iolab);
+        let _ = writeln!(
+            o,
+            "null engine, framework cost (both tools pinned to CPU {}):",
+            f.cpu
+        );
+        let _ = writeln!(
+            o,
+            "  iolab/fio IOPS, fair    {:.3}  (fio with iolab's accounting: {})",
+            ours / iops(&f.fio),
+            f.command
+        );
+        let _ = writeln!(
+            o,
+            "  iolab/fio IOPS, default {:.3}  (fio's default accounting: slat, clat, lat and their histograms per op)",
+            ours / iops(&c.fio)
+        );
+    }
     o
 }

@@ -55,9 +55,18 @@ pub fn detail(rec: &BenchRecord) -> String {
     let _ = writeln!(o, "{}  {}", rec.label, describe(rec));
     let _ = writeln!(
         o,
-        "  resident before  {:.1} % of the file in the page cache",
-        r.resident_before * 100.0
+        "  resident         {:.1} % of the file in the page cache before, {:.1} % after{}",
+        r.resident_before * 100.0,
+        r.resident_after * 100.0,
+        match r.cache_held {
+            Some(true) => format!(" (cache {} held)", rec.spec.cache.name()),
+            Some(false) => format!(" (cache {} did NOT hold)", rec.spec.cache.name()),
+            None => String::new(),
+        }
     );
+    if let Some(b) = &r.mem {
+        let _ = writeln!(o, "  buffers          {}", b.describe());
+    }
     let _ = writeln!(
         o,
         "  throughput       {:.1} MiB/s   {} IOPS   ({} in {:.2} s){}",
@@ -92,6 +101,16 @@ pub fn detail(rec: &BenchRecord) -> String {
         c.sys_pct,
         ns(c.cpu_ns_per_op)
     );
+    let sp = &c.split;
+    let _ = writeln!(
+        o,
+        "  cpu by thread    submitting {:.1} % (user {:.1}, system {:.1}; what fio counts)  helpers {:.1} %  kernel io threads {:.1} %",
+        sp.submit_pct(),
+        sp.submit_user_pct,
+        sp.submit_sys_pct,
+        sp.helpers_pct,
+        sp.kernel_pct
+    );
     if let Some(p) = c.sqpoll_pct {
         let _ = writeln!(
             o,
@@ -106,6 +125,11 @@ pub fn detail(rec: &BenchRecord) -> String {
         count(c.minor_faults as f64),
         count(c.major_faults as f64)
     );
+    if let Some(d) = &r.device {
+        for l in d.lines() {
+            let _ = writeln!(o, "  {l}");
+        }
+    }
     if rec.runs.len() > 1 {
         let m = &rec.summary.mib_per_s;
         let p = &rec.summary.p99_ns;
@@ -190,10 +214,24 @@ pub fn interval_line(s: &iolab_bench::record::IntervalSample) -> String {
 /// Whether a run looks suspicious enough to warn about it.
 pub fn warnings(r: &RunMetrics) -> Vec<String> {
     let mut w = Vec::new();
+    if r.cache_held == Some(false) {
+        w.push(format!(
+            "the cache state asked for did not hold: {:.1} % of the data resident before, {:.1} % after, so some reads may have been served from memory (for cold random reads use --direct, a larger file, or fewer --ops)",
+            r.resident_before * 100.0,
+            r.resident_after * 100.0
+        ));
+    }
     if r.ops > 0 && r.duration_ns < 100_000_000 {
         w.push(format!(
             "measured only {}: use --time or a larger --size for stable numbers",
             ns(r.duration_ns as f64)
+        ));
+    }
+    if r.errors > 0 {
+        w.push(format!(
+            "{} ops failed; first: {}",
+            r.errors,
+            r.first_errors.first().map_or("(not kept)", |s| s.as_str())
         ));
     }
     w

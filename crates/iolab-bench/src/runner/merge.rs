@@ -1,0 +1,62 @@
+//! The workers' counts, merged into one run's metrics.
+
+use super::threads::Collected;
+use crate::metrics::{new_histogram, CpuUsage, LatencySummary};
+use crate::record::RunMetrics;
+use std::time::Instant;
+
+/// Sums the workers' counts; the measured window runs from the earliest
+/// worker's start of measurement to the latest completion.
+pub(super) fn metrics(c: Collected, resident_before: f64, errors: Vec<String>) -> RunMetrics {
+    let mut hist = new_histogram();
+    let (mut ops, mut reads, mut writes, mut bytes, mut failed) = (0, 0, 0, 0, 0);
+    let sqpoll_ns = c
+        .outs
+        .iter()
+        .filter_map(|o| o.sqpoll_ns)
+        .reduce(|a, b| a + b);
+    let mut start: Option<Instant> = None;
+    let mut end: Option<Instant> = None;
+    for o in &c.outs {
+        let _ = hist.add(&o.hist);
+        ops += o.ops;
+        reads += o.reads;
+        writes += o.writes;
+        bytes += o.bytes;
+        failed += o.errors;
+        start = Some(start.map_or(o.measure_start, |s| s.min(o.measure_start)));
+        end = Some(end.map_or(o.end, |e| e.max(o.end)));
+    }
+    let duration_ns = match (start, end) {
+        (Some(s), Some(e)) => e.saturating_duration_since(s).as_nanos() as u64,
+        _ => 0,
+    };
+    let secs = duration_ns.max(1) as f64 / 1e9;
+    RunMetrics {
+        duration_ns,
+        bytes,
+        ops,
+        read_ops: reads,
+        write_ops: writes,
+        errors: failed,
+        first_errors: errors,
+        mib_per_s: bytes as f64 / secs / (1 << 20) as f64,
+        iops: ops as f64 / secs,
+        latency: LatencySummary::of(&hist),
+        latency_hist: Some(hist),
+        cpu: CpuUsage {
+            split: crate::cpu::split(
+                &c.outs.iter().map(|o| o.cpu).collect::<Vec<_>>(),
+                &c.usage,
+                duration_ns,
+            ),
+            ..CpuUsage::from_usage(&c.usage, duration_ns, ops, sqpoll_ns)
+        },
+        resident_before,
+        intervals: c.merger.finish(),
+        interrupted: false,
+        mem: c.outs.iter().map(|o| o.mem).reduce(|a, b| a.merge(&b)),
+        device: None,
+        ..RunMetrics::default()
+    }
+}

@@ -1,0 +1,210 @@
+//! Where workers run: on the calling thread (`--threads 0`), or each on its
+//! own thread with the calling thread as collector. The collector merges
+//! interval samples, takes the CPU baseline when the ramp ends, passes
+//! Ctrl-C on, and watches for ops that never complete (`--op-timeout`).
+//!
+//! Worker threads own what they use (`Arc`), so a worker stuck in the
+//! kernel can be left behind: the run ends without it, and the process
+//! exit takes it down.
+
+use super::clock::OpClock;
+use super::control::{timeout_error, Shared};
+use super::intervals::Merger;
+use super::plan::Plan;
+use super::worker::{work, Msg, WorkerOut};
+use super::{EngineFactory, RunControl};
+use crate::error::Result;
+use iolab::engine::{Engine, EngineConfig, EngineFile, EngineOpts};
+use iolab::file::OpenSpec;
+use iolab::os::Usage;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+/// How often the collector looks at the stop flag and the watch, at most.
+const TICK: Duration = Duration::from_millis(100);
+
+/// How long the collector waits for workers once the run must end (an op
+/// timed out, or Ctrl-C) before it leaves the rest behind.
+const GRACE: Duration = Duration::from_secs(1);
+
+/// What the workers did.
+pub(super) struct Collected {
+    /// The workers that reported back.
+    pub outs: Vec<WorkerOut>,
+    /// Process usage over the measured phase.
+    pub usage: Usage,
+    /// Merged interval samples.
+    pub merger: Merger,
+}
+
+/// Opens the plan's file and builds its engine.
+fn build_engine(
+    sh: &Shared,
+    plan: &Plan,
+    factory: &dyn EngineFactory,
+) -> iolab::Result<Box<dyn Engine>> {
+    let spec = &sh.spec;
+    let f = &sh.prep.files[plan.file_idx];
+    let write = spec.op.writes();
+    let file = iolab::file::open(
+        &f.path,
+        OpenSpec {
+            direct: spec.direct,
+            write,
+        },
+    )?;
+    iolab::cache::advise(&file, spec.pattern.hint())?;
+    let cfg = EngineConfig {
+        files: vec![EngineFile {
+            path: f.path.clone(),
+            file,
+            len: f.len,
+        }],
+        qd: spec.qd,
+        max_len: spec.bs as usize,
+        mem_align: sh
+            .prep
+            .align
+            .map(|a| a.mem)
+            .unwrap_or_else(iolab::os::page_size),
+        direct: spec.direct,
+        opts: EngineOpts {
+            access: spec.pattern.hint(),
+            ..spec.engine_opts
+        },
+    };
+    factory.build(spec, plan.worker, cfg)
+}
+
+/// The one worker runs on the calling thread.
+pub(super) fn inline(
+    sh: &Shared,
+    ctl: &RunControl,
+    plan: Plan,
+    factory: &dyn EngineFactory,
+) -> Result<Collected> {
+    let eng = build_engine(sh, &plan, factory)?;
+    let (tx, rx) = mpsc::channel();
+    let u0 = Usage::now();
+    let out = work(sh, ctl.stop, plan, eng, OpClock::new(), &tx);
+    let usage = Usage::now().since(&out.usage_at_start.unwrap_or(u0));
+    drop(tx);
+    let mut merger = Merger::new(1, sh.spec.interval_ns.unwrap_or(1));
+    for m in rx.try_iter() {
+        if let Msg::Interval(p) = m {
+            merger.add(p, ctl.on_interval);
+        }
+    }
+    Ok(Collected {
+        outs: vec![out],
+        usage,
+        merger,
+    })
+}
+
+/// Each worker on its own thread; the calling thread collects.
+pub(super) fn spawned(
+    sh: Arc<Shared>,
+    ctl: &RunControl,
+    plans: Vec<Plan>,
+    factory: Arc<dyn EngineFactory>,
+) -> Collected {
+    let n = plans.len();
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let barrier = Arc::new(Barrier::new(n + 1));
+    for plan in plans {
+        let (sh, tx, barrier, factory) = (sh.clone(), tx.clone(), barrier.clone(), factory.clone());
+        std::thread::spawn(move || {
+            let eng = build_engine(&sh, &plan, &*factory);
+            let mut clock = OpClock::new();
+            barrier.wait();
+            clock.restart();
+            let out = match eng {
+                Ok(e) if !sh.abort.load(Ordering::Relaxed) => {
+                    Some(Box::new(work(&sh, &sh.stop, plan, e, clock, &tx)))
+                }
+                Ok(_) => None,
+                Err(e) => {
+                    sh.fail(e.into());
+                    None
+                }
+            };
+            let _ = tx.send(Msg::Done(out));
+        });
+    }
+    drop(tx);
+    // Engines are built (or failed) once everyone passes the barrier.
+    barrier.wait();
+    collect(&sh, ctl, &rx, n)
+}
+
+/// The collector's loop: until every worker is done, or the run must end
+/// and the grace time for the rest has passed.
+fn collect(sh: &Shared, ctl: &RunControl, rx: &mpsc::Receiver<Msg>, n: usize) -> Collected {
+    let spec = &sh.spec;
+    let mut merger = Merger::new(n, spec.interval_ns.unwrap_or(1));
+    let ramp_end = Instant::now() + Duration::from_nanos(spec.ramp_ns);
+    let mut u0 = Usage::now();
+    let mut ramp_pending = spec.ramp_ns > 0;
+    let tick = spec.op_timeout_ns.map_or(TICK, |t| {
+        TICK.min(Duration::from_nanos(t / 4).max(Duration::from_millis(1)))
+    });
+    let mut ending: Option<Instant> = None;
+    let mut outs = Vec::new();
+    let mut finished = 0;
+    while finished < n {
+        let timeout = if ramp_pending {
+            ramp_end.saturating_duration_since(Instant::now()).min(tick)
+        } else {
+            tick
+        };
+        match rx.recv_timeout(timeout) {
+            Ok(Msg::Interval(p)) => merger.add(p, ctl.on_interval),
+            Ok(Msg::Done(o)) => {
+                finished += 1;
+                outs.extend(o.map(|b| *b));
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if ramp_pending && Instant::now() >= ramp_end {
+            u0 = Usage::now();
+            ramp_pending = false;
+        }
+        if ctl.stop.load(Ordering::Relaxed) {
+            sh.stop.store(true, Ordering::Relaxed);
+        }
+        if let Some(limit) = spec.op_timeout_ns {
+            watch(sh, limit);
+        }
+        if sh.stop.load(Ordering::Relaxed) || sh.abort.load(Ordering::Relaxed) {
+            let since = *ending.get_or_insert_with(Instant::now);
+            if since.elapsed() > GRACE {
+                break;
+            }
+        }
+    }
+    Collected {
+        outs,
+        usage: Usage::now().since(&u0),
+        merger,
+    }
+}
+
+/// Ends the run with an error naming the first op in flight longer than
+/// `limit` ns.
+fn watch(sh: &Shared, limit: u64) {
+    if sh.abort.load(Ordering::Relaxed) {
+        return;
+    }
+    for (w, watch) in sh.watches.iter().enumerate() {
+        if let Some(o) = watch.overdue(limit) {
+            let idx = if sh.spec.file_per_thread { w } else { 0 };
+            let path = sh.prep.files[idx].path.clone();
+            sh.fail(timeout_error(path, sh.spec.bs as u32, limit, &o));
+            return;
+        }
+    }
+}

@@ -1,0 +1,451 @@
+//! One worker's loop: keep up to `qd` ops in flight on its own engine,
+//! submitting `batch_submit` ops per call and waiting for `batch_complete`
+//! completions when the queue is full. Completions may come back in any
+//! order; each is matched to its op by tag (= buffer slot).
+//!
+//! Latency of an op is measured from just before the `submit` call that
+//! hands it to the engine until just after the `reap` call that returns its
+//! completion. This loop is hand-written for that reason: no allocation, two
+//! clock reads per submit/reap round, not per op.
+
+use super::clock::OpClock;
+use super::control::{Shared, Watch};
+use super::intervals::{Part, Sampler};
+use super::plan::Plan;
+use crate::error::BenchError;
+use crate::metrics::new_histogram;
+use crate::spec::OpMix;
+use hdrhistogram::Histogram;
+use iolab::buf::BufId;
+use iolab::engine::{Done, Engine, FileId, Op, OpKind};
+use iolab::os::Usage;
+use iolab::pattern::Pattern;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+/// What a worker tells the collector.
+pub(super) enum Msg {
+    /// An interval closed.
+    Interval(Part),
+    /// The worker ended (None: it never ran, its engine failed).
+    Done(Option<Box<WorkerOut>>),
+}
+
+/// What a worker hands back.
+pub(super) struct WorkerOut {
+    /// Latency of the measured ops.
+    pub hist: Histogram<u64>,
+    /// Measured ops, reads, writes, bytes.
+    pub ops: u64,
+    /// Of `ops`, reads.
+    pub reads: u64,
+    /// Of `ops`, writes.
+    pub writes: u64,
+    /// Bytes moved by `ops`.
+    pub bytes: u64,
+    /// Ops that failed (or came back short, or did not verify).
+    pub errors: u64,
+    /// Time of the last completion.
+    pub end: Instant,
+    /// Start of the measured phase (after ramp).
+    pub measure_start: Instant,
+    /// CPU of this worker's SQPOLL kernel thread in the measured phase, ns.
+    pub sqpoll_ns: Option<u64>,
+    /// Process usage when the measured phase began (runs on the calling
+    /// thread with a ramp take it here; threaded runs, in the collector).
+    pub usage_at_start: Option<Usage>,
+    /// This worker thread's own CPU and its rings' kernel threads'.
+    pub cpu: crate::cpu::WorkerCpuOut,
+    /// What memory the engine's buffers got.
+    pub mem: iolab::mem::Backing,
+}
+
+/// Does one worker's share of the run and reports how it went.
+pub(super) fn work(
+    sh: &Shared,
+    stop: &AtomicBool,
+    plan: Plan,
+    eng: Box<dyn Engine>,
+    clock: OpClock,
+    tx: &Sender<Msg>,
+) -> WorkerOut {
+    let mut w = Worker::new(sh, stop, plan, eng, clock);
+    loop {
+        let budget_left = w.budget_left();
+        w.check_stop();
+        if !w.stopping {
+            w.issue();
+        }
+        if !w.combined {
+            match w.wait(budget_left) {
+                Wait::Finished => break,
+                Wait::Again => continue,
+                Wait::Reaped => {}
+            }
+        }
+        w.combined = false;
+        if w.done.is_empty() {
+            continue;
+        }
+        let t = w.clock.now_ns();
+        w.complete(t);
+        w.iv.tick(t, |p| {
+            let _ = tx.send(Msg::Interval(p));
+        });
+    }
+    w.finish()
+}
+
+enum Wait {
+    /// Nothing in flight and nothing more to do.
+    Finished,
+    /// Nothing in flight yet: go round again.
+    Again,
+    /// `done` holds what `reap` returned.
+    Reaped,
+}
+
+/// Counts of the measured ops.
+struct Tally {
+    hist: Histogram<u64>,
+    ops: u64,
+    reads: u64,
+    writes: u64,
+    bytes: u64,
+}
+
+struct Worker<'a> {
+    sh: &'a Shared,
+    stop: &'a AtomicBool,
+    watch: &'a Watch,
+    plan: Plan,
+    eng: Box<dyn Engine>,
+    clock: OpClock,
+    batch: usize,
+    bc: usize,
+    bs: u32,
+    verify: bool,
+    read_pct: u64,
+    ramp_end: u64,
+    deadline: Option<u64>,
+    free: Vec<u32>,
+    started: Vec<u64>,
+    meta: Vec<(u64, OpKind)>,
+    pending: Vec<Op>,
+    done: Vec<Done>,
+    inflight: usize,
+    issued: u64,
+    tally: Tally,
+    errors: u64,
+    iv: Sampler,
+    measuring: bool,
+    end: u64,
+    stopping: bool,
+    combined: bool,
+    sqpoll0: Option<u64>,
+    usage_at_start: Option<Usage>,
+    cpu: crate::cpu::WorkerCpu,
+}
+
+impl<'a> Worker<'a> {
+    fn new(
+        sh: &'a Shared,
+        stop: &'a AtomicBool,
+        plan: Plan,
+        eng: Box<dyn Engine>,
+        clock: OpClock,
+    ) -> Self {
+        let spec = &sh.spec;
+        let qd = spec.qd as usize;
+        let read_pct = match spec.op {
+            OpMix::Read => 100,
+            OpMix::Write => 0,
+            OpMix::Rw { read_pct } => read_pct as u64,
+        };
+        let watch = &sh.watches[plan.worker as usize];
+        watch.set_base(clock.base);
+        let measuring = spec.ramp_ns == 0;
+        Worker {
+            sh,
+            stop,
+            watch,
+            verify: spec.verify && eng.caps().fills_buffer,
+            plan,
+            eng,
+            clock,
+            batch: spec.batch_submit as usize,
+            bc: spec.batch_complete.max(1) as usize,
+            bs: spec.bs as u32,
+            read_pct,
+            ramp_end: spec.ramp_ns,
+            deadline: spec.stop.time_ns.map(|t| spec.ramp_ns + t),
+            free: (0..qd as u32).rev().collect(),
+            started: vec![0; qd],
+            meta: vec![(0, OpKind::Read); qd],
+            pending: Vec::with_capacity(spec.batch_submit as usize),
+            done: Vec::with_capacity(qd),
+            inflight: 0,
+            issued: 0,
+            tally: Tally {
+                hist: new_histogram(),
+                ops: 0,
+                reads: 0,
+                writes: 0,
+                bytes: 0,
+            },
+            errors: 0,
+            iv: Sampler::new(spec.interval_ns, spec.ramp_ns),
+            measuring,
+            end: 0,
+            stopping: false,
+            combined: false,
+            // The SQPOLL thread names itself when it first runs, which may
+            // be after this point: then it has used (almost) nothing yet.
+            sqpoll0: (measuring && spec.engine_opts.uring.sqpoll)
+                .then(|| iolab::os::sqpoll_cpu_ns().unwrap_or(0)),
+            usage_at_start: None,
+            cpu: crate::cpu::WorkerCpu::start(),
+        }
+    }
+
+    /// Whether the budget allows another op. The ramp is not measured, so
+    /// ops issued during it do not count against the budget.
+    #[inline]
+    fn budget_left(&self) -> bool {
+        !self.measuring || self.plan.budget.is_none_or(|b| self.issued < b)
+    }
+
+    /// Stops on Ctrl-C, on another worker's fatal error, or at the deadline.
+    /// The deadline is checked against the last completion time: a third
+    /// clock read per op would cost more than the null engine's whole op.
+    #[inline]
+    fn check_stop(&mut self) {
+        if !self.stopping
+            && (self.stop.load(Ordering::Relaxed)
+                || self.sh.abort.load(Ordering::Relaxed)
+                || self.deadline.is_some_and(|d| self.end >= d))
+        {
+            self.stopping = true;
+        }
+    }
+
+    /// Fills the next batch and hands it to the engine when it is full, the
+    /// queue is full, or the budget is spent.
+    fn issue(&mut self) {
+        while self.pending.len() < self.batch && self.budget_left() {
+            let Some(slot) = self.free.pop() else { break };
+            self.queue_op(slot);
+        }
+        let exhausted = !self.budget_left();
+        let full = self.free.is_empty();
+        if self.pending.is_empty() || !(self.pending.len() >= self.batch || full || exhausted) {
+            return;
+        }
+        let t = self.clock.now_ns();
+        for op in &self.pending {
+            self.started[op.tag as usize] = t;
+            let write = op.kind == OpKind::Write;
+            self.watch.start(op.tag as usize, t, op.offset, write);
+        }
+        // When the runner will wait right after submitting (queue full, or
+        // no more work), one combined call lets io_uring submit and wait in
+        // a single io_uring_enter.
+        let res = if full || exhausted {
+            let min = self.bc.min(self.inflight + self.pending.len());
+            self.done.clear();
+            self.combined = true;
+            self.eng
+                .submit_and_reap(&self.pending, min, &mut self.done)
+                .map(|(n, _)| n)
+        } else {
+            self.eng.submit(&self.pending)
+        };
+        match res {
+            Ok(n) => {
+                self.inflight += n;
+                self.pending.drain(..n);
+            }
+            Err(e) => {
+                self.sh.fail(e.into());
+                self.stopping = true;
+                self.combined = false;
+            }
+        }
+    }
+
+    /// Picks the next op's offset and kind and queues it in `slot`.
+    #[inline]
+    fn queue_op(&mut self, slot: u32) {
+        let off = self.plan.gen.next_offset();
+        let rp = self.read_pct;
+        let kind = if rp == 100 || (rp > 0 && self.plan.gen.coin() < rp) {
+            OpKind::Read
+        } else {
+            OpKind::Write
+        };
+        if kind == OpKind::Write {
+            let p = self.plan.pattern.unwrap_or(Pattern::new(0));
+            p.fill(&mut self.eng.buf_mut(BufId(slot))[..self.bs as usize], off);
+        }
+        self.meta[slot as usize] = (off, kind);
+        self.pending.push(Op {
+            tag: slot as u64,
+            kind,
+            file: FileId(0),
+            offset: off,
+            len: self.bs,
+            buf: BufId(slot),
+        });
+        self.issued += 1;
+    }
+
+    /// Waits for completions (or says the worker is finished).
+    fn wait(&mut self, budget_left: bool) -> Wait {
+        if self.inflight == 0 {
+            if self.stopping || (!budget_left && self.pending.is_empty()) {
+                return Wait::Finished;
+            }
+            return Wait::Again;
+        }
+        let min = if self.stopping || self.free.is_empty() || !self.budget_left() {
+            self.bc.min(self.inflight)
+        } else {
+            0
+        };
+        self.done.clear();
+        if let Err(e) = self.eng.reap(min, &mut self.done) {
+            self.sh.fail(e.into());
+            return Wait::Finished;
+        }
+        Wait::Reaped
+    }
+
+    /// The ramp is over: what it did is forgotten, and the baselines of the
+    /// measured phase (SQPOLL CPU, process usage) are taken now.
+    fn start_measuring(&mut self) {
+        self.measuring = true;
+        self.cpu.restart();
+        self.tally.hist.reset();
+        let t = &mut self.tally;
+        (t.ops, t.reads, t.writes, t.bytes) = (0, 0, 0, 0);
+        self.iv.clear();
+        // Ops already handed out complete in the measured phase and count.
+        self.issued = (self.inflight + self.pending.len()) as u64;
+        if self.sh.spec.engine_opts.uring.sqpoll {
+            self.sqpoll0 = Some(iolab::os::sqpoll_cpu_ns().unwrap_or(0));
+        }
+        self.usage_at_start = Some(Usage::now());
+    }
+
+    /// Accounts for the completions in `done`, reaped at `t` ns.
+    fn complete(&mut self, t: u64) {
+        self.end = t;
+        if !self.measuring && t >= self.ramp_end {
+            self.start_measuring();
+        }
+        for i in 0..self.done.len() {
+            let d = self.done[i];
+            let slot = d.tag as usize;
+            self.inflight -= 1;
+            self.free.push(slot as u32);
+            self.watch.end(slot);
+            let n = match self.check(&d) {
+                Ok(n) => n,
+                Err(e) => {
+                    self.errors += 1;
+                    if self.sh.op_error(e) {
+                        self.stopping = true;
+                    }
+                    continue;
+                }
+            };
+            let lat = t.saturating_sub(self.started[slot]).max(1);
+            let tl = &mut self.tally;
+            tl.hist.saturating_record(lat);
+            tl.ops += 1;
+            tl.bytes += n as u64;
+            if self.meta[slot].1 == OpKind::Read {
+                tl.reads += 1;
+            } else {
+                tl.writes += 1;
+            }
+            self.iv.record(lat, n as u64);
+        }
+    }
+
+    /// The bytes a completion moved, or why it does not count.
+    #[inline]
+    fn check(&self, d: &Done) -> Result<u32, BenchError> {
+        let (off, kind) = self.meta[d.tag as usize];
+        let kname = if kind == OpKind::Read {
+            "read"
+        } else {
+            "write"
+        };
+        let (path, len) = (&self.plan.path, self.bs);
+        let n = d.res.map_err(|errno| BenchError::OpFailed {
+            kind: kname,
+            path: path.clone(),
+            offset: off,
+            len,
+            errno,
+        })?;
+        if n < len {
+            return Err(BenchError::Short {
+                kind: kname,
+                path: path.clone(),
+                offset: off,
+                len,
+                got: n,
+            });
+        }
+        if self.verify && kind == OpKind::Read {
+            if let Some(p) = self.plan.pattern {
+                let buf = &self.eng.buf(BufId(d.tag as u32))[..n as usize];
+                p.verify(buf, off).map_err(|m| {
+                    BenchError::Io(iolab::Error::Verify {
+                        path: path.clone(),
+                        offset: m.offset,
+                        expected: m.expected,
+                        got: m.got,
+                    })
+                })?;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Waits for what is still in flight and hands back the counts.
+    fn finish(mut self) -> WorkerOut {
+        // Ops still pending were never handed to the engine: nothing to wait for.
+        if self.inflight > 0 {
+            let _ = self.eng.reap(self.inflight, &mut self.done);
+        }
+        if !self.measuring {
+            // Ended inside the ramp: nothing was measured.
+            self.tally.hist.reset();
+            let t = &mut self.tally;
+            (t.ops, t.reads, t.writes, t.bytes) = (0, 0, 0, 0);
+        }
+        // Read before the engine (and so its SQPOLL thread) goes away.
+        let sqpoll_ns = self
+            .sqpoll0
+            .and_then(|b0| iolab::os::sqpoll_cpu_ns().map(|b| b.saturating_sub(b0)));
+        let base = self.clock.base;
+        WorkerOut {
+            cpu: self.cpu.finish(),
+            mem: self.eng.pool().backing(),
+            sqpoll_ns,
+            hist: self.tally.hist,
+            ops: self.tally.ops,
+            reads: self.tally.reads,
+            writes: self.tally.writes,
+            bytes: self.tally.bytes,
+            errors: self.errors,
+            end: base + Duration::from_nanos(self.end),
+            measure_start: base + Duration::from_nanos(self.ramp_end),
+            usage_at_start: self.usage_at_start,
+        }
+    }
+}
