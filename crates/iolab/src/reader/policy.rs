@@ -218,7 +218,7 @@ mod tests {
                 },
                 Choice::Buffered { block: 4 << 20 },
             ),
-            // Large, cold, fits: io_uring with depth.
+            // Large, cold, fits: pread with the kernel's read-ahead.
             (
                 Situation {
                     len: 4 << 20,
