@@ -14,6 +14,7 @@ pub mod fio;
 pub mod fiojob;
 pub mod lab;
 pub mod metrics;
+pub mod mixed;
 pub mod offsets;
 pub mod prepare;
 pub mod ranks;
@@ -25,5 +26,6 @@ pub mod spec;
 pub mod stats;
 pub mod system;
 pub mod trace;
+pub mod tune;
 
 pub use error::{BenchError, Result};

@@ -44,6 +44,14 @@ enum Cmd {
     /// The cost of the operating system's basic operations (syscalls,
     /// context switches, memory, page faults, loopback network, file cache).
     Sys(cmd::sys::SysArgs),
+    /// Read whole files as fast as this machine can (to stdout or -o OUT).
+    Cat(cmd::cat::CatArgs),
+    /// XOR of a whole file's 4-byte words (final partial word dropped), as 8 hex digits.
+    Fast(cmd::cat::FastArgs),
+    /// Measure how this machine reads and write the profile `Auto` uses.
+    Tune(cmd::tune::TuneArgs),
+    /// One pass of the mixed workload (adaptive against fixed techniques).
+    Mixed(cmd::mixed::MixedArgs),
     /// Record what a program reads (under strace) as an iolab CSV trace.
     Record(cmd::record::RecordArgs),
     /// Inspect a trace (`iolab trace stats FILE`).
@@ -78,6 +86,10 @@ fn main() -> ExitCode {
         Some(Cmd::Bench(a)) => cmd::bench::run(&a, stop),
         Some(Cmd::Xor(a)) => cmd::xor::run(&a, stop),
         Some(Cmd::Sys(a)) => cmd::sys::run(&a, stop),
+        Some(Cmd::Cat(a)) => cmd::cat::run(&a, stop),
+        Some(Cmd::Fast(a)) => cmd::cat::run_fast(&a, stop),
+        Some(Cmd::Tune(a)) => cmd::tune::run(&a, stop),
+        Some(Cmd::Mixed(a)) => cmd::mixed::run(&a, stop),
         Some(Cmd::Record(a)) => cmd::record::run(&a, stop),
         Some(Cmd::Trace(a)) => cmd::trace::run(&a, stop),
         Some(Cmd::Replay(a)) => cmd::replay::run(&a, stop),

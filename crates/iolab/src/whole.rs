@@ -44,6 +44,10 @@ pub struct Plan {
     /// Hand chunks to the callback in file order (for `cat`); otherwise in
     /// completion order.
     pub ordered: bool,
+    /// Piece size when the file is mostly cached: small enough that the
+    /// destination stays in the CPU cache (a copy into cached memory is
+    /// faster than one that writes memory back), as `cat`'s 128 KiB buffer.
+    pub warm_chunk: usize,
 }
 
 impl Default for Plan {
@@ -54,6 +58,7 @@ impl Default for Plan {
             depth: 8,
             direct: None,
             ordered: false,
+            warm_chunk: 128 << 10,
         }
     }
 }
@@ -80,18 +85,22 @@ pub fn read_whole_plan(
 ) -> Result<WholeStats> {
     let len = file::length(path)?;
     let align = file::dio_alignment(path).ok();
+    let warm = plan.direct != Some(true)
+        && cache::residency(path, len)
+            .map(|r| r.fraction() >= 0.5)
+            .unwrap_or(false);
     let direct = match plan.direct {
         Some(d) => d && align.is_some(),
-        None => {
-            let warm = cache::residency(path, len)
-                .map(|r| r.fraction() >= 0.5)
-                .unwrap_or(false);
-            !warm && align.is_some()
-        }
+        None => !warm && align.is_some(),
     };
     let unit = align.map_or(4096, |a| a.required.max(4096));
-    let chunk = plan.chunk.max(unit).div_ceil(unit) * unit;
-    let depth = plan.depth.max(1);
+    let (chunk, depth) = if warm {
+        // Cached: the copy is all the work; one small piece at a time.
+        (plan.warm_chunk.max(4096), 1)
+    } else {
+        (plan.chunk, plan.depth.max(1))
+    };
+    let chunk = chunk.max(unit).div_ceil(unit) * unit;
     let mut slots = HugeBuf::new(chunk * depth as usize)?;
     let force_pread = std::env::var_os(FORCE_PREAD_ENV).is_some_and(|v| v != "0");
     if !force_pread {
@@ -113,6 +122,7 @@ pub fn read_whole_plan(
         };
         match ring::stream_file(
             &fh,
+            0,
             len,
             chunk,
             depth,

@@ -326,6 +326,7 @@ fn whole_files_cold_and_warm_in_order() {
                 depth: 4,
                 direct,
                 ordered: true,
+                ..Default::default()
             };
             let mut next = 0u64;
             let mut out = Vec::new();

@@ -1,15 +1,18 @@
 //! The subcommands, one file each.
 
 pub mod bench;
+pub mod cat;
 pub mod fio;
 pub mod lab;
 pub mod limits;
+pub mod mixed;
 pub mod record;
 pub mod replay;
 pub mod session;
 pub mod survey;
 pub mod sys;
 pub mod trace;
+pub mod tune;
 pub mod vs;
 pub mod xor;
 

@@ -35,6 +35,9 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// Where a streamed output's pieces go (see [`OutputTarget::write_streamed`]).
+pub type Sink<'a> = dyn FnMut(&[u8]) -> anyhow::Result<()> + 'a;
+
 /// How the output is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -383,7 +386,7 @@ impl OutputTarget {
     #[allow(dead_code, clippy::type_complexity)]
     pub fn write_streamed(
         &mut self,
-        produce: &mut dyn FnMut(&mut dyn FnMut(&[u8]) -> anyhow::Result<()>) -> anyhow::Result<()>,
+        produce: &mut dyn FnMut(&mut Sink<'_>) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         if self.dest == Dest::Stream {
             self.open_stream()?;

@@ -12,9 +12,15 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::sync::Arc;
 
 const BOUNCE: usize = 4 << 20;
+/// Requests at least this large are read in pieces of this size, several
+/// in flight (io_uring), into per-thread huge-page slots.
+const PIECE: usize = 1 << 20;
+/// Pieces in flight for large requests.
+const DEPTH: usize = 8;
 
 thread_local! {
     static BOUNCE_BUF: RefCell<Option<HugeBuf>> = const { RefCell::new(None) };
+    static SLOTS: RefCell<Option<HugeBuf>> = const { RefCell::new(None) };
 }
 
 /// The O_DIRECT technique.
@@ -86,8 +92,61 @@ impl Direct {
     }
 }
 
+impl Direct {
+    /// A large request: aligned pieces through io_uring, copied out in
+    /// order. None if io_uring is unavailable.
+    fn read_large(&self, off: u64, buf: &mut [u8]) -> Option<Result<usize>> {
+        let a = self.align as u64;
+        let start = off / a * a;
+        let end = (off + buf.len() as u64).min(self.src.len.max(off));
+        let end = end.div_ceil(a) * a;
+        SLOTS.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.is_none() {
+                *c = HugeBuf::new(PIECE * DEPTH).ok();
+            }
+            let slots = c.as_mut()?;
+            let mut done = 0usize;
+            let r = crate::sys::ring::stream_file(
+                &self.dfile,
+                start,
+                end,
+                PIECE,
+                DEPTH as u32,
+                slots.as_mut_slice(),
+                true,
+                &mut |poff, bytes| {
+                    // This piece covers [poff, poff+len); copy the part we want.
+                    let lo = off.max(poff);
+                    let hi = (off + buf.len() as u64).min(poff + bytes.len() as u64);
+                    if hi > lo {
+                        let dst = (lo - off) as usize;
+                        let src = (lo - poff) as usize;
+                        let n = (hi - lo) as usize;
+                        buf[dst..dst + n].copy_from_slice(&bytes[src..src + n]);
+                        done = done.max(dst + n);
+                    }
+                    true
+                },
+            );
+            match r {
+                Ok(_) => Some(Ok(done)),
+                Err(crate::sys::ring::StreamError::Setup) => None,
+                Err(crate::sys::ring::StreamError::Read(o, e)) => {
+                    Some(Err(ReadError::io(&self.src.path, o, PIECE, e)))
+                }
+            }
+        })
+    }
+}
+
 impl Backend for Direct {
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
+        if buf.len() >= 2 * PIECE && off < self.src.len {
+            if let Some(r) = self.read_large(off, buf) {
+                return r;
+            }
+        }
         BOUNCE_BUF.with(|c| {
             let mut c = c.borrow_mut();
             if c.is_none() {

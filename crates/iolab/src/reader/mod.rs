@@ -39,7 +39,7 @@ mod whole;
 pub use error::{ReadError, Result};
 pub use many::ReadReq;
 pub use technique::{ParseTechniqueError, Technique};
-pub use whole::{read_all, read_into, read_whole_with, WholePlan};
+pub use whole::{plan_from, read_all, read_into, read_whole_with, WholePlan};
 
 use std::fs::File;
 use std::os::unix::fs::{FileExt, FileTypeExt};

@@ -122,9 +122,11 @@ pub fn decide(s: &Situation, p: &Profile) -> Decision {
                 "large read of uncached data that will not stay cached: O_DIRECT",
             );
         }
+        // Buffered io_uring reads of uncached data lose the kernel's
+        // read-ahead (they are punted to workers): plain pread keeps it.
         return d(
-            Choice::Uring { depth: p.seq_depth },
-            "large read of uncached data: pieces in flight",
+            Choice::Pread,
+            "large read of uncached data: pread with the kernel's read-ahead",
         );
     }
     if s.batch > 1 {
@@ -216,13 +218,13 @@ mod tests {
                 },
                 Choice::Buffered { block: 4 << 20 },
             ),
-            // Large, cold, fits: io_uring with depth.
+            // Large, cold, fits: pread with the kernel's read-ahead.
             (
                 Situation {
                     len: 4 << 20,
                     ..base()
                 },
-                Choice::Uring { depth: 8 },
+                Choice::Pread,
             ),
             // Large, cold, bigger than memory: O_DIRECT.
             (
@@ -273,7 +275,7 @@ mod tests {
             file_len: 64 * G,
             ..base()
         };
-        assert_eq!(decide(&s, &p).choice, Choice::Uring { depth: 4 });
+        assert_eq!(decide(&s, &p).choice, Choice::Pread);
         assert!(!decide(&s, &p).reason.is_empty());
     }
 }

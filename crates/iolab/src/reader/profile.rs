@@ -85,6 +85,13 @@ pub struct WholeChoice {
     pub block: usize,
     /// Pieces in flight.
     pub depth: u32,
+    /// Piece size when the file is cached, bytes.
+    #[serde(default = "default_warm_block")]
+    pub warm_block: usize,
+}
+
+fn default_warm_block() -> usize {
+    128 << 10
 }
 
 /// Thresholds and choices for [`Technique::Auto`](super::Technique::Auto).
@@ -152,6 +159,7 @@ impl Profile {
                 direct_cold: true,
                 block: 1 << 20,
                 depth: 8,
+                warm_block: 128 << 10,
             },
             measurements: Vec::new(),
             recommendations: Vec::new(),

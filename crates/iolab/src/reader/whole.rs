@@ -22,6 +22,7 @@ pub fn plan_from(p: &Profile, ordered: bool) -> WholePlan {
             Some(false)
         },
         ordered,
+        warm_chunk: p.whole.warm_block,
     }
 }
 

@@ -4,7 +4,6 @@
 
 pub(crate) mod alloc;
 pub(crate) mod fs;
-pub(crate) mod guard;
 pub(crate) mod hugebuf;
 pub(crate) mod mman;
 pub(crate) mod proc;

@@ -278,14 +278,16 @@ pub(crate) enum StreamError {
     Read(u64, std::io::Error),
 }
 
-/// Reads `file` from offset 0 to `len` in `chunk`-byte pieces (a multiple
+/// Reads `file` from offset `start` to `len` in `chunk`-byte pieces (a multiple
 /// of the O_DIRECT alignment), `depth` in flight, into `slots` (at least
 /// `depth * chunk` bytes, aligned for O_DIRECT), handing each piece to
 /// `deliver(offset, bytes)` — in file order if `ordered`, else as pieces
 /// complete. `deliver` returning false stops the reading. Returns the
 /// bytes delivered.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn stream_file(
     file: &File,
+    start: u64,
     len: u64,
     chunk: usize,
     depth: u32,
@@ -302,6 +304,7 @@ pub(crate) fn stream_file(
         stream_run(
             ring,
             file.as_raw_fd(),
+            start,
             len,
             chunk,
             depth,
@@ -316,6 +319,7 @@ pub(crate) fn stream_file(
 fn stream_run(
     ring: &mut IoUring,
     fd: i32,
+    start: u64,
     len: u64,
     chunk: usize,
     depth: usize,
@@ -328,8 +332,8 @@ fn stream_run(
     let mut off = vec![0u64; depth];
     let mut got = vec![0usize; depth];
     let mut held: std::collections::BTreeMap<u64, usize> = Default::default();
-    let mut next_deliver = 0u64;
-    let mut next = 0u64;
+    let mut next_deliver = start;
+    let mut next = start;
     let mut inflight = 0usize;
     let mut delivered = 0u64;
     let mut stop = false;

@@ -1,0 +1,208 @@
+//! `iolab cat FILE... [--xor] [-o OUT]` and `iolab fast FILE`: whole files
+//! read the fastest way this machine has (the one whole-file path,
+//! `iolab::reader::read_whole_with`: io_uring into huge-page buffers,
+//! O_DIRECT when the file is cold, piece size and depth from the profile).
+
+use crate::output::target::{Mode, OutputTarget};
+use anyhow::{Context, Result};
+use iolab::reader::{profile, WholePlan};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// Arguments of `iolab cat`.
+#[derive(clap::Args, Debug)]
+pub struct CatArgs {
+    /// Files to read, in order.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Print the XOR of each file's 4-byte little-endian words (as `iolab
+    /// xor` does: a final partial word is zero-padded) instead of the bytes.
+    #[arg(long)]
+    pub xor: bool,
+    /// Write the bytes to OUT instead of stdout (never over an existing
+    /// file without --overwrite).
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// Replace OUT if it exists.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Page cache or not: auto (O_DIRECT when the file is cold), on, off.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "on", "off"])]
+    pub direct: String,
+    /// Piece size (default: the profile's), e.g. 1m.
+    #[arg(long, value_parser = crate::parse::size)]
+    pub block: Option<u64>,
+    /// Pieces in flight (default: the profile's).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub depth: Option<u32>,
+    /// Say on stderr how each file was read.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+/// Arguments of `iolab fast`.
+#[derive(clap::Args, Debug)]
+pub struct FastArgs {
+    /// The file.
+    pub file: PathBuf,
+}
+
+fn check_input(cmd: &str, f: &Path) -> Result<()> {
+    if std::fs::metadata(f).is_err() {
+        return Err(super::usage(format!(
+            "{cmd}: {}: no such file",
+            f.display()
+        )));
+    }
+    iolab_bench::prepare::check_file_kind(f, false)
+        .map_err(|e| super::usage(e.to_string().replacen("--file ", &format!("{cmd}: "), 1)))
+}
+
+fn plan(a: &CatArgs, ordered: bool) -> Result<WholePlan> {
+    let p = profile::process_profile();
+    let mut plan = iolab::reader::plan_from(&p, ordered);
+    plan.direct = match a.direct.as_str() {
+        "on" => Some(true),
+        "off" => Some(false),
+        _ => plan.direct,
+    };
+    if let Some(b) = a.block {
+        if b == 0 || b > 256 << 20 {
+            return Err(super::usage(format!(
+                "cat: --block {b}: give a size from 4k to 256m"
+            )));
+        }
+        plan.chunk = b as usize;
+    }
+    if let Some(d) = a.depth {
+        plan.depth = d;
+    }
+    Ok(plan)
+}
+
+/// Runs `iolab cat`.
+pub fn run(a: &CatArgs, stop: &AtomicBool) -> Result<i32> {
+    for f in &a.files {
+        check_input("cat", f)?;
+    }
+    if a.xor && a.output.is_some() {
+        return Err(super::usage("cat: --xor prints to stdout; drop -o"));
+    }
+    if a.xor {
+        let plan = plan(a, false)?;
+        let mut out = String::new();
+        for f in &a.files {
+            let mut x = 0u32;
+            let t = Instant::now();
+            let st = iolab::reader::read_whole_with(f, &plan, &mut |_, b| {
+                x ^= iolab::xor::xor32(b);
+                !stop.load(Ordering::Relaxed)
+            })
+            .with_context(|| format!("cat {}", f.display()))?;
+            report(a.verbose, f, &st, t);
+            if a.files.len() == 1 {
+                out.push_str(&format!("{x:#010x}\n"));
+            } else {
+                out.push_str(&format!("{x:#010x}  {}\n", f.display()));
+            }
+        }
+        crate::output::stdout(&out)?;
+        return Ok(0);
+    }
+    let plan = plan(a, true)?;
+    let mut produce = |sink: &mut crate::output::target::Sink<'_>| -> Result<()> {
+        for f in &a.files {
+            let mut err: Option<anyhow::Error> = None;
+            let t = Instant::now();
+            let st = iolab::reader::read_whole_with(f, &plan, &mut |_, b| {
+                if let Err(e) = sink(b) {
+                    err = Some(e);
+                    return false;
+                }
+                !stop.load(Ordering::Relaxed)
+            })
+            .with_context(|| format!("cat {}", f.display()))?;
+            if let Some(e) = err {
+                return Err(e);
+            }
+            if stop.load(Ordering::Relaxed) {
+                return Err(anyhow::Error::new(iolab::Error::Cancelled));
+            }
+            report(a.verbose, f, &st, t);
+        }
+        Ok(())
+    };
+    match &a.output {
+        Some(out) => {
+            let mut t = OutputTarget::check("-o", out, a.overwrite, Mode::Replace, &a.files)?;
+            t.write_streamed(&mut produce)?;
+        }
+        None => {
+            // Our own handle on fd 1: unbuffered, large writes go straight through.
+            let fd = std::io::stdout()
+                .lock()
+                .as_fd_clone()
+                .context("duplicate stdout")?;
+            let mut o = std::fs::File::from(fd);
+            produce(&mut |b| o.write_all(b).map_err(anyhow::Error::new))?;
+        }
+    }
+    Ok(0)
+}
+
+trait FdClone {
+    fn as_fd_clone(&self) -> std::io::Result<std::os::fd::OwnedFd>;
+}
+
+impl FdClone for std::io::StdoutLock<'_> {
+    fn as_fd_clone(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        use std::os::fd::AsFd;
+        self.as_fd().try_clone_to_owned()
+    }
+}
+
+fn report(verbose: bool, f: &Path, st: &iolab::whole::WholeStats, t: Instant) {
+    if verbose {
+        let secs = t.elapsed().as_secs_f64();
+        eprintln!(
+            "{}: {} in {:.3} s ({:.0} MiB/s) with {}{}",
+            f.display(),
+            iolab_bench::prepare::human(st.bytes),
+            secs,
+            st.bytes as f64 / secs.max(1e-9) / (1 << 20) as f64,
+            st.engine,
+            if st.direct { " O_DIRECT" } else { " buffered" }
+        );
+    }
+}
+
+/// XOR of a whole file's 4-byte little-endian words, a final partial word
+/// dropped (the course's rule), read on the `cat` path.
+pub fn fast_xor(path: &Path, stop: &AtomicBool) -> Result<u32> {
+    let len = iolab::file::length(path)?;
+    let plan = iolab::reader::plan_from(&profile::process_profile(), false);
+    let mut x = 0u32;
+    iolab::reader::read_whole_with(path, &plan, &mut |off, b| {
+        let end = off + b.len() as u64;
+        // Pieces start at multiples of 4; only the file's last piece can
+        // end inside a word.
+        let b = if end >= len { &b[..b.len() / 4 * 4] } else { b };
+        x ^= iolab::xor::xor32(b);
+        !stop.load(Ordering::Relaxed)
+    })
+    .with_context(|| format!("fast {}", path.display()))?;
+    if stop.load(Ordering::Relaxed) {
+        return Err(anyhow::Error::new(iolab::Error::Cancelled));
+    }
+    Ok(x)
+}
+
+/// Runs `iolab fast`: 8 bare lowercase hex digits.
+pub fn run_fast(a: &FastArgs, stop: &AtomicBool) -> Result<i32> {
+    check_input("fast", &a.file)?;
+    let x = fast_xor(&a.file, stop)?;
+    crate::output::stdout(&format!("{x:08x}\n"))?;
+    Ok(0)
+}

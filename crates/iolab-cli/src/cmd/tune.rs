@@ -1,0 +1,137 @@
+//! `iolab tune [--dir D] [--quick] [--out FILE]`: measure how this machine
+//! reads (see `iolab_bench::tune`), print the Pareto front and the
+//! recommendations in words, and write the profile `Auto` reads.
+
+use crate::output::target::{Mode, OutputTarget};
+use anyhow::{Context, Result};
+use iolab::reader::profile::{self, Machine, Profile};
+use iolab_bench::tune;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// Arguments of `iolab tune`.
+#[derive(clap::Args, Debug)]
+pub struct TuneArgs {
+    /// Directory on the storage to measure (a temporary file is made there).
+    #[arg(long, default_value = ".")]
+    pub dir: PathBuf,
+    /// About a minute instead of about five.
+    #[arg(long)]
+    pub quick: bool,
+    /// Where to write the profile (default: $IOLAB_PROFILE, else
+    /// $XDG_CONFIG_HOME/iolab/profile.json).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Replace OUT if it exists and is not an iolab profile.
+    #[arg(long)]
+    pub overwrite: bool,
+}
+
+/// Runs `iolab tune`.
+pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
+    if !a.dir.is_dir() {
+        return Err(super::usage(format!(
+            "tune: --dir {}: not a directory; name the directory on the storage to measure",
+            a.dir.display()
+        )));
+    }
+    let out = a.out.clone().unwrap_or_else(profile::default_path);
+    if a.out.is_none() {
+        if let Some(parent) = out.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("create {}", parent.display()))?;
+        }
+    }
+    // Our own earlier profile may be replaced; anything else needs --overwrite.
+    let ours = std::fs::read_to_string(&out)
+        .ok()
+        .is_some_and(|s| Profile::from_json(&s).is_ok());
+    let mut target = OutputTarget::check("--out", &out, a.overwrite || ours, Mode::Replace, &[])?;
+    let len = tune::tune_file_len(a.quick);
+    let free = iolab::file::free_space(&a.dir)?;
+    if free < len * 2 {
+        return Err(super::usage(format!(
+            "tune: --dir {}: needs {} free, has {}",
+            a.dir.display(),
+            iolab_bench::prepare::human(len * 2),
+            iolab_bench::prepare::human(free)
+        )));
+    }
+    let path = a.dir.join(format!(".iolab-tune-{}", std::process::id()));
+    let pb = crate::progress::bytes(len, "tune: writing a test file");
+    iolab::file::create_pattern_file_with(
+        &path,
+        len,
+        iolab::pattern::Pattern::new(1),
+        false,
+        stop,
+        &mut |n| pb.set_position(n),
+        &mut |id| crate::cleanup::register_created(&path, id),
+    )?;
+    pb.finish_and_clear();
+    let res = measure_all(a, &path, len, stop);
+    crate::cleanup::remove(&path);
+    let ms = res?;
+    let device = iolab::file::block_device_of(&a.dir).map(|d| d.name);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let p = tune::derive(&ms, Machine::this(), device, now);
+    let mut text = String::from("Pareto front (throughput, p99.9 latency, CPU per GiB):\n");
+    for m in p.measurements.iter().filter(|m| m.pareto) {
+        text.push_str(&format!(
+            "  {:4} {:4} {:16} {:>6} x{:<3} {}t  {:8.0} MiB/s  p99.9 {:9.0} us  {:6.0} ms CPU/GiB\n",
+            m.pattern,
+            m.cache,
+            m.technique,
+            format!("{}k", m.block >> 10),
+            m.depth,
+            m.threads,
+            m.mib_s,
+            m.p999_us,
+            m.cpu_ms_per_gib
+        ));
+    }
+    text.push_str("Recommendations:\n");
+    for r in &p.recommendations {
+        text.push_str(&format!("  - {r}\n"));
+    }
+    crate::output::stdout(&text)?;
+    target.write_all_atomically(p.to_json().as_bytes())?;
+    eprintln!("profile written to {}", out.display());
+    Ok(0)
+}
+
+fn measure_all(
+    a: &TuneArgs,
+    path: &std::path::Path,
+    len: u64,
+    stop: &AtomicBool,
+) -> Result<Vec<iolab::reader::profile::Measurement>> {
+    let mut cases = tune::cases(a.quick);
+    // Cold cases first (each evicts), then warm ones (the file stays cached).
+    cases.sort_by_key(|c| c.cache == "warm");
+    let budget = Duration::from_millis(if a.quick { 900 } else { 3500 });
+    let pb = crate::progress::runs(cases.len() as u64);
+    let mut warmed = false;
+    let mut ms = Vec::new();
+    for c in &cases {
+        if stop.load(Ordering::Relaxed) {
+            return Err(anyhow::Error::new(iolab::Error::Cancelled));
+        }
+        pb.set_message(c.label());
+        if c.cache == "warm" && !warmed {
+            iolab::cache::warm(path, len)?;
+            warmed = true;
+        }
+        match tune::measure(path, len, c, budget, stop) {
+            Ok(m) => ms.push(m),
+            Err(e) => pb.println(format!("skipped {}: {e}", c.label())),
+        }
+        pb.inc(1);
+    }
+    pb.finish_and_clear();
+    tune::mark_pareto(&mut ms);
+    Ok(ms)
+}
