@@ -143,7 +143,7 @@ fn table(d: &Doc) -> String {
     let _ =
         writeln!(
         o,
-        "replay of {}: {} requests, {}, {} files, {} threads; cache {}, timing {}, median of {}",
+        "replay of {}: {} requests, {}, {} files, {} threads; cache {}, timing {}, {} rounds asked",
         d.trace,
         d.requests,
         iolab_bench::prepare::human(d.bytes),
@@ -155,13 +155,13 @@ fn table(d: &Doc) -> String {
     );
     let _ = writeln!(
         o,
-        "{:<14} {:>10} {:>8} {:>10} {:>10} {:>10} {:>7}",
-        "reader", "time", "x best", "MiB/s", "p50", "p99", "cpu"
+        "{:<14} {:>10} {:>8} {:>10} {:>10} {:>10} {:>7} {:>5}",
+        "reader", "time", "x best", "MiB/s", "p50", "p99", "cpu", "runs"
     );
     for r in d.results {
         let _ = writeln!(
             o,
-            "{:<14} {:>10} {:>7.2}{} {:>10.1} {:>10} {:>10} {:>6.0}%",
+            "{:<14} {:>10} {:>7.2}{} {:>10.1} {:>10} {:>10} {:>6.0}% {:>5}",
             r.reader,
             ns(r.median_ns),
             r.relative,
@@ -169,12 +169,13 @@ fn table(d: &Doc) -> String {
             r.mib_per_s,
             ns(r.latency.p50_ns as f64),
             ns(r.latency.p99_ns as f64),
-            r.cpu_percent
+            r.cpu_percent,
+            r.runs.len()
         );
     }
     let _ = writeln!(
         o,
-        "* winner (shortest median time); x best = time / winner's time"
+        "time = median over the runs; * winner (shortest median time); x best = time / winner's time"
     );
     o
 }
