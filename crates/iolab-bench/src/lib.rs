@@ -11,6 +11,8 @@ pub mod devstat;
 pub mod env;
 pub mod error;
 pub mod fio;
+pub mod lab;
+pub mod fiojob;
 pub mod metrics;
 pub mod offsets;
 pub mod prepare;

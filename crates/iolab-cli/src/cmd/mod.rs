@@ -3,6 +3,9 @@
 pub mod bench;
 pub mod record;
 pub mod replay;
+pub mod lab;
+pub mod fio;
+pub mod limits;
 pub mod survey;
 pub mod sys;
 pub mod trace;
