@@ -36,6 +36,29 @@ struct State {
     available: AtomicU64,
 }
 
+/// `MemAvailable`, read from /proc/meminfo at most every 100 ms by the
+/// whole process: every `Auto` open samples it, and a replay of a trace
+/// that opens thousands of small files spent more system calls reading
+/// /proc/meminfo than reading the files.
+fn available_recent() -> Option<u64> {
+    static T0: OnceLock<std::time::Instant> = OnceLock::new();
+    static VALUE: AtomicU64 = AtomicU64::new(0);
+    static STAMP_MS: AtomicU64 = AtomicU64::new(0);
+    let now_ms = T0
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_millis() as u64
+        + 1;
+    let stamp = STAMP_MS.load(Relaxed);
+    if stamp != 0 && now_ms.saturating_sub(stamp) < 100 {
+        return Some(VALUE.load(Relaxed));
+    }
+    let v = super::mem_available()?;
+    VALUE.store(v, Relaxed);
+    STAMP_MS.store(now_ms, Relaxed);
+    Some(v)
+}
+
 /// The adaptive technique.
 pub(crate) struct Auto {
     src: Arc<Src>,
@@ -119,10 +142,7 @@ impl Auto {
                 .map(|r| r.fraction()),
         };
         self.st.resident.store(r.unwrap_or(0.0).to_bits(), Relaxed);
-        let avail = self
-            .budget
-            .or_else(super::mem_available)
-            .unwrap_or(u64::MAX);
+        let avail = self.budget.or_else(available_recent).unwrap_or(u64::MAX);
         self.st.available.store(avail, Relaxed);
     }
 
