@@ -269,6 +269,17 @@ fn stats_describe_the_trace() {
     let f = &v["per_file"][0];
     assert_eq!(f["path"], "/f");
     assert!((f["reread_fraction"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-9);
+    // What the thesis's rules and Auto would choose, each with a reason.
+    let policies: Vec<&str> = f["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            assert!(!a["reason"].as_str().unwrap().is_empty(), "{a}");
+            a["policy"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(policies, vec!["thesis", "auto"]);
     let o = iolab(&["trace", "stats", "t.iolog"], d.path());
     let s = String::from_utf8_lossy(&o.stdout);
     assert!(s.contains("3 reads") && s.contains("re-read 33 %"), "{s}");

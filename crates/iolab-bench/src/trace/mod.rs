@@ -21,6 +21,7 @@ pub mod blkparse;
 pub mod csv;
 pub mod iolog;
 pub mod place;
+pub mod readers;
 pub mod record;
 pub mod replay;
 pub mod session;

@@ -5,12 +5,15 @@ use super::record::{summary, trace_err};
 use crate::output::flags::OutputArgs;
 use crate::output::table::ns;
 use anyhow::Result;
+use iolab::reader::{Hints, Technique};
 use iolab_bench::trace::place::{self, Placed};
+use iolab_bench::trace::readers;
 use iolab_bench::trace::replay::{self as rp, ReplayReader, Threads, Timing};
 use iolab_bench::trace::session::{self, Cache, ReaderResult, SessionOpts};
-use iolab_bench::trace::stats::{Advice, FileStats};
+use iolab_bench::trace::stats::{self, Advice, FileStats};
 use iolab_bench::trace::{self as tr, TraceFormat};
 use serde::Serialize;
+use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -57,29 +60,54 @@ pub struct ReplayArgs {
     pub out: OutputArgs,
 }
 
-/// The readers `--reader` can name (`all` is every one).
-pub fn reader_names() -> Vec<&'static str> {
-    vec!["pread"]
+/// The readers `--reader all` compares: every technique of the reading
+/// library (`auto` last) and the plain `pread` loop.
+pub fn reader_names() -> Vec<String> {
+    let mut v: Vec<String> = readers::all().iter().map(|t| t.to_string()).collect();
+    v.push("pread".into());
+    v
 }
 
-/// Builds the readers `list` names.
-pub fn readers(list: &str) -> Result<Vec<Box<dyn ReplayReader>>> {
+/// Builds the readers `list` names (technique names as `iolab cat` takes
+/// them: stream, buffered[:4m], mapped, direct, uring[:32], thesis, auto;
+/// and pread); `hints` are the thesis reader's per-file hints.
+pub fn build_readers(
+    list: &str,
+    hints: &HashMap<PathBuf, Hints>,
+) -> Result<Vec<Box<dyn ReplayReader>>> {
     let names: Vec<String> = if list.trim() == "all" {
-        reader_names().iter().map(|s| s.to_string()).collect()
+        reader_names()
     } else {
         list.split(',').map(|s| s.trim().to_string()).collect()
     };
     let mut out: Vec<Box<dyn ReplayReader>> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for n in names {
-        match n.as_str() {
-            "pread" => out.push(Box::new(rp::PreadReader)),
-            _ => {
-                return Err(super::usage(format!(
-                    "--reader {n}: unknown reader; choose from {} or all",
-                    reader_names().join(", ")
-                )))
-            }
+        let r: Box<dyn ReplayReader> = if n == "pread" {
+            Box::new(rp::PreadReader)
+        } else {
+            // Accept the spellings too: buffered4k, mmap, uring32.
+            let alias = match n.as_str() {
+                "mmap" => "mapped".to_string(),
+                s if s.starts_with("buffered") && !s.contains(':') && s.len() > 8 => {
+                    format!("buffered:{}", &s[8..])
+                }
+                s if s.starts_with("uring") && !s.contains(':') && s.len() > 5 => {
+                    format!("uring:{}", &s[5..])
+                }
+                s => s.to_string(),
+            };
+            let t: Technique = alias
+                .parse()
+                .map_err(|e: iolab::reader::ParseTechniqueError| {
+                    super::usage(format!("--reader {n}: {e}, pread, or all"))
+                })?;
+            Box::new(readers::TechniqueReader::new(t, hints.clone()))
+        };
+        if !seen.insert(r.name()) {
+            return Err(super::usage(format!("--reader {n}: named twice")));
         }
+        out.push(r);
     }
     if out.is_empty() {
         return Err(super::usage("--reader: name at least one reader"));
@@ -87,10 +115,9 @@ pub fn readers(list: &str) -> Result<Vec<Box<dyn ReplayReader>>> {
     Ok(out)
 }
 
-/// What the policies would choose for a file (filled in from the reading
-/// library's own rules).
-pub fn advise(_f: &FileStats) -> Vec<Advice> {
-    Vec::new()
+/// What the policies would choose for a file.
+pub fn advise(f: &FileStats) -> Vec<Advice> {
+    readers::advise(f)
 }
 
 /// The whole result, as `--json` prints it.
@@ -116,7 +143,7 @@ fn table(d: &Doc) -> String {
     let _ =
         writeln!(
         o,
-        "replay of {}: {} requests, {}, {} files, {} threads; cache {}, timing {}, median of {}",
+        "replay of {}: {} requests, {}, {} files, {} threads; cache {}, timing {}, {} rounds asked",
         d.trace,
         d.requests,
         iolab_bench::prepare::human(d.bytes),
@@ -128,13 +155,13 @@ fn table(d: &Doc) -> String {
     );
     let _ = writeln!(
         o,
-        "{:<14} {:>10} {:>8} {:>10} {:>10} {:>10} {:>7}",
-        "reader", "time", "x best", "MiB/s", "p50", "p99", "cpu"
+        "{:<14} {:>10} {:>8} {:>10} {:>10} {:>10} {:>7} {:>5}",
+        "reader", "time", "x best", "MiB/s", "p50", "p99", "cpu", "runs"
     );
     for r in d.results {
         let _ = writeln!(
             o,
-            "{:<14} {:>10} {:>7.2}{} {:>10.1} {:>10} {:>10} {:>6.0}%",
+            "{:<14} {:>10} {:>7.2}{} {:>10.1} {:>10} {:>10} {:>6.0}% {:>5}",
             r.reader,
             ns(r.median_ns),
             r.relative,
@@ -142,12 +169,13 @@ fn table(d: &Doc) -> String {
             r.mib_per_s,
             ns(r.latency.p50_ns as f64),
             ns(r.latency.p99_ns as f64),
-            r.cpu_percent
+            r.cpu_percent,
+            r.runs.len()
         );
     }
     let _ = writeln!(
         o,
-        "* winner (shortest median time); x best = time / winner's time"
+        "time = median over the runs; * winner (shortest median time); x best = time / winner's time"
     );
     o
 }
@@ -218,7 +246,8 @@ pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
             "--coalesce: the merged request size must be 1 byte to 1 GiB",
         ));
     }
-    let readers = readers(&a.reader)?;
+    // Names are checked before the trace is read.
+    build_readers(&a.reader, &HashMap::new())?;
     let t = tr::load(&a.trace, a.format).map_err(trace_err)?;
     if t.reads.is_empty() {
         return Err(super::usage(format!(
@@ -263,6 +292,14 @@ pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
             )));
         }
     }
+    let st = stats::compute(&t, &|_| Vec::new());
+    let hints: HashMap<PathBuf, Hints> = placed
+        .paths
+        .iter()
+        .zip(&st.per_file)
+        .map(|(p, f)| (p.clone(), readers::hints_of(f)))
+        .collect();
+    let readers = build_readers(&a.reader, &hints)?;
     let plan = rp::plan(&t, threads, a.coalesce);
     let opts = SessionOpts {
         repeat: a.repeat as usize,

@@ -103,7 +103,9 @@ pub fn text(s: &TraceStats) -> String {
     let _ = writeln!(o, "\nfiles (largest reads first)");
     let mut files: Vec<&FileStats> = s.per_file.iter().collect();
     files.sort_by_key(|f| std::cmp::Reverse(f.bytes));
-    for f in files {
+    const SHOWN: usize = 20;
+    let more = files.len().saturating_sub(SHOWN);
+    for f in files.into_iter().take(SHOWN) {
         let _ = writeln!(
             o,
             "  {}\n    size {}  {} reads  {} read  mean {}  sequential {}  re-read {}{}",
@@ -123,6 +125,9 @@ pub fn text(s: &TraceStats) -> String {
         for a in &f.advice {
             let _ = writeln!(o, "    {:<6} -> {:<12} {}", a.policy, a.technique, a.reason);
         }
+    }
+    if more > 0 {
+        let _ = writeln!(o, "  ... and {more} more files (--json lists every one)");
     }
     o
 }

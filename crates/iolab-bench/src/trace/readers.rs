@@ -1,0 +1,156 @@
+//! The reading library's techniques as replay readers, and what its two
+//! policies (the thesis's rules, `Auto`) would choose for a traced file.
+
+use super::replay::{ReplayFile, ReplayReader};
+use super::stats::{Advice, FileStats};
+use iolab::reader::policy::{self, Choice, Situation};
+use iolab::reader::{profile, Hints, Options, Reader, Technique};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The techniques `--reader all` compares, in table order.
+pub fn all() -> Vec<Technique> {
+    vec![
+        Technique::Stream,
+        Technique::Buffered { block: 4 << 10 },
+        Technique::Buffered { block: 4 << 20 },
+        Technique::Mapped,
+        Technique::Direct,
+        Technique::Uring { depth: 32 },
+        Technique::ThesisRules,
+        Technique::Auto,
+    ]
+}
+
+/// What the thesis's reader is told about a file: the hints its developer
+/// would give, taken from the trace (random unless most reads run on;
+/// the fraction of the file the trace reads).
+pub fn hints_of(f: &FileStats) -> Hints {
+    Hints {
+        random: f.sequential_fraction < 0.5,
+        expected_fraction: if f.size == 0 {
+            1.0
+        } else {
+            (f.unique_bytes as f64 / f.size as f64).clamp(0.0, 1.0)
+        },
+    }
+}
+
+/// A [`Reader`] with one technique, opened per replay thread and file.
+pub struct TechniqueReader {
+    technique: Technique,
+    hints: HashMap<PathBuf, Hints>,
+}
+
+impl TechniqueReader {
+    /// `hints` are per replayed path (used by the thesis's rules).
+    pub fn new(technique: Technique, hints: HashMap<PathBuf, Hints>) -> Self {
+        TechniqueReader { technique, hints }
+    }
+}
+
+struct TechniqueFile(Reader);
+
+impl ReplayFile for TechniqueFile {
+    fn read_at(&mut self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        self.0
+            .read_at(offset, buf)
+            .map_err(|e| std::io::Error::other(e.to_string()))
+    }
+}
+
+impl ReplayReader for TechniqueReader {
+    fn name(&self) -> String {
+        self.technique.to_string()
+    }
+    fn open(&self, path: &Path) -> std::io::Result<Box<dyn ReplayFile>> {
+        let mut o = Options::new(self.technique);
+        if let Some(h) = self.hints.get(path) {
+            o = o.hints(*h);
+        }
+        let r = Reader::open(path, o).map_err(|e| std::io::Error::other(e.to_string()))?;
+        Ok(Box::new(TechniqueFile(r)))
+    }
+}
+
+fn choice_name(c: Choice) -> String {
+    match c {
+        Choice::Mapped => "mapped".into(),
+        Choice::Pread => "stream".into(),
+        Choice::Buffered { block } => Technique::Buffered { block }.to_string(),
+        Choice::Uring { depth } => format!("uring:{depth}"),
+        Choice::Direct => "direct".into(),
+    }
+}
+
+/// What the thesis's rules and `Auto` would choose for a file of the
+/// trace (read from a cold cache), with the reason.
+pub fn advise(f: &FileStats) -> Vec<Advice> {
+    if f.reads == 0 {
+        return Vec::new();
+    }
+    let available = iolab::reader::mem_available().unwrap_or(0);
+    let h = hints_of(f);
+    let req = f.mean_request.round() as usize;
+    // The thesis's swapFlag (iolab::reader's ThesisRules): data to read
+    // fits in memory, random reads, more than 13 % of the file; then
+    // requests up to 32 KiB are copies from the mapping.
+    let to_read = (f.size as f64 * h.expected_fraction) as u64;
+    let fits = to_read < available;
+    let portion = h.expected_fraction > 0.13;
+    let thesis = if fits && h.random && portion && req <= 32 << 10 {
+        Advice {
+            policy: "thesis".into(),
+            technique: "mapped".into(),
+            reason: format!(
+                "random reads of {:.0} % of a file that fits in memory, requests of {} <= 32 KiB",
+                h.expected_fraction * 100.0,
+                req
+            ),
+        }
+    } else {
+        let why = if !h.random {
+            "reads run sequentially".to_string()
+        } else if !portion {
+            format!(
+                "only {:.0} % of the file is read (<= 13 %)",
+                h.expected_fraction * 100.0
+            )
+        } else if !fits {
+            "the data to read does not fit in memory".to_string()
+        } else {
+            format!("requests of {req} bytes are above 32 KiB")
+        };
+        Advice {
+            policy: "thesis".into(),
+            technique: "buffered".into(),
+            reason: format!(
+                "{why}: the 4 MiB buffered reader (blocks of the request size, 4 KiB..4 MiB)"
+            ),
+        }
+    };
+    let p = profile::process_profile();
+    let d = policy::decide(
+        &Situation {
+            len: req,
+            offset: 0,
+            file_len: f.size,
+            sequential: f.sequential_fraction >= 0.5,
+            fraction_read: h.expected_fraction,
+            reread: f.reread_fraction > 0.0,
+            resident: 0.0,
+            available,
+            batch: 1,
+        },
+        &p,
+    );
+    let auto = Advice {
+        policy: "auto".into(),
+        technique: choice_name(d.choice),
+        reason: format!(
+            "{} (typical request {req} B, cold cache, {} profile)",
+            d.reason, p.source
+        ),
+    };
+    vec![thesis, auto]
+}
