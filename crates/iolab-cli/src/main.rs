@@ -39,6 +39,8 @@ enum Cmd {
     Sys(cmd::sys::SysArgs),
     /// Named experiments that reproduce the studies: `lab list`, `lab run NAME...`.
     Lab(cmd::lab::LabArgs),
+    /// One self-contained HTML page from record files or folders.
+    Report(cmd::report::ReportArgs),
 }
 
 fn main() -> ExitCode {
@@ -67,6 +69,7 @@ fn main() -> ExitCode {
         Some(Cmd::Xor(a)) => cmd::xor::run(&a, stop),
         Some(Cmd::Sys(a)) => cmd::sys::run(&a, stop),
         Some(Cmd::Lab(a)) => cmd::lab::run(&a, stop),
+        Some(Cmd::Report(a)) => cmd::report::run(&a),
     };
     cleanup::remove_all();
     let _ = stop;

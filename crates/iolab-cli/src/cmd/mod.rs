@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod lab;
+pub mod report;
 pub mod survey;
 pub mod sys;
 pub mod vs;
