@@ -34,6 +34,8 @@ struct Inputs {
     lab: Vec<LabRecord>,
     bench: Vec<BenchRecord>,
     sys: Vec<Entry>,
+    /// Environments of sys records (host, kernel, device and the rest).
+    sys_env: Vec<iolab_bench::env::Environment>,
     skipped: usize,
     files: Vec<PathBuf>,
 }
@@ -81,6 +83,17 @@ fn load(files: Vec<PathBuf>) -> Result<Inputs> {
             } else if v.get("spec").is_some() && v.get("runs").is_some() {
                 match serde_json::from_value::<BenchRecord>(v) {
                     Ok(r) => inp.bench.push(r),
+                    Err(_) => inp.skipped += 1,
+                }
+            } else if let Some(e) = v.get("entry") {
+                if let Some(env) = v
+                    .get("environment")
+                    .and_then(|x| serde_json::from_value(x.clone()).ok())
+                {
+                    inp.sys_env.push(env);
+                }
+                match serde_json::from_value::<Entry>(e.clone()) {
+                    Ok(r) => inp.sys.push(r),
                     Err(_) => inp.skipped += 1,
                 }
             } else if v.get("group").is_some() && v.get("method").is_some() {
@@ -152,16 +165,16 @@ fn page(inp: &Inputs) -> String {
             }
         }
     }
-    for b in &inp.bench {
+    for env in inp.bench.iter().map(|b| &b.env).chain(inp.sys_env.iter()) {
         let key = format!(
             "{} / {} / {}",
-            b.env.hostname,
-            b.env.kernel,
-            b.env.device.clone().unwrap_or_default()
+            env.hostname,
+            env.kernel,
+            env.device.clone().unwrap_or_default()
         );
         let e = machines.entry(key).or_default();
         if e.is_empty() {
-            *e = serde_json::to_string_pretty(&b.env).unwrap_or_default();
+            *e = serde_json::to_string_pretty(env).unwrap_or_default();
         }
     }
     h.push_str("<h2>Environment</h2>\n");
