@@ -243,3 +243,39 @@ fn list_and_bad_names() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(std::fs::read(&f).unwrap(), b"mine");
 }
+
+#[test]
+fn bench_resume_skips_recorded_configurations() {
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join("r.jsonl");
+    let bench = |bs: &str| {
+        Command::new(BIN)
+            .args(["bench", "--size", "1m", "--bs", bs, "--resume", "--dir"])
+            .arg(d.path())
+            .arg("--jsonl")
+            .arg(&j)
+            .output()
+            .unwrap()
+    };
+    let o = bench("4k,64k");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(records(&j).len(), 2);
+    let o = bench("4k,64k,256k");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{e}");
+    assert!(e.contains("resuming: 2 configuration(s) already in"), "{e}");
+    let recs = records(&j);
+    assert_eq!(recs.len(), 3, "only 256 KiB was measured");
+    assert_eq!(recs[2]["spec"]["bs"], 262144);
+    // Everything recorded: nothing is measured, nothing appended.
+    let o = bench("64k");
+    assert!(o.status.success());
+    assert_eq!(records(&j).len(), 3);
+    // --resume without --jsonl is bad input.
+    let o = Command::new(BIN)
+        .args(["bench", "--size", "1m", "--resume", "--dir"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -44,7 +44,11 @@ fn files_of(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut v = Vec::new();
     for p in inputs {
         let m = std::fs::metadata(p).map_err(|e| {
-            super::usage(format!("{}: {}", p.display(), e.kind().to_string().to_lowercase()))
+            super::usage(format!(
+                "{}: {}",
+                p.display(),
+                e.kind().to_string().to_lowercase()
+            ))
         })?;
         if m.is_dir() {
             let mut f: Vec<PathBuf> = std::fs::read_dir(p)
@@ -144,7 +148,10 @@ fn page(inp: &Inputs) -> String {
         inp.bench.len(),
         inp.sys.len(),
         if inp.skipped > 0 {
-            format!(", {} line(s) that are not iolab records skipped", inp.skipped)
+            format!(
+                ", {} line(s) that are not iolab records skipped",
+                inp.skipped
+            )
         } else {
             String::new()
         }
@@ -153,7 +160,10 @@ fn page(inp: &Inputs) -> String {
     // first runner record of each).
     let mut machines: BTreeMap<String, String> = BTreeMap::new();
     for r in &inp.lab {
-        let key = format!("{} / {} / {}", r.machine.host, r.machine.kernel, r.machine.device);
+        let key = format!(
+            "{} / {} / {}",
+            r.machine.host, r.machine.kernel, r.machine.device
+        );
         let env = r
             .bench
             .as_ref()
@@ -187,12 +197,17 @@ fn page(inp: &Inputs) -> String {
     // Findings first, then each experiment.
     let mut by_exp: BTreeMap<String, Vec<LabRecord>> = BTreeMap::new();
     for r in &inp.lab {
-        by_exp.entry(r.experiment.clone()).or_default().push(r.clone());
+        by_exp
+            .entry(r.experiment.clone())
+            .or_default()
+            .push(r.clone());
     }
     let mut sections = String::new();
     let mut findings = Vec::new();
     for e in lab::experiments() {
-        let Some(recs) = by_exp.get(e.name()) else { continue };
+        let Some(recs) = by_exp.get(e.name()) else {
+            continue;
+        };
         // The latest record of each configuration and machine.
         let mut latest: BTreeMap<(String, String), &LabRecord> = BTreeMap::new();
         for r in recs {
@@ -229,7 +244,12 @@ fn page(inp: &Inputs) -> String {
         sections.push_str("</ul>\n<p>Produced by:</p><pre>");
         let mut cmds: Vec<String> = recs
             .iter()
-            .map(|r| format!("{}   # scale {}, iolab {}", r.command, r.scale, r.iolab_version))
+            .map(|r| {
+                format!(
+                    "{}   # scale {}, iolab {}",
+                    r.command, r.scale, r.iolab_version
+                )
+            })
             .collect();
         cmds.sort();
         cmds.dedup();
