@@ -168,6 +168,10 @@ pub struct BenchArgs {
     /// Compare with another tool on the same file: `fio`.
     #[arg(long, value_name = "TOOL", value_parser = ["fio"])]
     pub vs: Option<String>,
+    /// Print the fio job file of each configuration (the translation
+    /// `--vs fio` runs) and exit without measuring.
+    #[arg(long)]
+    pub fio_job: bool,
     /// With --vs: pairs of runs, alternating who goes first.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub pairs: u32,
@@ -249,6 +253,7 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
     if let Some(f) = &a.file {
         prepare::check_file_kind(f, a.op != OpArg::Read)?;
     }
+    super::limits::check_bench(a)?;
     if a.time.is_some_and(|t| t.is_zero()) {
         return Err(super::usage(
             "--time 0: give a positive duration (e.g. 10s)",
@@ -506,8 +511,20 @@ pub fn temp_path(dir: &Path) -> Result<PathBuf> {
     Ok(dir.join(format!(".iolab-{}.tmp", std::process::id())))
 }
 
-/// Runs `iolab bench`.
-pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
+/// What `run` decides before measuring anything: the checked flags, the
+/// valid configurations and the checked output files. Creates, opens for
+/// writing and measures nothing, so the fuzz tests call it in process.
+pub(crate) struct Plan {
+    temp: bool,
+    file: PathBuf,
+    size_given: bool,
+    all: Vec<WorkloadSpec>,
+    /// None with --print-fio or --fio-job (nothing is written).
+    targets: Option<output::flags::Targets>,
+}
+
+/// Checks `a` and plans the run (see [`Plan`]).
+pub(crate) fn plan(a: &BenchArgs) -> Result<Plan> {
     check_flags(a)?;
     let temp = a.file.is_none();
     let file = match &a.file {
@@ -529,8 +546,14 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         }
     };
     let all = valid_only(specs(a, &file, size))?;
-    if let Some(which) = &a.print_fio {
-        return super::vs::print_commands(&all, which == "fair");
+    if a.print_fio.is_some() || a.fio_job {
+        return Ok(Plan {
+            temp,
+            file,
+            size_given,
+            all,
+            targets: None,
+        });
     }
     let mut measured: Vec<PathBuf> = all.iter().flat_map(|s| s.files()).collect();
     measured.dedup();
@@ -538,10 +561,38 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         prepare::check_file_kind(f, all.iter().any(|s| s.op.writes()))?;
     }
     let targets = a.out.check(&measured)?;
+<<<<<<< HEAD
     let all = super::lab::resume_bench(a.resume, a.out.jsonl.as_deref(), &a.dir, all)?;
     if all.is_empty() {
         return Ok(0);
     }
+=======
+    Ok(Plan {
+        temp,
+        file,
+        size_given,
+        all,
+        targets: Some(targets),
+    })
+}
+
+/// Runs `iolab bench`.
+pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
+    let Plan {
+        temp,
+        file,
+        size_given,
+        all,
+        targets,
+    } = plan(a)?;
+    let Some(targets) = targets else {
+        if a.fio_job {
+            return super::fio::print_job_files(&all, temp);
+        }
+        let fair = a.print_fio.as_deref() == Some("fair");
+        return super::vs::print_commands(&all, fair);
+    };
+>>>>>>> main
     if all.iter().any(|s| s.engine == EngineKind::Libaio) {
         if let Some(w) = iolab::engine::libaio::buffered_warning(a.direct) {
             eprintln!("warning: {w}");

@@ -1,10 +1,18 @@
 //! The subcommands, one file each.
 
 pub mod bench;
+pub mod record;
+pub mod replay;
 pub mod lab;
+<<<<<<< HEAD
 pub mod report;
+=======
+pub mod fio;
+pub mod limits;
+>>>>>>> main
 pub mod survey;
 pub mod sys;
+pub mod trace;
 pub mod vs;
 pub mod xor;
 
