@@ -561,12 +561,6 @@ pub(crate) fn plan(a: &BenchArgs) -> Result<Plan> {
         prepare::check_file_kind(f, all.iter().any(|s| s.op.writes()))?;
     }
     let targets = a.out.check(&measured)?;
-<<<<<<< HEAD
-    let all = super::lab::resume_bench(a.resume, a.out.jsonl.as_deref(), &a.dir, all)?;
-    if all.is_empty() {
-        return Ok(0);
-    }
-=======
     Ok(Plan {
         temp,
         file,
@@ -592,7 +586,10 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         let fair = a.print_fio.as_deref() == Some("fair");
         return super::vs::print_commands(&all, fair);
     };
->>>>>>> main
+    let all = super::lab::resume_bench(a.resume, a.out.jsonl.as_deref(), &a.dir, all)?;
+    if all.is_empty() {
+        return Ok(0);
+    }
     if all.iter().any(|s| s.engine == EngineKind::Libaio) {
         if let Some(w) = iolab::engine::libaio::buffered_warning(a.direct) {
             eprintln!("warning: {w}");

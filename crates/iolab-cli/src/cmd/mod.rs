@@ -1,15 +1,12 @@
 //! The subcommands, one file each.
 
 pub mod bench;
+pub mod fio;
+pub mod lab;
+pub mod limits;
 pub mod record;
 pub mod replay;
-pub mod lab;
-<<<<<<< HEAD
 pub mod report;
-=======
-pub mod fio;
-pub mod limits;
->>>>>>> main
 pub mod survey;
 pub mod sys;
 pub mod trace;
