@@ -60,6 +60,8 @@ enum Cmd {
     Replay(Box<cmd::replay::ReplayArgs>),
     /// Named experiments that reproduce the studies: `lab list`, `lab run NAME...`.
     Lab(cmd::lab::LabArgs),
+    /// One self-contained HTML page from record files or folders.
+    Report(cmd::report::ReportArgs),
     /// Run fio job files or a fio command line with iolab's engines.
     Fio(cmd::fio::FioArgs),
 }
@@ -94,6 +96,7 @@ fn main() -> ExitCode {
         Some(Cmd::Trace(a)) => cmd::trace::run(&a, stop),
         Some(Cmd::Replay(a)) => cmd::replay::run(&a, stop),
         Some(Cmd::Lab(a)) => cmd::lab::run(&a, stop),
+        Some(Cmd::Report(a)) => cmd::report::run(&a),
         Some(Cmd::Fio(a)) => cmd::fio::run(&a, stop),
     };
     cleanup::remove_all();

@@ -243,3 +243,136 @@ fn list_and_bad_names() {
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(std::fs::read(&f).unwrap(), b"mine");
 }
+
+#[test]
+fn bench_resume_skips_recorded_configurations() {
+    let d = tempfile::tempdir().unwrap();
+    let j = d.path().join("r.jsonl");
+    let bench = |bs: &str| {
+        Command::new(BIN)
+            .args(["bench", "--size", "1m", "--bs", bs, "--resume", "--dir"])
+            .arg(d.path())
+            .arg("--jsonl")
+            .arg(&j)
+            .output()
+            .unwrap()
+    };
+    let o = bench("4k,64k");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(records(&j).len(), 2);
+    let o = bench("4k,64k,256k");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{e}");
+    assert!(e.contains("resuming: 2 configuration(s) already in"), "{e}");
+    let recs = records(&j);
+    assert_eq!(recs.len(), 3, "only 256 KiB was measured");
+    assert_eq!(recs[2]["spec"]["bs"], 262144);
+    // Everything recorded: nothing is measured, nothing appended.
+    let o = bench("64k");
+    assert!(o.status.success());
+    assert_eq!(records(&j).len(), 3);
+    // --resume without --jsonl is bad input.
+    let o = Command::new(BIN)
+        .args(["bench", "--size", "1m", "--resume", "--dir"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn report_builds_one_page_from_any_records() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    let o = Command::new(BIN)
+        .args([
+            "lab",
+            "run",
+            "fault-around",
+            "blocksize",
+            "--scale",
+            "smoke",
+            "--dir",
+        ])
+        .arg(d.path())
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // A bench record and a sys record beside the lab's.
+    let o = Command::new(BIN)
+        .args(["bench", "--size", "1m", "--bs", "64k", "--dir"])
+        .arg(d.path())
+        .arg("--jsonl")
+        .arg(out.join("bench.jsonl"))
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let o = Command::new(BIN)
+        .args(["sys", "getpid", "--quick", "--repeat", "1", "--jsonl"])
+        .arg(out.join("sys.jsonl"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let page = d.path().join("r.html");
+    let o = Command::new(BIN)
+        .arg("report")
+        .arg(&out)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let svgs = std::fs::read_dir(&out)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "svg")
+        })
+        .count();
+    assert_eq!(html.matches("<figure class=\"figure\"").count(), svgs);
+    assert!(html.contains("<h2>Findings</h2>") && html.contains("fault-around"));
+    assert!(
+        html.contains("1 bench record(s), 1 sys record(s)"),
+        "counts"
+    );
+    assert!(
+        html.contains("lab run fault-around blocksize"),
+        "the command is shown"
+    );
+    assert!(html.contains("<h2>Environment</h2>"));
+    // The page is iolab's: a second report replaces it; someone else's file is kept.
+    let o = Command::new(BIN)
+        .arg("report")
+        .arg(&out)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let mine = d.path().join("mine.html");
+    std::fs::write(&mine, "my page").unwrap();
+    let o = Command::new(BIN)
+        .arg("report")
+        .arg(&out)
+        .arg("-o")
+        .arg(&mine)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "my page");
+    // No records at all: bad input.
+    let empty = d.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let o = Command::new(BIN)
+        .arg("report")
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -34,6 +34,53 @@ pub fn index<'a>(
     m
 }
 
+/// The spec as compared for resume: the temporary file's name (it has the
+/// process id in it) and an unknown size (0: the file's own) left out.
+fn comparable(s: &crate::spec::WorkloadSpec, size_known: bool) -> serde_json::Value {
+    let mut s = s.clone();
+    let name = s
+        .file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if name.starts_with(".iolab-") && name.ends_with(".tmp") {
+        s.file = std::path::PathBuf::new();
+    }
+    if !size_known {
+        s.file_size = 0;
+    }
+    serde_json::to_value(&s).unwrap_or_default()
+}
+
+/// Whether `done` (records of an `iolab bench --jsonl` file) already holds
+/// a complete record of `spec` measured by this iolab version on `machine`
+/// (`iolab bench --resume`).
+pub fn bench_done(
+    done: &[crate::record::BenchRecord],
+    spec: &crate::spec::WorkloadSpec,
+    machine: &Machine,
+) -> bool {
+    let known = spec.file_size != 0;
+    let want = comparable(spec, known);
+    done.iter().any(|r| {
+        let m = Machine {
+            host: r.env.hostname.clone(),
+            kernel: r.env.kernel.clone(),
+            device: r
+                .env
+                .device
+                .clone()
+                .or(r.env.fs_type.clone())
+                .unwrap_or_else(|| "unknown".into()),
+        };
+        &m == machine
+            && r.env.iolab_version == env!("CARGO_PKG_VERSION")
+            && !r.runs.is_empty()
+            && !r.runs.iter().any(|x| x.interrupted)
+            && comparable(&r.spec, known) == want
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -98,7 +98,7 @@ impl RankPlace {
         if self.ranks == 0 || self.rank >= self.ranks {
             return Err(format!("rank {} of {} ranks", self.rank, self.ranks));
         }
-        if self.bs == 0 || self.region == 0 || self.region % self.bs != 0 {
+        if self.bs == 0 || self.region == 0 || !self.region.is_multiple_of(self.bs) {
             return Err(format!(
                 "--region {} must be a positive multiple of --bs {}",
                 self.region, self.bs

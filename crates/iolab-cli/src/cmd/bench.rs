@@ -155,6 +155,10 @@ pub struct BenchArgs {
     /// Seed of the offsets (and of the pattern of files created now).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// With --jsonl: skip configurations already recorded in that file (same
+    /// spec, iolab version, host, kernel and device).
+    #[arg(long)]
+    pub resume: bool,
     /// Count failed ops and keep going (fio's continue_on_error); the record
     /// keeps the count and the first errors.
     #[arg(long)]
@@ -530,6 +534,10 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         let fair = a.print_fio.as_deref() == Some("fair");
         return super::vs::print_commands(&all, fair);
     };
+    let all = super::lab::resume_bench(a.resume, a.out.jsonl.as_deref(), &a.dir, all)?;
+    if all.is_empty() {
+        return Ok(0);
+    }
     if all.iter().any(|s| s.engine == EngineKind::Libaio) {
         if let Some(w) = iolab::engine::libaio::buffered_warning(a.direct) {
             eprintln!("warning: {w}");

@@ -325,3 +325,50 @@ fn machine_loaded() -> bool {
         .unwrap_or(1) as f64;
     load > cores
 }
+
+/// `iolab bench --resume`: drops the configurations already in the
+/// `--jsonl` file (see [`resume::bench_done`]), saying how many remain.
+pub fn resume_bench(
+    resume: bool,
+    jsonl: Option<&Path>,
+    dir: &Path,
+    all: Vec<iolab_bench::spec::WorkloadSpec>,
+) -> Result<Vec<iolab_bench::spec::WorkloadSpec>> {
+    if !resume {
+        return Ok(all);
+    }
+    let Some(path) = jsonl else {
+        return Err(super::usage(
+            "--resume needs --jsonl FILE (the records to resume from)",
+        ));
+    };
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("read {}", path.display())),
+    };
+    let done: Vec<iolab_bench::record::BenchRecord> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let where_ = all
+        .first()
+        .and_then(|s| s.file.parent().map(Path::to_path_buf))
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| dir.to_path_buf());
+    let machine = Machine::of(&where_);
+    let n = all.len();
+    let left: Vec<_> = all
+        .into_iter()
+        .filter(|s| !resume::bench_done(&done, s, &machine))
+        .collect();
+    if left.len() < n {
+        eprintln!(
+            "resuming: {} configuration(s) already in {}, {} to go",
+            n - left.len(),
+            path.display(),
+            left.len()
+        );
+    }
+    Ok(left)
+}

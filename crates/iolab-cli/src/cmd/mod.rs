@@ -9,6 +9,7 @@ pub mod mixed;
 pub mod record;
 pub mod replay;
 pub mod session;
+pub mod report;
 pub mod survey;
 pub mod sys;
 pub mod trace;
