@@ -86,6 +86,16 @@ impl BenchError {
         match e {
             iolab::Error::Invalid(_) | iolab::Error::Unsupported { .. } => 2,
             iolab::Error::Cancelled => 130,
+            // A file the user may not read or write, or a read-only file
+            // system, is bad input: name another file.
+            iolab::Error::Io { source, .. }
+                if matches!(
+                    source.kind(),
+                    std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem
+                ) =>
+            {
+                2
+            }
             _ => 1,
         }
     }

@@ -25,6 +25,37 @@ pub fn install() -> &'static AtomicBool {
     }
 }
 
+/// How long, after the first SIGINT/SIGTERM, the run may take to wrap up
+/// (finish the op in hand, print and write what it measured) before the
+/// watchdog ends the process.
+const GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Starts the watchdog: once the first signal has asked the run to stop,
+/// a run still going after [`GRACE`] has a thread blocked in the kernel
+/// (a stalled file system, a FIFO nobody opens) that never sees the flag.
+/// The watchdog then removes the files this run made and exits with the
+/// signal's status; the blocked threads are abandoned with the process.
+/// (The signal handler itself stays thread-free; this thread only waits.)
+pub fn watchdog(stop: &'static AtomicBool) {
+    let spawned = std::thread::Builder::new()
+        .name("iolab-watchdog".into())
+        .spawn(move || {
+            let _ = iolab::signal::block_in_this_thread();
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            std::thread::sleep(GRACE);
+            remove_all();
+            eprintln!(
+                "error: stopped by a signal while blocked in the kernel; what that run measured is lost"
+            );
+            std::process::exit(signal_status().unwrap_or(130));
+        });
+    if let Err(e) = spawned {
+        eprintln!("warning: cannot start the signal watchdog: {e}");
+    }
+}
+
 /// The exit status for a run stopped by a signal (130 SIGINT, 143 SIGTERM).
 pub fn signal_status() -> Option<i32> {
     iolab::signal::exit_status()

@@ -6,12 +6,19 @@
 //! input (one line on stderr naming the flag), 130 interrupted.
 #![forbid(unsafe_code)]
 
+mod argv;
 mod cleanup;
 mod cmd;
 mod error;
+#[cfg(test)]
+mod fuzz_corpus;
+#[cfg(test)]
+mod fuzz_tests;
 mod output;
 mod parse;
 mod progress;
+#[cfg(test)]
+mod prop_tests;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -37,35 +44,44 @@ enum Cmd {
     /// The cost of the operating system's basic operations (syscalls,
     /// context switches, memory, page faults, loopback network, file cache).
     Sys(cmd::sys::SysArgs),
+    /// Record what a program reads (under strace) as an iolab CSV trace.
+    Record(cmd::record::RecordArgs),
+    /// Inspect a trace (`iolab trace stats FILE`).
+    Trace(cmd::trace::TraceArgs),
+    /// Replay a trace against every reading technique and compare them.
+    Replay(Box<cmd::replay::ReplayArgs>),
+    /// Named experiments that reproduce the studies: `lab list`, `lab run NAME...`.
+    Lab(cmd::lab::LabArgs),
     /// Run fio job files or a fio command line with iolab's engines.
     Fio(cmd::fio::FioArgs),
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match argv::parse_from(std::env::args_os()) {
         Ok(c) => c,
-        Err(e) => {
-            use clap::error::ErrorKind::*;
-            if matches!(
-                e.kind(),
-                DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
-                e.exit();
+        Err(line) => {
+            // Help and version go to stdout with exit 0, as clap does.
+            if let Err(e) = Cli::try_parse() {
+                if argv::is_display(&e) {
+                    e.exit();
+                }
             }
-            // One line: clap's first line names the flag and the problem.
-            let text = e.render().to_string();
-            let line = text.lines().next().unwrap_or("error: bad arguments");
             eprintln!("{line}");
             return ExitCode::from(2);
         }
     };
     let stop = cleanup::install();
+    cleanup::watchdog(stop);
     let res = match cli.cmd {
         None => cmd::survey::run(&cli.survey, stop),
         Some(Cmd::Survey(a)) => cmd::survey::run(&a, stop),
         Some(Cmd::Bench(a)) => cmd::bench::run(&a, stop),
         Some(Cmd::Xor(a)) => cmd::xor::run(&a, stop),
         Some(Cmd::Sys(a)) => cmd::sys::run(&a, stop),
+        Some(Cmd::Record(a)) => cmd::record::run(&a, stop),
+        Some(Cmd::Trace(a)) => cmd::trace::run(&a, stop),
+        Some(Cmd::Replay(a)) => cmd::replay::run(&a, stop),
+        Some(Cmd::Lab(a)) => cmd::lab::run(&a, stop),
         Some(Cmd::Fio(a)) => cmd::fio::run(&a, stop),
     };
     cleanup::remove_all();

@@ -16,7 +16,9 @@ pub fn duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     if let Ok(secs) = t.parse::<f64>() {
         if secs.is_finite() && secs >= 0.0 {
-            return Ok(Duration::from_secs_f64(secs));
+            // Too long for a Duration (1e30 s) is an error, not a panic.
+            return Duration::try_from_secs_f64(secs)
+                .map_err(|_| format!("'{s}' is too long a duration (e.g. 10s, 500ms, 2m)"));
         }
     }
     humantime::parse_duration(t)

@@ -32,7 +32,18 @@ impl Residency {
 /// Measures residency of the first `len` bytes of `path` with mincore.
 pub fn residency(path: &Path, len: u64) -> Result<Residency> {
     let f = File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
-    let m = Mapping::new(&f, len as usize)?;
+    let m = match Mapping::new(&f, len as usize) {
+        Ok(m) => m,
+        // A file the file system will not map shared (FUSE with direct
+        // I/O) has no pages in the page cache: none of it is resident.
+        Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ENODEV) => {
+            return Ok(Residency {
+                resident_pages: 0,
+                total_pages: len.div_ceil(crate::os::page_size() as u64),
+            })
+        }
+        Err(e) => return Err(e),
+    };
     let (r, t) = m.residency()?;
     Ok(Residency {
         resident_pages: r,

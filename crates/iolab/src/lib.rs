@@ -31,6 +31,7 @@ pub mod mem;
 pub mod os;
 pub mod pattern;
 pub mod prim;
+pub mod reader;
 pub mod signal;
 mod sys;
 pub mod whole;

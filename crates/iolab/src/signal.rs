@@ -40,3 +40,9 @@ pub fn received() -> Option<i32> {
 pub fn exit_status() -> Option<i32> {
     received().map(|s| 128 + s)
 }
+
+/// Blocks SIGINT and SIGTERM in the calling thread (a helper thread such as
+/// a watchdog), so they reach the thread whose blocked call they must end.
+pub fn block_in_this_thread() -> std::io::Result<()> {
+    imp::block_in_this_thread()
+}

@@ -261,6 +261,7 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
     if let Some(f) = &a.file {
         prepare::check_file_kind(f, a.op != OpArg::Read)?;
     }
+    super::limits::check_bench(a)?;
     if a.time.is_some_and(|t| t.is_zero()) {
         return Err(super::usage(
             "--time 0: give a positive duration (e.g. 10s)",
@@ -526,8 +527,20 @@ pub fn temp_path(dir: &Path) -> Result<PathBuf> {
     Ok(dir.join(format!(".iolab-{}.tmp", std::process::id())))
 }
 
-/// Runs `iolab bench`.
-pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
+/// What `run` decides before measuring anything: the checked flags, the
+/// valid configurations and the checked output files. Creates, opens for
+/// writing and measures nothing, so the fuzz tests call it in process.
+pub(crate) struct Plan {
+    temp: bool,
+    file: PathBuf,
+    size_given: bool,
+    all: Vec<WorkloadSpec>,
+    /// None with --print-fio or --fio-job (nothing is written).
+    targets: Option<output::flags::Targets>,
+}
+
+/// Checks `a` and plans the run (see [`Plan`]).
+pub(crate) fn plan(a: &BenchArgs) -> Result<Plan> {
     check_flags(a)?;
     let temp = a.file.is_none();
     let file = match &a.file {
@@ -549,11 +562,14 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         }
     };
     let all = valid_only(specs(a, &file, size))?;
-    if a.fio_job {
-        return super::fio::print_job_files(&all, temp);
-    }
-    if let Some(which) = &a.print_fio {
-        return super::vs::print_commands(&all, which == "fair");
+    if a.print_fio.is_some() || a.fio_job {
+        return Ok(Plan {
+            temp,
+            file,
+            size_given,
+            all,
+            targets: None,
+        });
     }
     let mut measured: Vec<PathBuf> = all.iter().flat_map(|s| s.files()).collect();
     measured.dedup();
@@ -561,6 +577,31 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         prepare::check_file_kind(f, all.iter().any(|s| s.op.writes()))?;
     }
     let targets = a.out.check(&measured)?;
+    Ok(Plan {
+        temp,
+        file,
+        size_given,
+        all,
+        targets: Some(targets),
+    })
+}
+
+/// Runs `iolab bench`.
+pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
+    let Plan {
+        temp,
+        file,
+        size_given,
+        all,
+        targets,
+    } = plan(a)?;
+    let Some(targets) = targets else {
+        if a.fio_job {
+            return super::fio::print_job_files(&all, temp);
+        }
+        let fair = a.print_fio.as_deref() == Some("fair");
+        return super::vs::print_commands(&all, fair);
+    };
     if all.iter().any(|s| s.engine == EngineKind::Libaio) {
         if let Some(w) = iolab::engine::libaio::buffered_warning(a.direct) {
             eprintln!("warning: {w}");

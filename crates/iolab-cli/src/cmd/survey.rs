@@ -31,6 +31,22 @@ pub struct SurveyArgs {
     pub json: bool,
 }
 
+/// Bad input found before anything is made or measured (exit 2).
+pub(crate) fn check(a: &SurveyArgs) -> Result<()> {
+    if a.time.is_some_and(|t| t.is_zero()) {
+        return Err(super::usage(
+            "--time 0s: give a positive time per measurement (e.g. --time 2s)",
+        ));
+    }
+    if a.size == Some(0) {
+        return Err(super::usage(
+            "--size 0: give a positive file size (e.g. --size 256m)",
+        ));
+    }
+    temp_path(&a.dir)?;
+    Ok(())
+}
+
 /// Which question a configuration answers.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Group {
@@ -159,6 +175,7 @@ fn survey_specs(plans: &[Plan], file: &Path, size: u64, time: u64) -> Vec<Worklo
 
 /// Runs the survey.
 pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
+    check(a)?;
     let file = temp_path(&a.dir)?;
     let size = survey_size(&a.dir, a.size)?;
     let time = a.time.map(|t| t.as_nanos() as u64).unwrap_or(4_000_000_000);

@@ -54,27 +54,40 @@ impl SyncIo for MmapIo {
     fn read(
         &mut self,
         fi: usize,
-        _: &EngineFile,
+        ef: &EngineFile,
         buf: &mut [u8],
         off: u64,
     ) -> Result<usize, Errno> {
-        let map = self.maps[fi].bytes();
-        let start = (off as usize).min(map.len());
-        let end = (start + buf.len()).min(map.len());
-        let src = &map[start..end];
-        if self.touch {
-            let mut s = 0u64;
-            let mut p = 0;
-            while p < src.len() {
-                // A volatile-like read: black_box stops the load from being elided.
-                s = s.wrapping_add(std::hint::black_box(src[p]) as u64);
-                p += self.page - ((start + p) % self.page);
+        let touch = self.touch;
+        let page = self.page;
+        let mut sink = 0u64;
+        let res = self.maps[fi].read_guarded(&ef.file, |map| {
+            let start = (off as usize).min(map.len());
+            let end = (start + buf.len()).min(map.len());
+            let src = &map[start..end];
+            if touch {
+                let mut p = 0;
+                while p < src.len() {
+                    // A volatile-like read: black_box stops the load from being elided.
+                    sink = sink.wrapping_add(std::hint::black_box(src[p]) as u64);
+                    p += page - ((start + p) % page);
+                }
+            } else {
+                buf[..src.len()].copy_from_slice(src);
             }
-            self.sink = self.sink.wrapping_add(s);
-        } else {
-            buf[..src.len()].copy_from_slice(src);
+            src.len()
+        });
+        self.sink = self.sink.wrapping_add(sink);
+        match res {
+            Ok(n) => Ok(n),
+            // The page could not be read: past the file's end now (it shrank
+            // after it was mapped) the read is short; otherwise it is EIO,
+            // as read(2) would have said. Never SIGBUS.
+            Err(at) => match ef.file.metadata() {
+                Ok(m) if m.len() <= at => Ok(at.saturating_sub(off) as usize),
+                _ => Err(Errno(libc::EIO)),
+            },
         }
-        Ok(src.len())
     }
     fn write(&mut self, _: usize, _: &EngineFile, _: &[u8], _: u64) -> Result<usize, Errno> {
         Err(Errno(libc::EBADF))

@@ -5,6 +5,7 @@
 use super::{Caps, Done, Engine, EngineConfig, EngineFile, Op, OpKind};
 use crate::buf::BufPool;
 use crate::error::{Errno, Result};
+use std::sync::atomic::Ordering;
 
 /// One synchronous transfer primitive (pread, read, a mapping copy, ...).
 pub trait SyncIo: Send {
@@ -59,6 +60,11 @@ impl<T: SyncIo> SyncEngine<T> {
             match r {
                 Ok(0) => break, // end of file
                 Ok(n) => moved += n,
+                // A signal asked the run to stop: a call that would block
+                // again (a stalled file system) must not be retried.
+                Err(Errno(libc::EINTR)) if crate::signal::stop_flag().load(Ordering::Relaxed) => {
+                    return Err(Errno(libc::EINTR))
+                }
                 Err(Errno(libc::EINTR)) | Err(Errno(libc::EAGAIN)) => continue,
                 Err(e) => return Err(e),
             }

@@ -55,7 +55,8 @@ fn transfer(j: &Job) -> std::result::Result<u32, Errno> {
         };
         if r < 0 {
             let e = Errno::last();
-            if e.0 == libc::EINTR || e.0 == libc::EAGAIN {
+            let stopping = crate::signal::stop_flag().load(std::sync::atomic::Ordering::Relaxed);
+            if (e.0 == libc::EINTR && !stopping) || e.0 == libc::EAGAIN {
                 continue;
             }
             return Err(e);

@@ -123,3 +123,32 @@ impl Drop for AnonMap {
         unsafe { libc::munmap(self.base.cast(), self.map_len) };
     }
 }
+
+/// A zeroed buffer of whole transparent huge pages, 2 MiB aligned: what the
+/// reader's Direct technique and whole-file reads use. The same mapping as
+/// `--mem thp`'s pools ([`AnonMap::thp`]), so there is one allocator.
+pub(crate) struct HugeBuf {
+    map: AnonMap,
+    len: usize,
+}
+
+impl HugeBuf {
+    /// Maps `len` bytes rounded up to 2 MiB.
+    pub(crate) fn new(len: usize) -> crate::error::Result<Self> {
+        const HUGE: usize = 2 << 20;
+        let len = len.max(1).div_ceil(HUGE) * HUGE;
+        let map = AnonMap::thp(len, HUGE)
+            .map_err(|e| crate::error::Error::io("mmap huge-page buffer", e))?;
+        Ok(HugeBuf { map, len })
+    }
+
+    /// Length in bytes (a multiple of 2 MiB).
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The bytes, mutably.
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+        self.map.as_mut_slice(self.len)
+    }
+}

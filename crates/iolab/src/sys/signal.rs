@@ -44,3 +44,22 @@ pub(crate) fn install() -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// Blocks SIGINT and SIGTERM in the calling thread only, so the kernel
+/// delivers them to a thread that acts on them (the main thread).
+pub(crate) fn block_in_this_thread() -> std::io::Result<()> {
+    // SAFETY: sigset_t is plain data; sigemptyset initialises it.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid sigset_t owned by this frame.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+    }
+    // SAFETY: `set` is initialised; the old mask is not wanted (null).
+    let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if r != 0 {
+        return Err(std::io::Error::from_raw_os_error(r));
+    }
+    Ok(())
+}

@@ -1,0 +1,62 @@
+//! Parsing the command line into [`crate::Cli`], with bad input reported on
+//! one line that names the flag: clap's own first line, except for a
+//! negative number, which clap takes for an unknown flag (`-1`) and
+//! reports without the flag it was given to.
+
+use clap::{CommandFactory, FromArgMatches};
+use std::ffi::OsString;
+
+/// Parses `args` (the program name first).
+pub fn parse_from<I, T>(args: I) -> Result<crate::Cli, String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let res = crate::Cli::command()
+        .try_get_matches_from(&args)
+        .and_then(|m| crate::Cli::from_arg_matches(&m));
+    res.map_err(|e| {
+        if e.kind() == clap::error::ErrorKind::UnknownArgument {
+            if let Some(line) = negative_value(&args) {
+                return line;
+            }
+        }
+        one_line(&e)
+    })
+}
+
+/// Whether clap's error is one to let clap print itself (help, version).
+pub fn is_display(e: &clap::Error) -> bool {
+    use clap::error::ErrorKind::*;
+    matches!(
+        e.kind(),
+        DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand
+    )
+}
+
+/// Clap's first line (it names the flag and the problem).
+fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    text.lines()
+        .next()
+        .unwrap_or("error: bad arguments")
+        .to_string()
+}
+
+/// `--flag -N...`: a negative number given to a flag that takes a value.
+fn negative_value(args: &[OsString]) -> Option<String> {
+    for w in args.windows(2) {
+        let (flag, val) = (w[0].to_str()?, w[1].to_str()?);
+        let mut c = val.chars();
+        let negative =
+            c.next() == Some('-') && c.next().is_some_and(|d| d.is_ascii_digit() || d == '.');
+        if flag.starts_with("--") && !flag.contains('=') && negative {
+            return Some(format!(
+                "error: {flag} {val}: negative values are not accepted; give zero or more (e.g. {flag} {})",
+                &val[1..]
+            ));
+        }
+    }
+    None
+}

@@ -1,0 +1,98 @@
+//! Checks of `iolab bench`'s values that the fuzz corpus (issue 13 §2)
+//! found missing: zero amounts, depths beyond the ring, a completion batch
+//! deeper than the queue, blocks larger than the file, and paths that
+//! cannot be created. All before anything is made or measured.
+
+use super::bench::{BenchArgs, OpArg};
+use super::usage;
+use anyhow::Result;
+use iolab::engine::EngineKind;
+use iolab_bench::prepare::human;
+use std::path::Path;
+
+/// The most entries an io_uring submission queue may have (the kernel's
+/// IORING_MAX_ENTRIES).
+pub const URING_MAX_ENTRIES: u32 = 32768;
+
+/// Refuses values no run can use, naming the flag.
+pub fn check_bench(a: &BenchArgs) -> Result<()> {
+    if a.size == Some(0) {
+        return Err(usage(
+            "--size 0: give a positive file size (e.g. --size 1g)",
+        ));
+    }
+    if a.ops == Some(0) {
+        return Err(usage(
+            "--ops 0: give a positive number of ops (e.g. --ops 10k)",
+        ));
+    }
+    if a.io_size == Some(0) {
+        return Err(usage(
+            "--io-size 0: give a positive amount (e.g. --io-size 1g)",
+        ));
+    }
+    let max_qd = a.qd.iter().copied().max().unwrap_or(1);
+    if a.batch_complete > max_qd {
+        return Err(usage(format!(
+            "--batch-complete {}: larger than --qd {max_qd}; at most the ops in flight can complete at once",
+            a.batch_complete
+        )));
+    }
+    if a.engine.contains(&EngineKind::Uring) {
+        if let Some(q) = a.qd.iter().find(|&&q| q > URING_MAX_ENTRIES) {
+            return Err(usage(format!(
+                "--qd {q}: an io_uring ring holds at most {URING_MAX_ENTRIES} ops in flight"
+            )));
+        }
+    }
+    if let Some(size) = a.size {
+        if let Some(bs) = a.bs.iter().find(|&&b| b > size) {
+            return Err(usage(format!(
+                "--bs {}: larger than --size {}; use a block no larger than the file",
+                human(*bs),
+                human(size)
+            )));
+        }
+    }
+    if let Some(f) = &a.file {
+        check_creatable("--file", f)?;
+        if a.op != OpArg::Read
+            && !a.out.overwrite
+            && std::fs::metadata(f).is_ok_and(|m| m.is_file())
+            && iolab::file::iolab_seed(f).is_none()
+        {
+            return Err(usage(format!(
+                "--file {}: not made by iolab; writing would destroy its contents (add --overwrite to allow it)",
+                f.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A path that does not exist must be creatable: its directory exists, and
+/// the name and the path are within the system's limits.
+pub fn check_creatable(flag: &str, p: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(p) {
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(usage(format!("{flag} {}: {e}", p.display())));
+        }
+        Err(_) => {}
+    }
+    if p.as_os_str().is_empty() {
+        return Err(usage(format!("{flag}: empty path; name a file")));
+    }
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(usage(format!(
+            "{flag} {}: directory {} does not exist",
+            p.display(),
+            dir.display()
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,94 @@
+//! Issue 13 §2, the binary half: a sample (every 12th, ≥ 50) of the corpus
+//! of bad command lines that `src/fuzz_tests.rs` checks in process, run
+//! through the real `iolab` with `--json`: no panic (exit 101), exit 2,
+//! exactly one line on stderr naming the flag, nothing on stdout, and
+//! nothing in the scratch directory created or changed. The flag table
+//! comes from the binary's own `--help`.
+
+#[path = "../src/fuzz_corpus.rs"]
+mod fuzz_corpus;
+
+use fuzz_corpus::{corpus, listing, scratch};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn iolab() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_iolab"));
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// `--long` flags that take a value, read from `iolab SUB --help`.
+fn value_flags(sub: &str) -> Vec<String> {
+    let out = iolab().args([sub, "--help"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let rest = l.strip_prefix("--")?;
+            let (name, tail) = rest.split_once(' ')?;
+            tail.starts_with('<').then(|| format!("--{name}"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_sample_of_the_corpus_is_refused_by_the_binary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let paths = scratch(tmp.path());
+    let cases = corpus(&paths, &value_flags);
+    assert!(cases.len() >= 600, "corpus of {}", cases.len());
+    let before = listing(tmp.path());
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for c in cases.iter().step_by(12) {
+        // --json makes stdout's emptiness a check too (before the
+        // subcommand's own arguments, it would be a stray word for xor).
+        let mut args = c.args.clone();
+        if args
+            .first()
+            .is_some_and(|a| a == "bench" || a == "sys" || a == "survey")
+        {
+            args.push("--json".into());
+        }
+        let mut child = iolab().args(&args).current_dir(tmp.path()).spawn().unwrap();
+        let t = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if t.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                failures.push(format!("{args:?}: still running after 30 s"));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let o = child.wait_with_output().unwrap();
+        ran += 1;
+        let err = String::from_utf8_lossy(&o.stderr);
+        let lines: Vec<&str> = err.lines().collect();
+        let ok = o.status.code() == Some(2)
+            && lines.len() == 1
+            && lines[0].contains(&c.names)
+            && o.stdout.is_empty();
+        if !ok {
+            failures.push(format!(
+                "{:?}: exit {:?}, stdout {} bytes, stderr {:?}",
+                args.iter()
+                    .map(|a| a.to_string_lossy().chars().take(60).collect::<String>())
+                    .collect::<Vec<_>>(),
+                o.status.code(),
+                o.stdout.len(),
+                err.chars().take(300).collect::<String>()
+            ));
+        }
+    }
+    assert_eq!(listing(tmp.path()), before, "something on disk changed");
+    assert!(ran >= 50, "only {ran} run");
+    assert!(
+        failures.is_empty(),
+        "{} of {ran} failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
