@@ -67,6 +67,8 @@ impl Mapping {
     /// Length of the mapping in bytes.
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
     /// Copies `dst.len()` bytes from offset `off` of the mapping (or calls
     /// `touch` on them), surviving a page the file system cannot supply:
     /// `Err(offset)` names the first bad byte, and that page is mapped from
