@@ -37,6 +37,8 @@ fn check_in_process(c: &Case) -> (i32, String) {
         Some(Cmd::Survey(a)) => crate::cmd::survey::check(&a),
         None => crate::cmd::survey::check(&cli.survey),
         Some(Cmd::Sys(_)) => return (-1, "sys: checked by running the binary".into()),
+        Some(Cmd::Fio(a)) => crate::cmd::fio::check(&a),
+        Some(_) => return (-1, "checked by running the binary".into()),
     };
     match res {
         Ok(()) => (0, String::new()),
