@@ -203,6 +203,15 @@ pub struct WorkloadSpec {
     /// it, ns (None: no limit).
     #[serde(default)]
     pub op_timeout_ns: Option<u64>,
+    /// Paced submission: at most this many ops per second over all
+    /// threads (fio's `rate_iops`, or `rate` / bs), so latency can be
+    /// measured under a given load. None: as fast as possible.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_iops: Option<u64>,
+    /// A pause after each completion before the next op is issued, ns
+    /// (fio's `thinktime`). None: no pause.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinktime_ns: Option<u64>,
 }
 
 impl Default for WorkloadSpec {
@@ -232,6 +241,8 @@ impl Default for WorkloadSpec {
             verify: false,
             continue_on_error: false,
             op_timeout_ns: None,
+            rate_iops: None,
+            thinktime_ns: None,
         }
     }
 }

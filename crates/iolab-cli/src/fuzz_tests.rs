@@ -37,7 +37,8 @@ fn check_in_process(c: &Case) -> (i32, String) {
         Some(Cmd::Survey(a)) => crate::cmd::survey::check(&a),
         None => crate::cmd::survey::check(&cli.survey),
         Some(Cmd::Sys(_)) => return (-1, "sys: checked by running the binary".into()),
-        // Commands whose own tests check their input (trace, replay, lab, fio).
+        Some(Cmd::Fio(a)) => crate::cmd::fio::check(&a),
+        // Commands whose own tests check their input (trace, replay, lab).
         Some(_) => return (-1, "checked by its own tests".into()),
     };
     match res {

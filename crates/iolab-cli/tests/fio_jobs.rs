@@ -131,9 +131,9 @@ fn bad_job_files_get_one_line_with_file_and_line_and_exit_2() {
         "error: bad.fio:4: job 'b': fio runs it at the same time as 'a'",
     );
     assert_refused(
-        "[a]\nsize=1m\nfilename=x\nrate_iops=500\n",
+        "[a]\nsize=1m\nfilename=x\ncpus_allowed=0\n",
         &[],
-        "error: bad.fio:4: rate_iops=500:",
+        "error: bad.fio:4: cpus_allowed=0:",
     );
     assert_refused(
         "[a\nsize=1m\n",
@@ -385,4 +385,87 @@ fn logs_are_read_by_fio2gnuplot() {
         p.join("result.average").exists() || p.join("mygraph").exists(),
         "{out}"
     );
+}
+
+#[test]
+fn rate_and_thinktime_pace_submission() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    // A load can only slow a run down, so the bound holds on any machine:
+    // a paced run issues at most rate x its measured time (+1 per thread).
+    let o = iolab(
+        &[
+            "fio",
+            "--name=p",
+            "--filename=data",
+            "--size=1m",
+            "--ioengine=null",
+            "--rw=randread",
+            "--rate_iops=200",
+            "--runtime=300ms",
+            "--time_based",
+            "--output-format=json",
+        ],
+        p,
+    );
+    let v = json_of(&o, "iolab fio rate_iops");
+    let r = &v["jobs"][0]["read"];
+    let (ios, ms) = (
+        r["total_ios"].as_u64().unwrap(),
+        r["runtime"].as_u64().unwrap(),
+    );
+    assert!(
+        ios > 0 && ios <= 200 * (ms + 1) / 1000 + 2,
+        "{ios} ios in {ms} ms at 200/s"
+    );
+    // Unpaced, the null engine does far more in the same time.
+    let o = iolab(
+        &[
+            "fio",
+            "--name=p",
+            "--filename=data",
+            "--ioengine=null",
+            "--rw=randread",
+            "--runtime=300ms",
+            "--time_based",
+            "--output-format=json",
+        ],
+        p,
+    );
+    let free = json_of(&o, "iolab fio unpaced")["jobs"][0]["read"]["total_ios"]
+        .as_u64()
+        .unwrap();
+    assert!(free > 10 * ios, "unpaced {free} vs paced {ios}");
+    // thinktime: each op waits 5 ms after the previous completion.
+    let o = iolab(
+        &[
+            "bench",
+            "--file",
+            "data",
+            "--engine",
+            "pread",
+            "--pattern",
+            "rand",
+            "--thinktime",
+            "5ms",
+            "--time",
+            "300ms",
+            "--cache",
+            "as-is",
+            "--json",
+        ],
+        p,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let run = &v["records"][0]["runs"][0];
+    let (ops, ns) = (
+        run["ops"].as_u64().unwrap(),
+        run["duration_ns"].as_u64().unwrap(),
+    );
+    assert!(
+        ops > 0 && ops <= ns / 5_000_000 + 2,
+        "{ops} ops in {ns} ns with 5 ms thinktime"
+    );
+    assert_eq!(v["records"][0]["spec"]["thinktime_ns"], 5_000_000);
 }

@@ -620,24 +620,43 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         .parse("startdelay", |v| value::time_ns(v, 1_000_000_000))?
         .unwrap_or(0);
 
-    // What iolab cannot pace or interleave (yet).
-    for k in ["rate", "rate_iops"] {
-        if let Some((v, _)) = g.val(k) {
-            if v.split(',')
-                .any(|p| value::bytes(p).map_or(true, |n| n > 0))
-            {
-                return Err(g.refuse(k, "paced submission is not in iolab's runner yet"));
-            }
+    // Pacing: fio's rates are per job; iolab's over all its threads.
+    let one_rate = |k: &str| -> Result<Option<u64>, FioJobError> {
+        let Some((v, _)) = g.val(k) else {
+            return Ok(None);
+        };
+        let parts: Vec<u64> = v
+            .split(',')
+            .filter(|p| !p.trim().is_empty())
+            .map(value::bytes)
+            .collect::<Result<_, _>>()
+            .map_err(|e| g.refuse(k, &e))?;
+        match parts.as_slice() {
+            [] => Ok(None),
+            [r] => Ok(Some(*r)),
+            [r, w, ..] if r == w => Ok(Some(*r)),
+            _ => Err(g.refuse(k, "iolab paces reads and writes together: give one rate")),
         }
-    }
-    if let Some(t) = g.parse("thinktime", |v| value::time_ns(v, 1_000))? {
-        if t > 0 {
-            return Err(g.refuse(
-                "thinktime",
-                "pauses between I/Os are not in iolab's runner yet",
-            ));
+    };
+    let mut rate_iops = one_rate("rate_iops")?;
+    if let Some(r) = one_rate("rate")? {
+        if rate_iops.is_some() {
+            return Err(g.refuse("rate", "give rate or rate_iops, not both"));
         }
+        rate_iops = Some((r / bs).max(1));
+        notes.push(format!("rate={r} B/s: {} ops/s per job of {bs} B", r / bs));
     }
+    let rate_iops = rate_iops
+        .filter(|r| *r > 0)
+        .map(|r| r.saturating_mul(numjobs as u64));
+    if let Some(r) = rate_iops {
+        notes.push(format!(
+            "paced: {r} ops/s over {numjobs} thread(s); latency is measured under that load"
+        ));
+    }
+    let thinktime_ns = g
+        .parse("thinktime", |v| value::time_ns(v, 1_000))?
+        .filter(|t| *t > 0);
     for k in ["fsync", "fdatasync"] {
         if g.int(k)?.unwrap_or(0) > 0 {
             return Err(g.refuse(k, "iolab issues no syncs during a job"));
@@ -742,6 +761,8 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         verify: false,
         continue_on_error,
         op_timeout_ns: None,
+        rate_iops,
+        thinktime_ns,
     };
     let spec_check = crate::prepare::validate(&spec);
     if let Err(e) = spec_check {
@@ -922,6 +943,16 @@ mod tests {
     }
 
     #[test]
+    fn rates_and_thinktime_pace_the_run() {
+        let j = one("[a]\nfilename=/x\nsize=1m\nrate_iops=500\nnumjobs=2\nthinktime=250\n");
+        assert_eq!(j.spec.rate_iops, Some(1000));
+        assert_eq!(j.spec.thinktime_ns, Some(250_000));
+        let j = one("[a]\nfilename=/x\nsize=1m\nbs=4k\nrate=4m\n");
+        assert_eq!(j.spec.rate_iops, Some(1024));
+        assert_eq!(one("[a]\nfilename=/x\nsize=1m\n").spec.rate_iops, None);
+    }
+
+    #[test]
     fn groups_and_stonewalls() {
         let j = jobs("[a]\nfilename=/x\nsize=1m\n[b]\nfilename=/x\nsize=1m\nstonewall\n[c]\nfilename=/x\nsize=1m\nwait_for_previous\nnew_group\n", false).unwrap();
         assert_eq!(
@@ -952,9 +983,8 @@ mod tests {
             ("[a]\nfilename=/x\nsize=1m\nrw=read:64k\n", "j.fio:4: rw=read:64k: "),
             ("[a]\nfilename=/x\nsize=1m\nrw=trim\n", "j.fio:4: rw=trim: 'trim': iolab does not issue trims"),
             ("[a]\nfilename=/x:/y\nsize=1m\n", "j.fio:2: filename=/x:/y: 2 files"),
-            ("[a]\nfilename=/x\nsize=1m\nrate=10m\n", "j.fio:4: rate=10m: paced submission"),
-            ("[a]\nfilename=/x\nsize=1m\nrate_iops=100\n", "j.fio:4: rate_iops=100: paced"),
-            ("[a]\nfilename=/x\nsize=1m\nthinktime=10\n", "j.fio:4: thinktime=10: pauses"),
+            ("[a]\nfilename=/x\nsize=1m\nrw=rw\nrate_iops=100,200\n", "j.fio:5: rate_iops=100,200: iolab paces reads and writes together"),
+            ("[a]\nfilename=/x\nsize=1m\nrate=1m\nrate_iops=10\n", "j.fio:4: rate=1m: give rate or rate_iops"),
             ("[a]\nfilename=/x\nsize=1m\nfsync=1\n", "j.fio:4: fsync=1: iolab issues no syncs"),
             ("[a]\nfilename=/x\nsize=1m\nend_fsync=1\n", "j.fio:4: end_fsync=1:"),
             ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=0-1\n", "j.fio:4: cpus_allowed=0-1:"),

@@ -38,6 +38,8 @@ pub(crate) fn spec(file: &Path, size: u64) -> WorkloadSpec {
         verify: false,
         continue_on_error: false,
         op_timeout_ns: None,
+        rate_iops: None,
+        thinktime_ns: None,
     }
 }
 

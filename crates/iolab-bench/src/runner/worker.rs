@@ -146,6 +146,38 @@ struct Worker<'a> {
     sqpoll0: Option<u64>,
     usage_at_start: Option<Usage>,
     cpu: crate::cpu::WorkerCpu,
+    /// Paced runs only (`rate_iops`, `thinktime`).
+    pace: Option<Pace>,
+}
+
+/// When the next op may be issued, for paced runs (`rate_iops`,
+/// `thinktime`). Unpaced runs have none and read no extra clock.
+struct Pace {
+    /// Ns between ops of this worker (`rate_iops`), or 0.
+    gap_ns: u64,
+    /// Pause after each completion (`thinktime`), ns, or 0.
+    think_ns: u64,
+    /// Release time of the next op, ns on the worker's clock.
+    next_ns: u64,
+    /// The last fill stopped because the next op is not released yet.
+    held: bool,
+}
+
+impl Pace {
+    fn of(spec: &crate::spec::WorkloadSpec) -> Option<Pace> {
+        let workers = spec.workers() as u64;
+        let gap_ns = spec
+            .rate_iops
+            .filter(|r| *r > 0)
+            .map_or(0, |r| 1_000_000_000 * workers / r);
+        let think_ns = spec.thinktime_ns.unwrap_or(0);
+        (gap_ns > 0 || think_ns > 0).then_some(Pace {
+            gap_ns,
+            think_ns,
+            next_ns: 0,
+            held: false,
+        })
+    }
 }
 
 impl<'a> Worker<'a> {
@@ -206,6 +238,7 @@ impl<'a> Worker<'a> {
                 .then(|| iolab::os::sqpoll_cpu_ns().unwrap_or(0)),
             usage_at_start: None,
             cpu: crate::cpu::WorkerCpu::start(),
+            pace: Pace::of(spec),
         }
     }
 
@@ -234,12 +267,19 @@ impl<'a> Worker<'a> {
     /// queue is full, or the budget is spent.
     fn issue(&mut self) {
         while self.pending.len() < self.batch && self.budget_left() {
+            if !self.released() {
+                break;
+            }
             let Some(slot) = self.free.pop() else { break };
             self.queue_op(slot);
         }
         let exhausted = !self.budget_left();
         let full = self.free.is_empty();
-        if self.pending.is_empty() || !(self.pending.len() >= self.batch || full || exhausted) {
+        // A paced worker hands over what it has when the next op must wait.
+        let held = self.pace.as_ref().is_some_and(|p| p.held);
+        if self.pending.is_empty()
+            || !(self.pending.len() >= self.batch || full || exhausted || held)
+        {
             return;
         }
         let t = self.clock.now_ns();
@@ -270,6 +310,45 @@ impl<'a> Worker<'a> {
                 self.sh.fail(e.into());
                 self.stopping = true;
                 self.combined = false;
+            }
+        }
+    }
+
+    /// Paced runs: whether the next op may be issued now (and, if so,
+    /// when the one after it may). Unpaced runs: always, with no clock read.
+    #[inline]
+    fn released(&mut self) -> bool {
+        let Some(p) = self.pace.as_mut() else {
+            return true;
+        };
+        let now = self.clock.now_ns();
+        if now < p.next_ns {
+            p.held = true;
+            return false;
+        }
+        p.held = false;
+        if p.gap_ns > 0 {
+            // Catch up after a stall by at most one op, rather than bursting.
+            p.next_ns = p.next_ns.max(now.saturating_sub(p.gap_ns)) + p.gap_ns;
+        }
+        true
+    }
+
+    /// Paced runs: sleeps towards the next release when nothing else is to
+    /// be done (short sleeps, so completions are still reaped promptly).
+    fn wait_for_release(&self) {
+        if let Some(p) = &self.pace {
+            if p.held {
+                let now = self.clock.now_ns();
+                let left = p.next_ns.saturating_sub(now);
+                let cap = if self.inflight > 0 {
+                    200_000
+                } else {
+                    5_000_000
+                };
+                if left > 0 {
+                    std::thread::sleep(Duration::from_nanos(left.min(cap)));
+                }
             }
         }
     }
@@ -306,7 +385,11 @@ impl<'a> Worker<'a> {
             if self.stopping || (!budget_left && self.pending.is_empty()) {
                 return Wait::Finished;
             }
+            self.wait_for_release();
             return Wait::Again;
+        }
+        if !self.stopping {
+            self.wait_for_release();
         }
         let min = if self.stopping || self.free.is_empty() || !self.budget_left() {
             self.bc.min(self.inflight)
@@ -341,6 +424,11 @@ impl<'a> Worker<'a> {
     /// Accounts for the completions in `done`, reaped at `t` ns.
     fn complete(&mut self, t: u64) {
         self.end = t;
+        if let Some(p) = self.pace.as_mut() {
+            if p.think_ns > 0 {
+                p.next_ns = t + p.think_ns;
+            }
+        }
         if !self.measuring && t >= self.ramp_end {
             self.start_measuring();
         }

@@ -167,6 +167,18 @@ pub struct BenchArgs {
     /// than this (e.g. 5s; default: no limit).
     #[arg(long, value_parser = parse::duration)]
     pub op_timeout: Option<Duration>,
+    /// Paced submission: at most this many ops per second over all threads
+    /// (fio's rate_iops), to measure latency under a given load.
+    #[arg(long, value_parser = parse::count, conflicts_with = "rate")]
+    pub rate_iops: Option<u64>,
+    /// Paced submission in bytes per second over all threads (fio's rate;
+    /// e.g. 100m): --rate-iops = RATE / --bs.
+    #[arg(long, value_parser = parse::size)]
+    pub rate: Option<u64>,
+    /// Pause after each completion before issuing the next op (fio's
+    /// thinktime; e.g. 100us).
+    #[arg(long, value_parser = parse::duration)]
+    pub thinktime: Option<Duration>,
     /// Compare with another tool on the same file: `fio`.
     #[arg(long, value_name = "TOOL", value_parser = ["fio"])]
     pub vs: Option<String>,
@@ -315,6 +327,14 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
                                 verify: a.verify,
                                 continue_on_error: a.continue_on_error,
                                 op_timeout_ns: a.op_timeout.map(|t| t.as_nanos() as u64),
+                                rate_iops: a
+                                    .rate_iops
+                                    .or(a.rate.map(|r| (r / bs.max(1)).max(1)))
+                                    .filter(|r| *r > 0),
+                                thinktime_ns: a
+                                    .thinktime
+                                    .map(|t| t.as_nanos() as u64)
+                                    .filter(|t| *t > 0),
                             });
                         }
                     }

@@ -265,6 +265,17 @@ fn run_job(j: &FioJob, c: &Cli, stop: &AtomicBool) -> Result<RunMetrics> {
     Ok(res?)
 }
 
+/// Checks the command line and its jobs without running or creating
+/// anything (what `--parse-only` does, minus the printing).
+#[cfg(test)]
+pub fn check(a: &FioArgs) -> Result<()> {
+    let c = split(&a.args)?;
+    if !c.list {
+        jobs(&c)?;
+    }
+    Ok(())
+}
+
 /// Runs `iolab fio`.
 pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
     let c = split(&a.args)?;
