@@ -5,6 +5,8 @@ set -euo pipefail
 need=()
 command -v fio >/dev/null 2>&1 || need+=(fio)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# iolab record runs programs under strace (and its tests record a child).
+command -v strace >/dev/null 2>&1 || need+=(strace)
 # The fault-injecting FUSE file system of the hardening tests mounts with
 # fuse3 (fusermount3 when not root); pkg-config and libfuse3-dev let a FUSE
 # crate link libfuse if it is ever built with that feature.

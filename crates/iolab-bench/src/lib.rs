@@ -7,9 +7,12 @@
 #![forbid(unsafe_code)]
 
 pub mod cpu;
+pub mod devstat;
 pub mod env;
 pub mod error;
 pub mod fio;
+pub mod lab;
+pub mod fiojob;
 pub mod metrics;
 pub mod offsets;
 pub mod prepare;
@@ -19,5 +22,6 @@ pub mod runner;
 pub mod spec;
 pub mod stats;
 pub mod system;
+pub mod trace;
 
 pub use error::{BenchError, Result};

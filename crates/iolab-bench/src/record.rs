@@ -27,6 +27,9 @@ pub struct IntervalSample {
     pub p50_ns: u64,
     /// 99th percentile of the interval's ops, ns.
     pub p99_ns: u64,
+    /// Mean latency of the interval's ops, ns (fio's averaged latency logs).
+    #[serde(default)]
+    pub mean_ns: f64,
 }
 
 /// The metrics of one run of one configuration.
@@ -75,6 +78,16 @@ pub struct RunMetrics {
     pub intervals: Vec<IntervalSample>,
     /// The run was stopped early (Ctrl-C).
     pub interrupted: bool,
+    /// The whole latency histogram (for arbitrary percentiles and fio's
+    /// json+ bins); not serialised, the summary above is.
+    #[serde(skip)]
+    pub latency_hist: Option<hdrhistogram::Histogram<u64>>,
+    /// The memory the buffers got (`--mem`), summed over workers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem: Option<iolab::mem::Backing>,
+    /// The device's counters over the run, in iostat's terms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<crate::devstat::DeviceView>,
 }
 
 /// Statistics across the repeats of one configuration.

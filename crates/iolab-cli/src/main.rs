@@ -44,6 +44,16 @@ enum Cmd {
     /// The cost of the operating system's basic operations (syscalls,
     /// context switches, memory, page faults, loopback network, file cache).
     Sys(cmd::sys::SysArgs),
+    /// Record what a program reads (under strace) as an iolab CSV trace.
+    Record(cmd::record::RecordArgs),
+    /// Inspect a trace (`iolab trace stats FILE`).
+    Trace(cmd::trace::TraceArgs),
+    /// Replay a trace against every reading technique and compare them.
+    Replay(Box<cmd::replay::ReplayArgs>),
+    /// Named experiments that reproduce the studies: `lab list`, `lab run NAME...`.
+    Lab(cmd::lab::LabArgs),
+    /// Run fio job files or a fio command line with iolab's engines.
+    Fio(cmd::fio::FioArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +78,11 @@ fn main() -> ExitCode {
         Some(Cmd::Bench(a)) => cmd::bench::run(&a, stop),
         Some(Cmd::Xor(a)) => cmd::xor::run(&a, stop),
         Some(Cmd::Sys(a)) => cmd::sys::run(&a, stop),
+        Some(Cmd::Record(a)) => cmd::record::run(&a, stop),
+        Some(Cmd::Trace(a)) => cmd::trace::run(&a, stop),
+        Some(Cmd::Replay(a)) => cmd::replay::run(&a, stop),
+        Some(Cmd::Lab(a)) => cmd::lab::run(&a, stop),
+        Some(Cmd::Fio(a)) => cmd::fio::run(&a, stop),
     };
     cleanup::remove_all();
     let _ = stop;

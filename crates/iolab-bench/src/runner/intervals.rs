@@ -126,6 +126,7 @@ impl Merger {
             iops: ops as f64 / secs,
             p50_ns: l.p50_ns,
             p99_ns: l.p99_ns,
+            mean_ns: l.mean_ns,
         }
     }
 

@@ -43,6 +43,7 @@ pub(super) fn metrics(c: Collected, resident_before: f64, errors: Vec<String>) -
         mib_per_s: bytes as f64 / secs / (1 << 20) as f64,
         iops: ops as f64 / secs,
         latency: LatencySummary::of(&hist),
+        latency_hist: Some(hist),
         cpu: CpuUsage {
             split: crate::cpu::split(
                 &c.outs.iter().map(|o| o.cpu).collect::<Vec<_>>(),
@@ -54,6 +55,8 @@ pub(super) fn metrics(c: Collected, resident_before: f64, errors: Vec<String>) -
         resident_before,
         intervals: c.merger.finish(),
         interrupted: false,
+        mem: c.outs.iter().map(|o| o.mem).reduce(|a, b| a.merge(&b)),
+        device: None,
         ..RunMetrics::default()
     }
 }

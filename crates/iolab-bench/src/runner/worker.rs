@@ -57,6 +57,8 @@ pub(super) struct WorkerOut {
     pub usage_at_start: Option<Usage>,
     /// This worker thread's own CPU and its rings' kernel threads'.
     pub cpu: crate::cpu::WorkerCpuOut,
+    /// What memory the engine's buffers got.
+    pub mem: iolab::mem::Backing,
 }
 
 /// Does one worker's share of the run and reports how it went.
@@ -433,6 +435,7 @@ impl<'a> Worker<'a> {
         let base = self.clock.base;
         WorkerOut {
             cpu: self.cpu.finish(),
+            mem: self.eng.pool().backing(),
             sqpoll_ns,
             hist: self.tally.hist,
             ops: self.tally.ops,

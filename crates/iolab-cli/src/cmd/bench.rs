@@ -25,6 +25,9 @@ fn pattern(s: &str) -> Result<AccessPattern, String> {
 fn cache(s: &str) -> Result<CacheMode, String> {
     s.parse()
 }
+fn mem(s: &str) -> Result<iolab::mem::MemKind, String> {
+    s.parse()
+}
 
 /// Reads, writes or both.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,6 +145,11 @@ pub struct BenchArgs {
     /// threadpool: helper threads (default: one per op in flight).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub pool_threads: Option<u32>,
+    /// Buffer memory: thp (2 MiB-aligned, MADV_HUGEPAGE; default, chosen by
+    /// measurement), malloc (ordinary pages), hugetlb (reserved huge pages,
+    /// /proc/sys/vm/nr_hugepages). fio's mem=.
+    #[arg(long, default_value = "thp", value_parser = mem)]
+    pub mem: iolab::mem::MemKind,
     /// Seed of the offsets (and of the pattern of files created now).
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
@@ -156,6 +164,10 @@ pub struct BenchArgs {
     /// Compare with another tool on the same file: `fio`.
     #[arg(long, value_name = "TOOL", value_parser = ["fio"])]
     pub vs: Option<String>,
+    /// Print the fio job file of each configuration (the translation
+    /// `--vs fio` runs) and exit without measuring.
+    #[arg(long)]
+    pub fio_job: bool,
     /// With --vs: pairs of runs, alternating who goes first.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub pairs: u32,
@@ -266,6 +278,7 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
         mmap_touch: a.mmap_touch,
         access: Default::default(),
         pool_threads: a.pool_threads.unwrap_or(0),
+        mem: a.mem,
         uring: UringOpts {
             reg_files: a.reg_files,
             fixed_bufs: a.fixed_bufs,
@@ -424,7 +437,8 @@ pub fn execute(
                 stop: ses.stop,
                 on_interval: if ses.live { Some(&live) } else { None },
             };
-            let m = match run_once(&spec, &prep, size, resident, RealEngines::shared(), &ctl) {
+            let dev = iolab_bench::devstat::Snapshot::of_file(&prep.files[0].path);
+            let mut m = match run_once(&spec, &prep, size, resident, RealEngines::shared(), &ctl) {
                 Ok(m) => m,
                 Err(BenchError::Partial { metrics, error }) => {
                     failed = Some(*error);
@@ -432,6 +446,7 @@ pub fn execute(
                 }
                 Err(e) => return Err(e.into()),
             };
+            m.device = Some(dev.finish());
             for w in output::table::warnings(&m) {
                 say(&pb, format!("warning: {}: {w}", spec.label()));
             }
@@ -500,7 +515,7 @@ pub(crate) struct Plan {
     file: PathBuf,
     size_given: bool,
     all: Vec<WorkloadSpec>,
-    /// None with --print-fio (nothing is written).
+    /// None with --print-fio or --fio-job (nothing is written).
     targets: Option<output::flags::Targets>,
 }
 
@@ -527,7 +542,7 @@ pub(crate) fn plan(a: &BenchArgs) -> Result<Plan> {
         }
     };
     let all = valid_only(specs(a, &file, size))?;
-    if a.print_fio.is_some() {
+    if a.print_fio.is_some() || a.fio_job {
         return Ok(Plan {
             temp,
             file,
@@ -561,6 +576,9 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         targets,
     } = plan(a)?;
     let Some(targets) = targets else {
+        if a.fio_job {
+            return super::fio::print_job_files(&all, temp);
+        }
         let fair = a.print_fio.as_deref() == Some("fair");
         return super::vs::print_commands(&all, fair);
     };

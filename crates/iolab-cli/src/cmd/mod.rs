@@ -1,9 +1,14 @@
 //! The subcommands, one file each.
 
 pub mod bench;
+pub mod record;
+pub mod replay;
+pub mod lab;
+pub mod fio;
 pub mod limits;
 pub mod survey;
 pub mod sys;
+pub mod trace;
 pub mod vs;
 pub mod xor;
 

@@ -134,7 +134,9 @@ pub fn compare(
             match side {
                 0 => {
                     let resident = prepare::set_cache(&spec, &prep, spec.file_size)?;
-                    let m = run_iolab(&spec, &prep, resident, ses, pin)?;
+                    let dev = iolab_bench::devstat::Snapshot::of_file(&prep.files[0].path);
+                    let mut m = run_iolab(&spec, &prep, resident, ses, pin)?;
+                    m.device = Some(dev.finish());
                     ours.push(Comparable::of_run(&m));
                     runs.push(m);
                 }

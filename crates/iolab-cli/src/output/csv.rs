@@ -5,8 +5,17 @@ use super::target::OutputTarget;
 use super::Exporter;
 use iolab_bench::record::BenchRecord;
 
-/// Column names, in order.
-pub const HEADER: &[&str] = &[
+/// Column names, in order: [`BASE_HEADER`], the buffer memory, then the
+/// device's figures ([`iolab_bench::devstat::CSV_HEADER`]).
+pub fn header() -> Vec<&'static str> {
+    let mut h = BASE_HEADER.to_vec();
+    h.extend(["mem", "mem_huge_bytes"]);
+    h.extend(iolab_bench::devstat::CSV_HEADER);
+    h
+}
+
+/// The first columns.
+pub const BASE_HEADER: &[&str] = &[
     "label",
     "engine",
     "op",
@@ -65,7 +74,7 @@ impl Csv {
 
     fn write(&mut self) -> anyhow::Result<()> {
         let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record(HEADER)?;
+        w.write_record(header())?;
         for r in &self.rows {
             w.write_record(r)?;
         }
@@ -78,7 +87,7 @@ impl Exporter for Csv {
         let s = &rec.spec;
         for (i, r) in rec.runs.iter().enumerate() {
             let l = &r.latency;
-            self.rows.push(vec![
+            let mut row = vec![
                 rec.label.clone(),
                 s.engine.to_string(),
                 s.op.name(),
@@ -118,7 +127,16 @@ impl Exporter for Csv {
                 format!("{:.4}", r.resident_after),
                 r.cache_held.map(|h| h.to_string()).unwrap_or_default(),
                 r.interrupted.to_string(),
-            ]);
+            ];
+            row.push(r.mem.map(|m| m.mem.to_string()).unwrap_or_default());
+            row.push(
+                r.mem
+                    .and_then(|m| m.huge_bytes)
+                    .map(|h| h.to_string())
+                    .unwrap_or_default(),
+            );
+            row.extend(iolab_bench::devstat::csv_fields(r.device.as_ref()));
+            self.rows.push(row);
         }
         self.write()
     }

@@ -64,6 +64,9 @@ pub fn detail(rec: &BenchRecord) -> String {
             None => String::new(),
         }
     );
+    if let Some(b) = &r.mem {
+        let _ = writeln!(o, "  buffers          {}", b.describe());
+    }
     let _ = writeln!(
         o,
         "  throughput       {:.1} MiB/s   {} IOPS   ({} in {:.2} s){}",
@@ -122,6 +125,11 @@ pub fn detail(rec: &BenchRecord) -> String {
         count(c.minor_faults as f64),
         count(c.major_faults as f64)
     );
+    if let Some(d) = &r.device {
+        for l in d.lines() {
+            let _ = writeln!(o, "  {l}");
+        }
+    }
     if rec.runs.len() > 1 {
         let m = &rec.summary.mib_per_s;
         let p = &rec.summary.p99_ns;

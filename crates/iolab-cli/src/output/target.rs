@@ -369,6 +369,34 @@ impl OutputTarget {
             self.sent = bytes.to_vec();
             return Ok(());
         }
+        self.replace_regular(&mut |t, f| t.write_fully(f, bytes))
+    }
+
+    /// Writes the output from a producer that hands over its contents in
+    /// order, piece by piece, for contents too large to hold in memory
+    /// (`iolab cat -o`). A regular file is written beside the target and
+    /// renamed into place as [`write_all_atomically`](Self::write_all_atomically)
+    /// does; a device or FIFO is written in place.
+    pub fn write_streamed(
+        &mut self,
+        produce: &mut dyn FnMut(&mut dyn FnMut(&[u8]) -> anyhow::Result<()>) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        if self.dest == Dest::Stream {
+            self.open_stream()?;
+            let mut f = self.file.take().expect("opened above");
+            let r = produce(&mut |chunk| self.write_fully(&mut f, chunk));
+            self.file = Some(f);
+            return r;
+        }
+        self.replace_regular(&mut |t, f| produce(&mut |chunk| t.write_fully(f, chunk)))
+    }
+
+    /// Writes a temporary file beside the target with `fill`, then renames
+    /// it over the target (after checking the target is still ours to replace).
+    fn replace_regular(
+        &mut self,
+        fill: &mut dyn FnMut(&Self, &mut File) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
         self.recheck_before_replace()?;
         let dir = parent_of(&self.path);
         let name = self
@@ -390,7 +418,7 @@ impl OutputTarget {
                 // Keep the permissions of the file being replaced.
                 let _ = f.set_permissions(std::fs::Permissions::from_mode(m.mode() & 0o7777));
             }
-            self.write_fully(&mut f, bytes)?;
+            fill(self, &mut f)?;
             f.sync_data().map_err(|e| self.ctx("fsync", e))?;
             drop(f);
             self.recheck_before_replace()?;

@@ -239,6 +239,9 @@ pub struct EngineOpts {
     pub uring: UringOpts,
     /// threadpool: helper threads (0: one per op in flight).
     pub pool_threads: u32,
+    /// Memory the buffers live in (`--mem`).
+    #[serde(default)]
+    pub mem: crate::mem::MemKind,
 }
 
 /// One file an engine works on.
@@ -272,7 +275,12 @@ pub struct EngineConfig {
 impl EngineConfig {
     /// The buffer pool this configuration calls for: one slot per op in flight.
     pub fn pool(&self) -> Result<BufPool> {
-        BufPool::new(self.qd.max(1) as usize, self.max_len, self.mem_align)
+        BufPool::with_mem(
+            self.qd.max(1) as usize,
+            self.max_len,
+            self.mem_align,
+            self.opts.mem,
+        )
     }
 }
 

@@ -25,6 +25,24 @@ pub(crate) fn fadvise(file: &impl AsRawFd, advice: libc::c_int) -> Result<()> {
     Ok(())
 }
 
+/// posix_fadvise over `len` bytes from `off` (0 len: to the end).
+pub(crate) fn fadvise_range(
+    file: &impl AsRawFd,
+    off: u64,
+    len: u64,
+    advice: libc::c_int,
+) -> Result<()> {
+    // SAFETY: no memory is passed; the fd is valid while borrowed.
+    let r = unsafe { libc::posix_fadvise(file.as_raw_fd(), off as i64, len as i64, advice) };
+    if r != 0 {
+        return Err(Error::io(
+            "posix_fadvise",
+            std::io::Error::from_raw_os_error(r),
+        ));
+    }
+    Ok(())
+}
+
 /// O_DIRECT alignment from statx(STATX_DIOALIGN): (memory, offset), or None
 /// when the kernel or file system does not report it.
 pub(crate) fn dio_align(path: &Path) -> Result<Option<(u32, u32)>> {

@@ -59,6 +59,14 @@ impl Mapping {
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
+    /// Start of the mapping (for guarded copies that may fault).
+    pub(crate) fn ptr(&self) -> *const u8 {
+        self.ptr
+    }
+
+    /// Length of the mapping in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
     /// Copies `dst.len()` bytes from offset `off` of the mapping (or calls
     /// `touch` on them), surviving a page the file system cannot supply:
     /// `Err(offset)` names the first bad byte, and that page is mapped from

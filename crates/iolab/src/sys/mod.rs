@@ -4,8 +4,11 @@
 
 pub(crate) mod alloc;
 pub(crate) mod fs;
+pub(crate) mod guard;
+pub(crate) mod hugebuf;
 pub(crate) mod mman;
 pub(crate) mod proc;
+pub(crate) mod ring;
 pub(crate) mod rusage;
 pub(crate) mod sigbus;
 pub(crate) mod signal;

@@ -1,0 +1,998 @@
+//! fio jobs onto iolab's workload spec. Everything that cannot be mapped
+//! faithfully is refused here, before anything runs, naming the file, line
+//! and option.
+
+use super::options::{self, Class};
+use super::parse::{RawJob, RawOpt};
+use super::value::{self, Size};
+use super::{FioJobError, Loc};
+use crate::spec::{AccessPattern, CacheMode, OpMix, StopRule, WorkloadSpec};
+use iolab::engine::{EngineKind, EngineOpts};
+use std::path::PathBuf;
+
+/// fio's default percentile list.
+pub const FIO_PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
+
+/// fio's bandwidth/IOPS sampling period when no log asks otherwise, ms.
+pub const FIO_AVG_MSEC: u64 = 500;
+
+/// The log files a job asks for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Logs {
+    /// `write_bw_log` prefix.
+    pub bw: Option<String>,
+    /// `write_lat_log` prefix.
+    pub lat: Option<String>,
+    /// `write_iops_log` prefix.
+    pub iops: Option<String>,
+    /// `log_avg_msec`.
+    pub avg_msec: u64,
+}
+
+impl Logs {
+    /// Whether any log is asked for.
+    pub fn any(&self) -> bool {
+        self.bw.is_some() || self.lat.is_some() || self.iops.is_some()
+    }
+}
+
+/// One fio job as iolab will run it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FioJob {
+    /// Job name.
+    pub name: String,
+    /// Where the job's section (or `--name`) is.
+    pub loc: Loc,
+    /// fio's group id (bumped by `stonewall` and `new_group`).
+    pub groupid: u32,
+    /// What iolab runs (`numjobs` are its threads).
+    pub spec: WorkloadSpec,
+    /// `numjobs`.
+    pub numjobs: u32,
+    /// `group_reporting`.
+    pub group_reporting: bool,
+    /// `stonewall` / `wait_for_previous`.
+    pub stonewall: bool,
+    /// `startdelay`, ns.
+    pub startdelay_ns: u64,
+    /// A size (or filesize) was given, so a missing file may be created.
+    pub size_given: bool,
+    /// `allow_file_create` (default 1).
+    pub allow_file_create: bool,
+    /// `unlink`: remove the files this run created when the job ends.
+    pub unlink: bool,
+    /// `clat_percentiles` (default 1).
+    pub clat_percentiles: bool,
+    /// `lat_percentiles` (default 0).
+    pub lat_percentiles: bool,
+    /// `percentile_list` (fio's default list otherwise).
+    pub percentiles: Vec<f64>,
+    /// Logs.
+    pub logs: Logs,
+    /// The job's own options as written (fio's "job options").
+    pub job_options: Vec<(String, String)>,
+    /// The `[global]` options that apply (fio's "global options").
+    pub global_options: Vec<(String, String)>,
+    /// How fio's terms were mapped (printed by `--parse-only`).
+    pub notes: Vec<String>,
+    /// Options tolerated with `--lenient`.
+    pub warnings: Vec<String>,
+}
+
+/// The last value given for each option, with where it was given.
+struct Given<'a> {
+    opts: Vec<(&'static str, &'a RawOpt)>,
+}
+
+impl<'a> Given<'a> {
+    /// Position of the last `k` given (later options override earlier ones).
+    fn pos(&self, k: &str) -> Option<usize> {
+        self.opts.iter().rposition(|(n, _)| *n == k)
+    }
+    fn get(&self, k: &str) -> Option<&'a RawOpt> {
+        self.opts
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == k)
+            .map(|(_, o)| *o)
+    }
+    fn val(&self, k: &str) -> Option<(&'a str, &'a Loc)> {
+        self.get(k)
+            .map(|o| (o.value.as_deref().unwrap_or(""), &o.loc))
+    }
+    fn flag(&self, k: &str, default: bool) -> Result<bool, FioJobError> {
+        match self.get(k) {
+            None => Ok(default),
+            Some(o) => {
+                value::boolean(o.value.as_deref()).map_err(|e| o.loc.err(format!("{}: {e}", o.key)))
+            }
+        }
+    }
+    fn int(&self, k: &str) -> Result<Option<u64>, FioJobError> {
+        self.parse(k, value::int)
+    }
+    fn parse<T>(
+        &self,
+        k: &str,
+        f: impl Fn(&str) -> Result<T, String>,
+    ) -> Result<Option<T>, FioJobError> {
+        match self.get(k) {
+            None => Ok(None),
+            Some(o) => {
+                let v = o.value.as_deref().ok_or_else(|| {
+                    o.loc
+                        .err(format!("{}: needs a value ({}=...)", o.key, o.key))
+                })?;
+                f(v).map(Some)
+                    .map_err(|e| o.loc.err(format!("{}: {e}", o.key)))
+            }
+        }
+    }
+    fn refuse(&self, k: &str, why: &str) -> FioJobError {
+        let o = self.get(k).expect("refused option was given");
+        o.loc.err(format!(
+            "{}={}: {why}",
+            o.key,
+            o.value.as_deref().unwrap_or("")
+        ))
+    }
+}
+
+fn opt_string(o: &RawOpt) -> (String, String) {
+    (o.key.clone(), o.value.clone().unwrap_or_default())
+}
+
+fn engine_of(name: &str) -> Result<EngineKind, String> {
+    Ok(match name {
+        "sync" => EngineKind::Read,
+        "psync" => EngineKind::Pread,
+        "pvsync2" => EngineKind::Preadv2,
+        "libaio" => EngineKind::Libaio,
+        "io_uring" => EngineKind::Uring,
+        "mmap" => EngineKind::Mmap,
+        "posixaio" => EngineKind::Posixaio,
+        "null" => EngineKind::Null,
+        "vsync" | "pvsync" => {
+            return Err(format!(
+                "'{name}' (readv/preadv of one buffer) is not an iolab engine; pvsync2 (preadv2) or psync (pread) are"
+            ))
+        }
+        _ => {
+            return Err(format!(
+                "'{name}' is not an engine iolab has (sync, psync, pvsync2, libaio, io_uring, mmap, posixaio, null)"
+            ))
+        }
+    })
+}
+
+/// `rw` into (ops, random).
+fn rw_of(v: &str) -> Result<(OpMix, bool), String> {
+    let (mode, suffix) = match v.split_once(':') {
+        Some((m, s)) => (m, Some(s)),
+        None => (v, None),
+    };
+    let (op, random) = match mode {
+        "read" => (OpMix::Read, false),
+        "write" => (OpMix::Write, false),
+        "randread" => (OpMix::Read, true),
+        "randwrite" => (OpMix::Write, true),
+        "rw" | "readwrite" => (OpMix::Rw { read_pct: 50 }, false),
+        "randrw" => (OpMix::Rw { read_pct: 50 }, true),
+        "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
+            return Err(format!("'{mode}': iolab does not issue trims"))
+        }
+        _ => {
+            return Err(format!(
+                "'{mode}' is not an I/O pattern (read, write, randread, randwrite, rw, randrw)"
+            ))
+        }
+    };
+    if let Some(n) = suffix {
+        let n: u64 = n
+            .parse()
+            .map_err(|_| format!("':{n}': the suffix is a number"))?;
+        if n > 1 || (!random && n > 0) {
+            return Err(if random {
+                format!(":{n}: {n} I/Os per random offset is not supported by iolab")
+            } else {
+                format!(
+                    ":{n}: a sequential offset increment (a stride) is not supported by iolab yet"
+                )
+            });
+        }
+    }
+    Ok((op, random))
+}
+
+/// `bs=R,W,T`: the read and write block sizes (empty fields keep 4k).
+fn bs_of(v: &str) -> Result<(u64, u64), String> {
+    let parts: Vec<&str> = v.split(',').collect();
+    let one = |s: &str| -> Result<Option<u64>, String> {
+        if s.trim().is_empty() {
+            Ok(None)
+        } else {
+            value::bytes(s).map(Some)
+        }
+    };
+    let r = one(parts[0])?.unwrap_or(4096);
+    let w = match parts.get(1) {
+        Some(s) => one(s)?.unwrap_or(4096),
+        // One value sets every direction.
+        None => r,
+    };
+    Ok((r, w))
+}
+
+/// `bsrange=lo-hi[,lo-hi]`: only a single size per direction is supported.
+fn bsrange_of(v: &str) -> Result<(u64, u64), String> {
+    let mut out = Vec::new();
+    for part in v.split(',').take(2) {
+        let (lo, hi) = part
+            .split_once('-')
+            .ok_or_else(|| format!("'{part}': a range is LOW-HIGH (e.g. 4k-4k)"))?;
+        let (lo, hi) = (value::bytes(lo)?, value::bytes(hi)?);
+        if lo != hi {
+            return Err(format!(
+                "'{part}': iolab uses one block size per direction; write bs= instead of a range"
+            ));
+        }
+        out.push(lo);
+    }
+    Ok((out[0], *out.get(1).unwrap_or(&out[0])))
+}
+
+fn percentiles_of(v: &str) -> Result<Vec<f64>, String> {
+    let mut out = Vec::new();
+    for p in v.split(':') {
+        let x: f64 = p
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{p}': percentiles are numbers separated by ':'"))?;
+        if !(0.0..=100.0).contains(&x) {
+            return Err(format!("'{p}': a percentile is between 0 and 100"));
+        }
+        out.push(x);
+    }
+    Ok(out)
+}
+
+/// Maps one job. `index` is its position among all jobs; `groupid` its
+/// fio group. Options iolab does not support are refused; cosmetic ones
+/// too unless `lenient` (then they are warnings).
+pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJobError> {
+    let mut warnings = Vec::new();
+    let mut notes = Vec::new();
+    let mut given = Given { opts: Vec::new() };
+    for o in &job.opts {
+        let key = options::canonical(&o.key);
+        match options::class(key) {
+            Class::Mapped => {
+                let k = options::MAPPED
+                    .iter()
+                    .find(|m| **m == key)
+                    .expect("mapped name");
+                given.opts.push((k, o));
+            }
+            Class::Cosmetic => {
+                let msg = format!(
+                    "{}: option '{}' changes only fio's presentation; ignored",
+                    o.loc, o.key
+                );
+                if lenient {
+                    warnings.push(msg);
+                } else {
+                    return Err(o.loc.err(format!(
+                        "option '{}': known to fio but not supported by iolab (it does not change what is measured: --lenient ignores it with a warning)",
+                        o.key
+                    )));
+                }
+            }
+            Class::Refused(why) => {
+                return Err(o.loc.err(format!(
+                    "option '{}': known to fio but not supported by iolab: {why}",
+                    o.key
+                )))
+            }
+            Class::Unknown => {
+                return Err(o.loc.err(format!(
+                    "option '{}': unknown (not an option fio documents; check the spelling)",
+                    o.key
+                )))
+            }
+        }
+    }
+    let g = &given;
+
+    // Engine first: engine options depend on it.
+    let engine = match g.val("ioengine") {
+        Some((v, loc)) => engine_of(v).map_err(|e| loc.err(format!("ioengine={v}: {e}")))?,
+        None => EngineKind::Pread,
+    };
+    let mut opts = EngineOpts::default();
+    for (k, only) in [
+        ("fixedbufs", EngineKind::Uring),
+        ("registerfiles", EngineKind::Uring),
+        ("sqthread_poll", EngineKind::Uring),
+        ("sqthread_poll_cpu", EngineKind::Uring),
+    ] {
+        if g.get(k).is_some() && engine != only {
+            return Err(g.refuse(k, "an io_uring option; this job's ioengine is not io_uring"));
+        }
+    }
+    opts.uring.fixed_bufs = g.flag("fixedbufs", false)?;
+    opts.uring.reg_files = g.flag("registerfiles", false)?;
+    opts.uring.sqpoll = g.flag("sqthread_poll", false)?;
+    if let Some(c) = g.int("sqthread_poll_cpu")? {
+        opts.uring.sqpoll_cpu = Some(c as u32);
+        if !opts.uring.sqpoll {
+            return Err(g.refuse("sqthread_poll_cpu", "needs sqthread_poll=1"));
+        }
+    }
+    if g.flag("hipri", false)? {
+        match engine {
+            EngineKind::Preadv2 => opts.hipri = true,
+            EngineKind::Uring => opts.uring.iopoll = true,
+            _ => return Err(g.refuse("hipri", "only pvsync2 and io_uring take hipri")),
+        }
+    }
+
+    // Direction, pattern, block size.
+    let (mut op, random) = match g.val("rw") {
+        Some((v, loc)) => rw_of(v).map_err(|e| loc.err(format!("rw={v}: {e}")))?,
+        None => (OpMix::Read, false),
+    };
+    if let OpMix::Rw { read_pct } = &mut op {
+        if let Some(r) = g.int("rwmixread")? {
+            *read_pct = r.min(100) as u8;
+        }
+        if let Some(w) = g.int("rwmixwrite")? {
+            if g.pos("rwmixread") < g.pos("rwmixwrite") {
+                *read_pct = 100 - w.min(100) as u8;
+            }
+        }
+    }
+    let (rbs, wbs) = if let Some((r, w)) = g.parse("bsrange", bsrange_of)? {
+        if g.pos("bs") > g.pos("bsrange") {
+            g.parse("bs", bs_of)?.expect("bs given")
+        } else {
+            (r, w)
+        }
+    } else {
+        g.parse("bs", bs_of)?.unwrap_or((4096, 4096))
+    };
+    let bs = match op {
+        OpMix::Read => rbs,
+        OpMix::Write => wbs,
+        OpMix::Rw { .. } => {
+            if rbs != wbs {
+                let k = if g.get("bs").is_some() {
+                    "bs"
+                } else {
+                    "bsrange"
+                };
+                return Err(g.refuse(
+                    k,
+                    "iolab uses one block size for reads and writes of a mixed job; give one size",
+                ));
+            }
+            rbs
+        }
+    };
+    let pattern = if !random {
+        AccessPattern::Seq
+    } else if g.flag("norandommap", false)? {
+        notes.push(
+            "norandommap: uniformly random offsets with replacement (iolab pattern rand)".into(),
+        );
+        AccessPattern::Rand
+    } else {
+        notes.push("random map: every block once in random order (iolab pattern shuffle)".into());
+        AccessPattern::Shuffle
+    };
+    if let Some((v, loc)) = g.val("random_distribution") {
+        if v != "random" {
+            return Err(loc.err(format!(
+                "random_distribution={v}: iolab draws offsets uniformly only (random)"
+            )));
+        }
+    }
+    let seed = match g.int("randseed")? {
+        Some(s) => s,
+        None => {
+            if g.flag("randrepeat", true)? {
+                42
+            } else {
+                crate::record::unix_ms()
+            }
+        }
+    };
+
+    // Queue.
+    let numjobs = g.int("numjobs")?.unwrap_or(1);
+    if numjobs == 0 || numjobs > 4096 {
+        return Err(g.refuse("numjobs", "must be 1..=4096"));
+    }
+    let numjobs = numjobs as u32;
+    let mut qd = g.int("iodepth")?.unwrap_or(1).max(1) as u32;
+    if engine.is_sync() && qd > 1 {
+        notes.push(format!(
+            "iodepth={qd} with the synchronous engine {}: one op in flight, as fio does",
+            engine
+        ));
+        qd = 1;
+    }
+    let batch_submit = g.int("iodepth_batch")?.unwrap_or(1).max(1) as u32;
+    let batch_complete = g.int("iodepth_batch_complete_min")?.unwrap_or(1).max(1) as u32;
+    if batch_submit > qd {
+        return Err(g.refuse("iodepth_batch", &format!("more than iodepth ({qd})")));
+    }
+    if batch_complete > qd {
+        return Err(g.refuse(
+            "iodepth_batch_complete_min",
+            &format!("more than iodepth ({qd})"),
+        ));
+    }
+    if g.get("iodepth_batch_complete_max").is_some() {
+        notes.push(
+            "iodepth_batch_complete_max: iolab reaps every completion available, up to iodepth"
+                .into(),
+        );
+    }
+
+    // Caching.
+    let mut direct = g.flag("direct", false)?;
+    if let Some(b) = g.get("buffered") {
+        let buffered =
+            value::boolean(b.value.as_deref()).map_err(|e| b.loc.err(format!("buffered: {e}")))?;
+        if g.pos("direct") < g.pos("buffered") {
+            direct = !buffered;
+        }
+    }
+    let cache = if g.flag("invalidate", true)? {
+        CacheMode::Cold
+    } else {
+        CacheMode::AsIs
+    };
+
+    // Files.
+    if let Some(n) = g.int("nrfiles")? {
+        if n != 1 {
+            return Err(g.refuse(
+                "nrfiles",
+                "iolab uses one file per job (or one per thread with numjobs)",
+            ));
+        }
+    }
+    let dir = g.val("directory").map(|(v, _)| PathBuf::from(v));
+    let in_dir = |p: PathBuf| match &dir {
+        Some(d) if p.is_relative() => d.join(p),
+        _ => p,
+    };
+    let format = g
+        .val("filename_format")
+        .filter(|_| g.get("filename").is_none());
+    let (file, file_per_thread) = if let Some((v, loc)) = format {
+        // iolab's per-thread files are STEM.N, N = the thread: fio's $jobnum.
+        let stem = v
+            .strip_suffix(".$jobnum")
+            .filter(|s| !s.contains('$'))
+            .ok_or_else(|| {
+                loc.err(format!(
+                    "filename_format={v}: iolab names per-thread files STEM.$jobnum only"
+                ))
+            })?;
+        if numjobs > 1 {
+            (in_dir(PathBuf::from(stem)), true)
+        } else {
+            // One job: fio's $jobnum is 0.
+            (in_dir(PathBuf::from(format!("{stem}.0"))), false)
+        }
+    } else if let Some((v, loc)) = g.val("filename") {
+        let names: Vec<&str> = v.split(':').filter(|s| !s.is_empty()).collect();
+        if names.len() != 1 {
+            return Err(loc.err(format!(
+                "filename={v}: {} files; iolab runs one file per job (write one job per file, with stonewall)",
+                names.len()
+            )));
+        }
+        (in_dir(PathBuf::from(names[0])), false)
+    } else {
+        let d = dir.clone().unwrap_or_else(|| PathBuf::from("."));
+        if numjobs == 1 {
+            (d.join(format!("{}.0.0", job.name)), false)
+        } else {
+            notes.push(format!(
+                "no filename: one file per thread, {}.N (fio names them {}.N.0)",
+                job.name, job.name
+            ));
+            (d.join(&job.name), true)
+        }
+    };
+    if numjobs > 1 && !file_per_thread {
+        notes.push(format!(
+            "numjobs={numjobs} on one file: iolab's {numjobs} threads share it (sequential jobs each take a slice)"
+        ));
+    }
+    if let Some(o) = g.parse("offset", value::size)? {
+        if o != Size::Bytes(0) {
+            return Err(g.refuse(
+                "offset",
+                "iolab's jobs start at the beginning of the file; use offset=0",
+            ));
+        }
+    }
+    let increment = g
+        .parse("offset_increment", value::bytes)?
+        .filter(|o| *o > 0);
+    let existing = std::fs::metadata(if file_per_thread {
+        let mut s = file.clone().into_os_string();
+        s.push(".0");
+        PathBuf::from(s)
+    } else {
+        file.clone()
+    })
+    .ok()
+    .map(|m| {
+        if m.file_type().is_file() {
+            m.len()
+        } else {
+            iolab::file::length(&file).unwrap_or(0)
+        }
+    });
+    let resolve = |k: &str| -> Result<Option<u64>, FioJobError> {
+        Ok(match g.parse(k, value::size)? {
+            None => None,
+            Some(Size::Bytes(b)) => Some(b),
+            Some(Size::Percent(p)) => {
+                let len = existing
+                    .ok_or_else(|| g.refuse(k, "a percentage of a file that does not exist yet"))?;
+                Some((len as f64 * p / 100.0) as u64)
+            }
+        })
+    };
+    let filesize = resolve("filesize")?;
+    let size = resolve("size")?;
+    let region = size.or(filesize);
+    let size_given = region.is_some();
+    if region.is_none() && existing.is_none() {
+        return Err(job.loc.err(format!(
+            "job '{}': {} does not exist and no size is given; add size= (e.g. size=1g)",
+            job.name,
+            file.display()
+        )));
+    }
+    let region = region.unwrap_or(existing.unwrap_or(0));
+    let mut region = match filesize {
+        Some(f) => region.min(f),
+        None => region,
+    };
+    if let Some(inc) = increment {
+        // numjobs jobs, each `size` long, one after another in one file:
+        // iolab's threads slicing a shared file of size x numjobs.
+        if file_per_thread || numjobs < 2 || inc != region || random {
+            return Err(g.refuse(
+                "offset_increment",
+                "iolab supports it only as slices of one shared file: sequential, numjobs > 1, offset_increment = size",
+            ));
+        }
+        region *= numjobs as u64;
+        notes.push(format!(
+            "offset_increment: {numjobs} threads each read their own slice of {}",
+            file.display()
+        ));
+    }
+
+    // How long.
+    let io_size = resolve("io_size")?;
+    let loops = g.int("loops")?.unwrap_or(1).max(1);
+    let runtime = g
+        .parse("runtime", |v| value::time_ns(v, 1_000_000_000))?
+        .filter(|t| *t > 0);
+    let time_based = g.flag("time_based", false)?;
+    if time_based && runtime.is_none() {
+        return Err(g.refuse("time_based", "needs runtime= (e.g. runtime=30s)"));
+    }
+    let slice = region
+        / if increment.is_some() {
+            numjobs as u64
+        } else {
+            1
+        };
+    let per_job = io_size.unwrap_or(slice).saturating_mul(loops);
+    let stop = StopRule {
+        bytes: if time_based {
+            None
+        } else {
+            Some(per_job.saturating_mul(numjobs as u64))
+        },
+        ops: g
+            .int("number_ios")?
+            .map(|n| n.saturating_mul(numjobs as u64)),
+        time_ns: runtime,
+    };
+    let ramp_ns = g
+        .parse("ramp_time", |v| value::time_ns(v, 1_000_000_000))?
+        .unwrap_or(0);
+    let startdelay_ns = g
+        .parse("startdelay", |v| value::time_ns(v, 1_000_000_000))?
+        .unwrap_or(0);
+
+    // What iolab cannot pace or interleave (yet).
+    for k in ["rate", "rate_iops"] {
+        if let Some((v, _)) = g.val(k) {
+            if v.split(',')
+                .any(|p| value::bytes(p).map_or(true, |n| n > 0))
+            {
+                return Err(g.refuse(k, "paced submission is not in iolab's runner yet"));
+            }
+        }
+    }
+    if let Some(t) = g.parse("thinktime", |v| value::time_ns(v, 1_000))? {
+        if t > 0 {
+            return Err(g.refuse(
+                "thinktime",
+                "pauses between I/Os are not in iolab's runner yet",
+            ));
+        }
+    }
+    for k in ["fsync", "fdatasync"] {
+        if g.int(k)?.unwrap_or(0) > 0 {
+            return Err(g.refuse(k, "iolab issues no syncs during a job"));
+        }
+    }
+    if g.flag("end_fsync", false)? {
+        return Err(g.refuse("end_fsync", "iolab issues no syncs during a job"));
+    }
+    if g.get("cpus_allowed").is_some() {
+        return Err(g.refuse("cpus_allowed", "iolab does not pin its threads to CPUs"));
+    }
+    if g.get("disable_slat").is_some() && !g.flag("disable_slat", false)? {
+        return Err(g.refuse("disable_slat", "iolab does not time the submit call separately (it measures lat only, as with disable_slat=1)"));
+    }
+    if g.flag("slat_percentiles", false)? {
+        return Err(g.refuse(
+            "slat_percentiles",
+            "iolab does not time the submit call separately",
+        ));
+    }
+    if let Some((v, _)) = g.val("kb_base") {
+        if v.trim() != "1024" {
+            return Err(g.refuse(
+                "kb_base",
+                "iolab reads sizes in binary units (kb_base=1024)",
+            ));
+        }
+    }
+
+    // Errors: iolab counts failed ops and goes on, for any kind of error.
+    let continue_on_error = match g.val("continue_on_error") {
+        None => false,
+        Some((v, loc)) => match v.trim() {
+            "0" | "none" | "false" => false,
+            "" | "1" | "true" | "read" | "write" | "io" | "all" => true,
+            _ => {
+                return Err(loc.err(format!(
+                    "continue_on_error={v}: one of none, read, write, io, all (verify errors are not iolab's)"
+                )))
+            }
+        },
+    };
+
+    // Output.
+    let log_avg = g.int("log_avg_msec")?.unwrap_or(0);
+    let prefix = |k: &str| -> Option<String> {
+        g.get(k).map(|o| match o.value.as_deref() {
+            Some(v) if !v.is_empty() => v.to_string(),
+            _ => job.name.clone(),
+        })
+    };
+    let logs = Logs {
+        bw: prefix("write_bw_log"),
+        lat: prefix("write_lat_log"),
+        iops: prefix("write_iops_log"),
+        avg_msec: log_avg,
+    };
+    if logs.any() && log_avg == 0 {
+        let k = ["write_bw_log", "write_lat_log", "write_iops_log"]
+            .into_iter()
+            .find(|k| g.get(k).is_some())
+            .expect("a log");
+        return Err(g.refuse(
+            k,
+            "iolab logs interval averages, not every I/O: add log_avg_msec= (e.g. 100)",
+        ));
+    }
+    if logs.any() && log_avg < 10 {
+        return Err(g.refuse("log_avg_msec", "iolab averages over at least 10 ms"));
+    }
+    let interval_ms = if logs.any() { log_avg } else { FIO_AVG_MSEC };
+    let percentiles = g
+        .parse("percentile_list", percentiles_of)?
+        .unwrap_or_else(|| FIO_PERCENTILES.to_vec());
+    if engine.is_sync() {
+        notes.push("latency: synchronous engine, clat = lat = the whole call; slat not reported (fio reports it as 0)".into());
+    } else {
+        notes.push("latency: lat = submit call to completion; slat is not timed (as fio's disable_slat=1: a clock read per submit would slow the path measured), so clat is not separated from lat".into());
+    }
+
+    let spec = WorkloadSpec {
+        engine,
+        op,
+        pattern,
+        bs,
+        qd,
+        batch_submit,
+        batch_complete,
+        threads: numjobs,
+        file_per_thread,
+        file,
+        // The run covers `region` of the file; iolab's spec calls that file_size.
+        file_size: region,
+        direct,
+        cache,
+        drop_caches: false,
+        engine_opts: opts,
+        stop,
+        ramp_ns,
+        interval_ns: Some(interval_ms * 1_000_000),
+        seed,
+        verify: false,
+        continue_on_error,
+        op_timeout_ns: None,
+    };
+    let spec_check = crate::prepare::validate(&spec);
+    if let Err(e) = spec_check {
+        return Err(job.loc.err(format!("job '{}': {e}", job.name)));
+    }
+    let group_reporting = g.flag("group_reporting", false)?;
+    if numjobs > 1 && !group_reporting {
+        notes.push(format!(
+            "numjobs={numjobs} without group_reporting: iolab measures its threads together and reports them as one group"
+        ));
+    }
+    Ok(FioJob {
+        name: job.name.clone(),
+        loc: job.loc.clone(),
+        groupid,
+        spec,
+        numjobs,
+        group_reporting,
+        stonewall: g.flag("stonewall", false)?,
+        startdelay_ns,
+        size_given,
+        allow_file_create: g.flag("allow_file_create", true)?,
+        unlink: g.flag("unlink", false)?,
+        clat_percentiles: g.flag("clat_percentiles", true)?,
+        lat_percentiles: g.flag("lat_percentiles", false)?,
+        percentiles,
+        logs,
+        job_options: job.opts[job.n_global..].iter().map(opt_string).collect(),
+        global_options: job.opts[..job.n_global].iter().map(opt_string).collect(),
+        notes,
+        warnings,
+    })
+}
+
+/// Maps every job, assigning fio's group ids and refusing jobs fio would
+/// run at the same time as the one before (iolab runs one job at a time)
+/// unless `lenient`.
+pub fn map_all(jobs: &[RawJob], lenient: bool) -> Result<Vec<FioJob>, FioJobError> {
+    if jobs.is_empty() {
+        return Err(Loc::new("<command line>".into(), 0)
+            .err("no jobs: give a job file or --name=JOB with options".into()));
+    }
+    let mut out: Vec<FioJob> = Vec::new();
+    let mut group = 0u32;
+    for (i, j) in jobs.iter().enumerate() {
+        // Group ids depend on stonewall/new_group, read before mapping.
+        let last = |k: &str| -> Option<&RawOpt> {
+            j.opts
+                .iter()
+                .rev()
+                .find(|o| options::canonical(&o.key) == k)
+        };
+        let flag = |k: &str| -> Result<bool, FioJobError> {
+            match last(k) {
+                Some(o) => value::boolean(o.value.as_deref())
+                    .map_err(|e| o.loc.err(format!("{}: {e}", o.key))),
+                None => Ok(false),
+            }
+        };
+        let stonewall = flag("stonewall")?;
+        if i > 0 && (stonewall || flag("new_group")?) {
+            group += 1;
+        }
+        let mut fj = map_job(j, group, lenient)?;
+        if i > 0 && !stonewall {
+            let msg = format!(
+                "job '{}': fio runs it at the same time as '{}'; iolab runs jobs one after another (add stonewall to [{}], or --lenient to run them in turn)",
+                j.name, jobs[i - 1].name, j.name
+            );
+            if lenient {
+                fj.warnings.push(format!("{}: {msg}", j.loc));
+            } else {
+                return Err(j.loc.err(msg));
+            }
+        }
+        out.push(fj);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fiojob::parse::Reader;
+    use std::path::Path;
+
+    fn jobs(text: &str, lenient: bool) -> Result<Vec<FioJob>, FioJobError> {
+        let mut r = Reader::new();
+        r.read_text(text, Path::new("j.fio"), 0)?;
+        map_all(&r.finish(), lenient)
+    }
+
+    fn one(text: &str) -> FioJob {
+        jobs(text, false).unwrap().remove(0)
+    }
+
+    fn err(text: &str) -> String {
+        jobs(text, false).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_plain_random_read_job_maps_to_the_spec() {
+        let j = one("[global]\nioengine=io_uring\ndirect=1\n[rr]\nfilename=/tmp/x\nsize=64m\nrw=randread\nbs=4k\niodepth=32\niodepth_batch_submit=8\nnorandommap\nruntime=10s\ntime_based\n");
+        let s = &j.spec;
+        assert_eq!(s.engine, EngineKind::Uring);
+        assert!(s.direct);
+        assert_eq!((s.bs, s.qd, s.batch_submit), (4096, 32, 8));
+        assert_eq!(s.pattern, AccessPattern::Rand);
+        assert_eq!(s.file, PathBuf::from("/tmp/x"));
+        assert_eq!(s.file_size, 64 << 20);
+        assert_eq!(s.stop.time_ns, Some(10_000_000_000));
+        assert_eq!(s.stop.bytes, None);
+        assert_eq!(s.cache, CacheMode::Cold);
+        assert_eq!(j.global_options.len(), 2);
+        assert_eq!(j.job_options[0], ("filename".into(), "/tmp/x".into()));
+    }
+
+    #[test]
+    fn defaults_directory_numjobs_and_mixes() {
+        let j = one("[seq]\ndirectory=/d\nsize=1m\nnumjobs=3\nloops=2\ngroup_reporting\n");
+        let s = &j.spec;
+        assert_eq!(s.engine, EngineKind::Pread);
+        assert_eq!(
+            (s.op, s.pattern, s.bs),
+            (OpMix::Read, AccessPattern::Seq, 4096)
+        );
+        assert!(s.file_per_thread);
+        assert_eq!(s.file, PathBuf::from("/d/seq"));
+        assert_eq!(s.threads, 3);
+        assert_eq!(s.stop.bytes, Some(3 * 2 * (1 << 20)));
+        assert!(j.group_reporting);
+        let j =
+            one("[m]\nfilename=/x\nsize=1m\nrw=randrw\nrwmixwrite=30\nbs=8k,8k\ninvalidate=0\n");
+        assert_eq!(j.spec.op, OpMix::Rw { read_pct: 70 });
+        assert_eq!(j.spec.pattern, AccessPattern::Shuffle);
+        assert_eq!(j.spec.cache, CacheMode::AsIs);
+        assert_eq!(j.spec.bs, 8192);
+        assert_eq!(
+            one("[n]\nfilename=/x\nsize=1m\n").spec.file,
+            PathBuf::from("/x")
+        );
+        assert_eq!(
+            one("[n]\ndirectory=/d\nsize=1m\n").spec.file,
+            PathBuf::from("/d/n.0.0")
+        );
+        // bs split: a write job takes the second size.
+        assert_eq!(
+            one("[w]\nfilename=/x\nsize=1m\nrw=write\nbs=4k,64k\n")
+                .spec
+                .bs,
+            64 << 10
+        );
+        // Aliases.
+        let j = one("[a]\nfilename=/x\nsize=1m\nreadwrite=randread\nblocksize=16k\ntimeout=2\ntime_based\nbuffered=0\n");
+        assert_eq!(
+            (j.spec.bs, j.spec.stop.time_ns, j.spec.direct),
+            (16384, Some(2_000_000_000), true)
+        );
+        assert_eq!(
+            one("[a]\nfilename=/x\nsize=1m\nbsrange=8k-8k\n").spec.bs,
+            8192
+        );
+        // psync with iodepth: one in flight.
+        assert_eq!(one("[a]\nfilename=/x\nsize=1m\niodepth=8\n").spec.qd, 1);
+        // Time and percentages.
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("f");
+        std::fs::write(&f, vec![0u8; 1 << 16]).unwrap();
+        let j = one(&format!(
+            "[p]\nfilename={}\nsize=50%\nramp_time=500ms\nstartdelay=1\n",
+            f.display()
+        ));
+        assert_eq!(j.spec.file_size, 1 << 15);
+        assert_eq!(
+            (j.spec.ramp_ns, j.startdelay_ns),
+            (500_000_000, 1_000_000_000)
+        );
+    }
+
+    #[test]
+    fn groups_and_stonewalls() {
+        let j = jobs("[a]\nfilename=/x\nsize=1m\n[b]\nfilename=/x\nsize=1m\nstonewall\n[c]\nfilename=/x\nsize=1m\nwait_for_previous\nnew_group\n", false).unwrap();
+        assert_eq!(
+            j.iter().map(|j| j.groupid).collect::<Vec<_>>(),
+            vec![0, 1, 2]
+        );
+        let e = err("[a]\nfilename=/x\nsize=1m\n[b]\nfilename=/x\nsize=1m\n");
+        assert!(
+            e.starts_with("j.fio:4: job 'b': fio runs it at the same time as 'a'"),
+            "{e}"
+        );
+        let j = jobs(
+            "[a]\nfilename=/x\nsize=1m\n[b]\nfilename=/x\nsize=1m\n",
+            true,
+        )
+        .unwrap();
+        assert!(j[1].warnings[0].contains("same time"));
+    }
+
+    #[test]
+    fn every_refusal_names_file_line_and_option() {
+        let cases: &[(&str, &str)] = &[
+            ("[a]\nfilename=/x\nsize=1m\nblocksise=4k\n", "j.fio:4: option 'blocksise': unknown"),
+            ("[a]\nfilename=/x\nsize=1m\nverify=md5\n", "j.fio:4: option 'verify': known to fio but not supported by iolab"),
+            ("[a]\nfilename=/x\nsize=1m\ndescription=hi\n", "j.fio:4: option 'description': known to fio but not supported by iolab (it does not change what is measured: --lenient"),
+            ("[a]\nfilename=/x\nsize=1m\nioengine=splice\n", "j.fio:4: ioengine=splice: 'splice' is not an engine iolab has"),
+            ("[a]\nfilename=/x\nsize=1m\nrw=randread:8\n", "j.fio:4: rw=randread:8: :8: 8 I/Os per random offset"),
+            ("[a]\nfilename=/x\nsize=1m\nrw=read:64k\n", "j.fio:4: rw=read:64k: "),
+            ("[a]\nfilename=/x\nsize=1m\nrw=trim\n", "j.fio:4: rw=trim: 'trim': iolab does not issue trims"),
+            ("[a]\nfilename=/x:/y\nsize=1m\n", "j.fio:2: filename=/x:/y: 2 files"),
+            ("[a]\nfilename=/x\nsize=1m\nrate=10m\n", "j.fio:4: rate=10m: paced submission"),
+            ("[a]\nfilename=/x\nsize=1m\nrate_iops=100\n", "j.fio:4: rate_iops=100: paced"),
+            ("[a]\nfilename=/x\nsize=1m\nthinktime=10\n", "j.fio:4: thinktime=10: pauses"),
+            ("[a]\nfilename=/x\nsize=1m\nfsync=1\n", "j.fio:4: fsync=1: iolab issues no syncs"),
+            ("[a]\nfilename=/x\nsize=1m\nend_fsync=1\n", "j.fio:4: end_fsync=1:"),
+            ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=0-1\n", "j.fio:4: cpus_allowed=0-1:"),
+            ("[a]\nfilename=/x\nsize=1m\noffset=4k\n", "j.fio:4: offset=4k:"),
+            ("[a]\nfilename=/x\nsize=1m\nrandom_distribution=zipf:1.2\n", "j.fio:4: random_distribution=zipf:1.2:"),
+            ("[a]\nfilename=/x\nsize=1m\nfixedbufs\n", "j.fio:4: fixedbufs=: an io_uring option"),
+            ("[a]\nfilename=/x\nsize=1m\nioengine=psync\nhipri\n", "j.fio:5: hipri=: only pvsync2 and io_uring"),
+            ("[a]\nfilename=/x\nsize=1m\nrw=rw\nbs=4k,8k\n", "j.fio:5: bs=4k,8k: iolab uses one block size"),
+            ("[a]\nfilename=/x\nsize=1m\nbsrange=4k-16k\n", "j.fio:4: bsrange: '4k-16k': iolab uses one block size"),
+            ("[a]\nfilename=/x\nsize=1m\nwrite_lat_log=a\n", "j.fio:4: write_lat_log=a: iolab logs interval averages"),
+            ("[a]\nfilename=/x\nsize=1m\nnrfiles=4\n", "j.fio:4: nrfiles=4:"),
+            ("[a]\nfilename=/x\nsize=1m\nbs=4q\n", "j.fio:4: bs: '4q': not a size"),
+            ("[a]\nfilename=/x\nsize=1m\nruntime=soon\n", "j.fio:4: runtime: 'soon': not a time"),
+            ("[a]\nfilename=/x\nsize=1m\ntime_based\n", "j.fio:4: time_based=: needs runtime="),
+            ("[a]\nfilename=/x\nsize=1m\ndisable_slat=0\n", "j.fio:4: disable_slat=0:"),
+            ("[a]\nfilename=/x\nsize=1m\nkb_base=1000\n", "j.fio:4: kb_base=1000:"),
+            ("[a]\nfilename=/x\nsize=1m\nioengine=io_uring\niodepth=4\niodepth_batch=8\n", "j.fio:6: iodepth_batch=8: more than iodepth (4)"),
+            ("[a]\nfilename=/nonexistent/iolab/x\n", "j.fio:1: job 'a': /nonexistent/iolab/x does not exist and no size is given"),
+            ("[a]\nfilename=/nonexistent/iolab/x\nsize=10%\n", "j.fio:3: size=10%: a percentage of a file that does not exist"),
+            ("[a]\nfilename=/x\nsize=1m\nioengine=mmap\nrw=write\n", "j.fio:1: job 'a': --op write: engine mmap only reads"),
+        ];
+        for (text, want) in cases {
+            let e = err(text);
+            assert!(e.starts_with(want), "for {text:?}\n got: {e}\nwant: {want}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn lenient_turns_cosmetic_refusals_into_warnings() {
+        let j = jobs(
+            "[a]\nfilename=/x\nsize=1m\ndescription=hello\nper_job_logs=0\n",
+            true,
+        )
+        .unwrap();
+        assert_eq!(j[0].warnings.len(), 2);
+        assert!(j[0].warnings[0].starts_with("j.fio:4: option 'description'"));
+        // Lenient never hides what changes the measurement.
+        assert!(jobs("[a]\nfilename=/x\nsize=1m\nverify=md5\n", true).is_err());
+    }
+}

@@ -1,0 +1,189 @@
+//! `blocksize` (studies 002, 000): single-thread reads over block sizes,
+//! cold and warm cache, repeated: where does each curve reach its plateau?
+
+use super::figure::{self, Axis, BarSeries};
+use super::record::LabRecord;
+use super::util::*;
+use super::verdict::{over_range, Finding, Verdict};
+use super::{Analysis, Config, Ctx, Experiment};
+use crate::spec::{CacheMode, StopRule};
+
+/// The experiment.
+pub struct Blocksize;
+
+const NAME: &str = "blocksize";
+/// A plateau starts at the smallest block size within this of the maximum.
+const TOL: f64 = 0.10;
+/// The plateau must start at or below this block size.
+const LIMIT: f64 = (1 << 20) as f64;
+
+impl Experiment for Blocksize {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn study(&self) -> &'static str {
+        "002, 000"
+    }
+    fn answers(&self) -> &'static str {
+        "from which block size does single-thread read throughput stop growing, cold and warm?"
+    }
+    fn times(&self) -> [&'static str; 3] {
+        ["2 s", "1 min", "10 min"]
+    }
+    fn configs(&self, ctx: &Ctx) -> Vec<Config> {
+        let size = size_for(ctx, ctx.pick(2 * MIB, 128 * MIB, 1024 * MIB));
+        let file = ctx.data_file(size);
+        let sizes: Vec<u64> = ctx.pick(
+            vec![1, 64, 4 * KIB, 64 * KIB, MIB],
+            (0..=26).step_by(2).map(|p| 1u64 << p).collect(),
+            (0..=26).map(|p| 1u64 << p).collect(),
+        );
+        let max_ops: u64 = ctx.pick(2_000, 200_000, 1_000_000);
+        let repeats = ctx.pick(1, 3, 10);
+        let mut v = Vec::new();
+        for cache in [CacheMode::Cold, CacheMode::Warm] {
+            for &bs in sizes.iter().filter(|&&b| b <= size) {
+                let mut s = spec(&file, size);
+                s.bs = bs;
+                s.cache = cache;
+                s.stop = StopRule {
+                    bytes: Some(size.min(bs.saturating_mul(max_ops)) / bs * bs),
+                    ..StopRule::default()
+                };
+                v.push(bench(
+                    &[("cache", cache.name().into()), ("bs", b(bs))],
+                    s,
+                    repeats,
+                ));
+            }
+        }
+        v
+    }
+    fn analyse(&self, recs: &[LabRecord]) -> Analysis {
+        let groups = by(recs, "cache");
+        let all: Vec<&LabRecord> = recs.iter().collect();
+        let xs = cats(&all, "bs");
+        let series: Vec<BarSeries> = ["cold", "warm"]
+            .iter()
+            .map(|c| BarSeries {
+                name: format!("{c} cache"),
+                vals: xs
+                    .iter()
+                    .map(|x| {
+                        groups
+                            .get(*c)
+                            .and_then(|g| g.iter().find(|r| r.num("bs") == *x))
+                            .map(|r| r.stats())
+                    })
+                    .collect(),
+            })
+            .collect();
+        let fig = figure::bars(
+            "blocksize",
+            "Single-thread reads by block size, cold and warm cache",
+            "block size (bytes)",
+            &xs.iter().map(|x| figure::bytes(*x)).collect::<Vec<_>>(),
+            Axis::new("throughput (MiB/s)", true, figure::num),
+            &series,
+        );
+        let mut rows = Vec::new();
+        for x in &xs {
+            let mut row = vec![figure::bytes(*x)];
+            for c in ["cold", "warm"] {
+                row.push(
+                    groups
+                        .get(c)
+                        .and_then(|g| g.iter().find(|r| r.num("bs") == *x))
+                        .map(|r| mmm(&r.stats(), mibs))
+                        .unwrap_or_default(),
+                );
+            }
+            rows.push(row);
+        }
+        let mut findings = Vec::new();
+        for c in ["cold", "warm"] {
+            let g = sorted(groups.get(c).cloned().unwrap_or_default(), "bs");
+            let curve = |f: fn(&crate::stats::Stats) -> f64| -> Vec<(f64, f64)> {
+                g.iter().map(|r| (r.num("bs"), f(&r.stats()))).collect()
+            };
+            let p_med = plateau(&curve(|s| s.median), TOL);
+            let p_min = plateau(&curve(|s| s.min), TOL);
+            let p_max = plateau(&curve(|s| s.max), TOL);
+            let (lo, hi) = (p_min.min(p_max).min(p_med), p_min.max(p_max).max(p_med));
+            let v = if g.len() < 3 {
+                Verdict::Inconclusive
+            } else {
+                over_range(lo, hi, |p| p <= LIMIT)
+            };
+            findings.push(Finding::new(
+                NAME,
+                format!(
+                    "{c} throughput reaches a plateau: the smallest block size within {:.0} % of the maximum is ≤ {}",
+                    TOL * 100.0,
+                    figure::bytes(LIMIT)
+                ),
+                v,
+                format!(
+                    "plateau at {} (medians), {}–{} over min/max curves; {} block sizes",
+                    figure::bytes(p_med),
+                    figure::bytes(lo),
+                    figure::bytes(hi),
+                    g.len()
+                ),
+            ));
+        }
+        Analysis {
+            figures: vec![fig],
+            table: table(
+                &["block size", "cold MiB/s median [min–max]", "warm"],
+                &rows,
+            ),
+            findings,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::testing::rec;
+
+    fn recs(warm_knee: u64) -> Vec<LabRecord> {
+        let mut v = Vec::new();
+        for p in [0u32, 6, 12, 18, 24] {
+            let bs = 1u64 << p;
+            for c in ["cold", "warm"] {
+                let y = if bs >= warm_knee {
+                    1000.0
+                } else {
+                    bs as f64 / warm_knee as f64 * 500.0
+                };
+                v.push(rec(
+                    NAME,
+                    &[("cache", c), ("bs", &bs.to_string())],
+                    &[y * 0.99, y, y * 1.01],
+                ));
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn verdict_follows_the_knee() {
+        let a = Blocksize.analyse(&recs(4096));
+        assert!(
+            a.findings.iter().all(|f| f.verdict == Verdict::Reproduced),
+            "{:?}",
+            a.findings
+        );
+        let a = Blocksize.analyse(&recs(1 << 24));
+        assert!(
+            a.findings
+                .iter()
+                .all(|f| f.verdict == Verdict::NotReproduced),
+            "{:?}",
+            a.findings
+        );
+        assert_eq!(a.figures[0].points, 10);
+    }
+}

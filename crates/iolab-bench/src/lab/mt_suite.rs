@@ -1,0 +1,248 @@
+//! `mt-suite` (study 003): the eight tests (read and write × one shared
+//! file and one file per thread × sequential and random), 512-byte blocks,
+//! 1 to 32 threads: how throughput scales with threads.
+
+use super::figure::{self, Axis, LineSeries, Pt};
+use super::record::LabRecord;
+use super::util::*;
+use super::verdict::{over_range, Finding, Verdict};
+use super::{Analysis, Config, Ctx, Experiment};
+use crate::spec::{AccessPattern, CacheMode, OpMix, StopRule};
+use crate::stats::Stats;
+
+/// The experiment.
+pub struct MtSuite;
+
+const NAME: &str = "mt-suite";
+const BS: u64 = 512;
+/// Sequential reads of one file: more threads gain at most this factor.
+const SEQ_MAX_GAIN: f64 = 1.5;
+/// Random writes to one file per thread: more threads gain at least this.
+const RANDW_MIN_GAIN: f64 = 1.2;
+
+const TESTS: [(&str, &str, &str); 8] = [
+    ("read", "shared", "seq"),
+    ("read", "per-thread", "seq"),
+    ("read", "shared", "rand"),
+    ("read", "per-thread", "rand"),
+    ("write", "shared", "seq"),
+    ("write", "per-thread", "seq"),
+    ("write", "shared", "rand"),
+    ("write", "per-thread", "rand"),
+];
+
+fn test_name(op: &str, files: &str, pat: &str) -> String {
+    format!("{op} {files} {pat}")
+}
+
+/// Best over 2+ threads against one thread: (range lo, hi, text).
+fn gain(g: &[&LabRecord]) -> (f64, f64, String) {
+    let one = g
+        .iter()
+        .find(|r| r.num("threads") == 1.0)
+        .map(|r| r.stats());
+    let best = g
+        .iter()
+        .filter(|r| r.num("threads") > 1.0)
+        .max_by(|a, b| a.stats().median.total_cmp(&b.stats().median));
+    match (one, best) {
+        (Some(o), Some(b)) if o.min > 0.0 => {
+            let s: Stats = b.stats();
+            (
+                s.min / o.max,
+                s.max / o.min,
+                format!(
+                    "1 thread {}, best {} threads {}, gain {:.2} (range {:.2}–{:.2})",
+                    mibs(o.median),
+                    b.tag("threads"),
+                    mibs(s.median),
+                    s.median / o.median,
+                    s.min / o.max,
+                    s.max / o.min
+                ),
+            )
+        }
+        _ => (
+            f64::NAN,
+            f64::NAN,
+            "1 thread or more threads not measured".into(),
+        ),
+    }
+}
+
+impl Experiment for MtSuite {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn study(&self) -> &'static str {
+        "003"
+    }
+    fn answers(&self) -> &'static str {
+        "do more threads read and write 512-byte blocks faster, one file or one file per thread?"
+    }
+    fn times(&self) -> [&'static str; 3] {
+        ["4 s", "2 min", "10 min"]
+    }
+    fn configs(&self, ctx: &Ctx) -> Vec<Config> {
+        let shared = size_for(ctx, ctx.pick(MIB, 64 * MIB, 200 * MIB));
+        let own = size_for(ctx, ctx.pick(MIB / 4, 8 * MIB, 20 * MIB)).max(MIB / 4);
+        let own = if ctx.scale == super::Scale::Smoke {
+            MIB / 4
+        } else {
+            own
+        };
+        let threads: Vec<u32> = ctx.pick(
+            vec![1, 2],
+            vec![1, 2, 4, 8, 16, 32],
+            vec![1, 2, 4, 8, 16, 32],
+        );
+        let rand_ops: u64 = ctx.pick(500, 10_000, 10_000);
+        let repeats = ctx.pick(1, 2, 3);
+        let mut v = Vec::new();
+        for (op, files, pat) in TESTS {
+            for &t in &threads {
+                let per = files == "per-thread";
+                let size = if per { own } else { shared };
+                let file = if per {
+                    ctx.dir.join(format!("iolab-lab-mt-{size}"))
+                } else {
+                    ctx.data_file(size)
+                };
+                let mut s = spec(&file, size);
+                s.bs = BS;
+                s.threads = t;
+                s.file_per_thread = per;
+                s.op = if op == "read" {
+                    OpMix::Read
+                } else {
+                    OpMix::Write
+                };
+                s.cache = if op == "read" {
+                    CacheMode::Warm
+                } else {
+                    CacheMode::AsIs
+                };
+                s.pattern = if pat == "seq" {
+                    AccessPattern::Seq
+                } else {
+                    AccessPattern::Rand
+                };
+                if pat == "rand" {
+                    s.stop = StopRule {
+                        ops: Some(if per { rand_ops * t as u64 } else { rand_ops }),
+                        ..StopRule::default()
+                    };
+                }
+                v.push(bench(
+                    &[
+                        ("test", test_name(op, files, pat)),
+                        ("threads", t.to_string()),
+                    ],
+                    s,
+                    repeats,
+                ));
+            }
+        }
+        v
+    }
+    fn analyse(&self, recs: &[LabRecord]) -> Analysis {
+        let groups = by(recs, "test");
+        let mut figures = Vec::new();
+        let mut rows = Vec::new();
+        for (op, files, pat) in TESTS {
+            let name = test_name(op, files, pat);
+            let g = sorted(groups.get(&name).cloned().unwrap_or_default(), "threads");
+            if g.is_empty() {
+                continue;
+            }
+            figures.push(figure::lines(
+                &format!("mt-suite-{}", name.replace(' ', "-")),
+                &format!("{name}: 512-byte blocks by threads"),
+                Axis::new("threads (count)", true, |v| format!("{v:.0}")),
+                Axis::new("throughput (MiB/s)", false, figure::num),
+                &[LineSeries {
+                    name: name.clone(),
+                    pts: g
+                        .iter()
+                        .map(|r| Pt::of(r.num("threads"), &r.stats()))
+                        .collect(),
+                }],
+            ));
+            let mut row = vec![name.clone()];
+            row.extend(
+                g.iter()
+                    .map(|r| format!("{} ({})", figure::num(r.stats().median), r.tag("threads"))),
+            );
+            rows.push(row);
+        }
+        let seq = groups.get("read shared seq").cloned().unwrap_or_default();
+        let (lo, hi, n1) = gain(&seq);
+        let f1 = Finding::new(
+            NAME,
+            format!("sequential reads of one shared file gain little from threads: best over 2–32 threads ≤ {SEQ_MAX_GAIN} × one thread"),
+            over_range(lo, hi, |x| x <= SEQ_MAX_GAIN),
+            n1,
+        );
+        let rw = groups
+            .get("write per-thread rand")
+            .cloned()
+            .unwrap_or_default();
+        let (lo, hi, n2) = gain(&rw);
+        let f2 = Finding::new(
+            NAME,
+            format!("random writes to one file per thread scale: best over 2–32 threads ≥ {RANDW_MIN_GAIN} × one thread"),
+            over_range(lo, hi, |x| x >= RANDW_MIN_GAIN),
+            n2,
+        );
+        let _ = Verdict::Inconclusive;
+        Analysis {
+            figures,
+            table: table(&["test", "MiB/s (threads) …"], &rows),
+            findings: vec![f1, f2],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::testing::rec;
+
+    fn recs(seq2: f64, rw2: f64) -> Vec<LabRecord> {
+        let mut v = Vec::new();
+        for (op, files, pat) in TESTS {
+            let n = test_name(op, files, pat);
+            v.push(rec(
+                NAME,
+                &[("test", &n), ("threads", "1")],
+                &[100.0, 100.0],
+            ));
+            let y = match n.as_str() {
+                "read shared seq" => seq2,
+                "write per-thread rand" => rw2,
+                _ => 100.0,
+            };
+            v.push(rec(NAME, &[("test", &n), ("threads", "2")], &[y, y]));
+        }
+        v
+    }
+
+    #[test]
+    fn verdicts_follow_the_gains() {
+        let a = MtSuite.analyse(&recs(110.0, 180.0));
+        assert_eq!(a.figures.len(), 8);
+        assert!(
+            a.findings.iter().all(|f| f.verdict == Verdict::Reproduced),
+            "{:?}",
+            a.findings
+        );
+        let a = MtSuite.analyse(&recs(300.0, 100.0));
+        assert!(
+            a.findings
+                .iter()
+                .all(|f| f.verdict == Verdict::NotReproduced),
+            "{:?}",
+            a.findings
+        );
+    }
+}

@@ -1,0 +1,442 @@
+//! `iolab fio JOBFILE...` and `iolab fio --name=x --rw=randread ...`: run
+//! fio job files and fio command lines with iolab's engines, and print
+//! what fio prints (normal, json, json+, terse) plus iolab's extras.
+//!
+//! Jobs run one after another (fio runs jobs without `stonewall` at the
+//! same time; such files are refused unless `--lenient`). Every option is
+//! mapped, or refused before anything runs with one line naming the file,
+//! line and option (exit status 2).
+
+use super::bench::{prepare_files, Session};
+use crate::output::target::{Mode, OutputTarget};
+use anyhow::{Context, Result};
+use iolab_bench::fiojob::json::JobResult;
+use iolab_bench::fiojob::map::{self, FioJob};
+use iolab_bench::fiojob::options::{self, Class};
+use iolab_bench::fiojob::parse::Reader;
+use iolab_bench::fiojob::{json, log, report};
+use iolab_bench::prepare;
+use iolab_bench::record::{unix_ms, RunMetrics};
+use iolab_bench::runner::{run_once, RealEngines, RunControl};
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Arguments of `iolab fio`: job files and fio's options, as fio takes them.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "iolab's own flags: --parse-only (check and print the jobs, run nothing), \
+--lenient (options that change only presentation become warnings), --overwrite \
+(replace output files; write into files iolab did not make), --output-format=normal|json|json+|terse, \
+--output=FILE, --list-options (which fio options iolab supports). Everything else is fio's: \
+job files, and --key=value options where each --name=JOB starts a job."
+)]
+pub struct FioArgs {
+    /// Job files and fio options (`--name=x --rw=randread --bs=4k ...`).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "JOBFILE|--OPTION"
+    )]
+    pub args: Vec<String>,
+}
+
+/// fio's output formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Normal,
+    Json,
+    JsonPlus,
+    Terse,
+}
+
+/// The command line split into iolab's flags, job files and fio options.
+#[derive(Debug, Default)]
+struct Cli {
+    files: Vec<PathBuf>,
+    options: Vec<String>,
+    parse_only: bool,
+    lenient: bool,
+    overwrite: bool,
+    list: bool,
+    formats: Vec<Format>,
+    output: Option<PathBuf>,
+}
+
+fn split(args: &[String]) -> Result<Cli> {
+    let mut c = Cli::default();
+    let mut it = args.iter().peekable();
+    while let Some(a) = it.next() {
+        let (k, v) = match a.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_string())),
+            None => (a.as_str(), None),
+        };
+        let mut value = |flag: &str| -> Result<String> {
+            match &v {
+                Some(v) => Ok(v.clone()),
+                None => it
+                    .next()
+                    .cloned()
+                    .ok_or_else(|| super::usage(format!("{flag} needs a value ({flag}=...)"))),
+            }
+        };
+        match k {
+            "--parse-only" => c.parse_only = true,
+            "--lenient" => c.lenient = true,
+            "--overwrite" => c.overwrite = true,
+            "--list-options" => c.list = true,
+            "--minimal" => c.formats.push(Format::Terse),
+            "--output-format" => {
+                for f in value("--output-format")?.split(',') {
+                    c.formats.push(match f {
+                        "normal" => Format::Normal,
+                        "json" => Format::Json,
+                        "json+" => Format::JsonPlus,
+                        "terse" => Format::Terse,
+                        _ => {
+                            return Err(super::usage(format!(
+                                "--output-format={f}: one of normal, json, json+, terse"
+                            )))
+                        }
+                    });
+                }
+            }
+            "--output" => c.output = Some(PathBuf::from(value("--output")?)),
+            // fio's progress display: iolab shows none while measuring.
+            k if k.starts_with("--eta") => {}
+            k if k.starts_with("--") => c.options.push(a.clone()),
+            _ => c.files.push(PathBuf::from(a)),
+        }
+    }
+    if c.formats.contains(&Format::Json) && c.formats.contains(&Format::JsonPlus) {
+        c.formats.retain(|f| *f != Format::Json);
+    }
+    if c.formats.is_empty() {
+        c.formats.push(Format::Normal);
+    }
+    Ok(c)
+}
+
+/// The jobs of the command line and job files, mapped (or refused).
+fn jobs(c: &Cli) -> Result<Vec<FioJob>> {
+    let mut r = Reader::new();
+    let bad = |e: iolab_bench::fiojob::FioJobError| super::usage(e.to_string());
+    r.read_args(&c.options).map_err(bad)?;
+    for f in &c.files {
+        r.read_file(f).map_err(bad)?;
+    }
+    map::map_all(&r.finish(), c.lenient).map_err(bad)
+}
+
+/// What `--parse-only` prints for one job.
+fn describe(j: &FioJob) -> String {
+    let s = &j.spec;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{} ({}): group {}, {}",
+        j.name,
+        j.loc,
+        j.groupid,
+        s.label()
+    );
+    let _ = writeln!(
+        o,
+        "  engine={} op={} pattern={} bs={} iodepth={} batch={}/{} threads={} direct={} cache={}",
+        s.engine,
+        s.op.name(),
+        s.pattern,
+        s.bs,
+        s.qd,
+        s.batch_submit,
+        s.batch_complete,
+        s.workers(),
+        u8::from(s.direct),
+        s.cache.name()
+    );
+    let files: Vec<String> = s.files().iter().map(|p| p.display().to_string()).collect();
+    let _ = writeln!(
+        o,
+        "  file(s)={} size={} stop: bytes={} time={} ops={} ramp={}ms startdelay={}ms",
+        files.join(","),
+        s.file_size,
+        s.stop.bytes.map_or("-".into(), |b| b.to_string()),
+        s.stop
+            .time_ns
+            .map_or("-".into(), |t| format!("{}ms", t / 1_000_000)),
+        s.stop.ops.map_or("-".into(), |b| b.to_string()),
+        s.ramp_ns / 1_000_000,
+        j.startdelay_ns / 1_000_000
+    );
+    if j.logs.any() {
+        let _ = writeln!(
+            o,
+            "  logs every {} ms: {:?}",
+            j.logs.avg_msec,
+            [&j.logs.bw, &j.logs.lat, &j.logs.iops]
+        );
+    }
+    for n in &j.notes {
+        let _ = writeln!(o, "  note: {n}");
+    }
+    for w in &j.warnings {
+        let _ = writeln!(o, "  warning: {w}");
+    }
+    o
+}
+
+fn list_options() -> String {
+    let mut o = String::new();
+    for (name, class) in options::table() {
+        let what = match class {
+            Class::Mapped => "supported".to_string(),
+            Class::Cosmetic => "warning with --lenient (presentation only), else refused".into(),
+            Class::Refused(why) => format!("refused: {why}"),
+            Class::Unknown => continue,
+        };
+        let _ = writeln!(o, "{name:<28} {what}");
+    }
+    o
+}
+
+/// Runs one job; returns its metrics.
+fn run_job(j: &FioJob, c: &Cli, stop: &AtomicBool) -> Result<RunMetrics> {
+    let spec = &j.spec;
+    for f in spec.files() {
+        prepare::check_file_kind(&f, spec.op.writes())?;
+        if !j.allow_file_create && std::fs::symlink_metadata(&f).is_err() {
+            return Err(super::usage(format!(
+                "allow_file_create=0 and {} does not exist",
+                f.display()
+            )));
+        }
+    }
+    if j.startdelay_ns > 0 {
+        let end = std::time::Instant::now() + std::time::Duration::from_nanos(j.startdelay_ns);
+        while std::time::Instant::now() < end && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(
+                std::time::Duration::from_millis(20).min(end - std::time::Instant::now()),
+            );
+        }
+    }
+    let ses = Session {
+        stop,
+        repeat: 1,
+        size_given: j.size_given,
+        overwrite: c.overwrite,
+        live: false,
+    };
+    // With unlink=1 the files this run creates stay registered for
+    // removal (by identity: never a file that was already there).
+    let prep = prepare_files(spec, &ses, j.unlink)?;
+    let mut spec = spec.clone();
+    if !j.size_given {
+        spec.file_size = prep.files.iter().map(|f| f.len).min().unwrap_or(0);
+        if spec.stop.bytes.is_some() && spec.stop.time_ns.is_none() {
+            spec.stop.bytes = Some(spec.file_size * spec.workers() as u64);
+        }
+    }
+    let resident = prepare::set_cache(&spec, &prep, spec.file_size)?;
+    let ctl = RunControl {
+        stop,
+        on_interval: None,
+    };
+    let res = run_once(
+        &spec,
+        &prep,
+        spec.file_size,
+        resident,
+        RealEngines::shared(),
+        &ctl,
+    );
+    if j.unlink {
+        for f in &prep.files {
+            if f.created {
+                crate::cleanup::remove(&f.path);
+            } else {
+                eprintln!(
+                    "note: {}: unlink: {} was not created by this run; kept",
+                    j.loc,
+                    f.path.display()
+                );
+            }
+        }
+    }
+    Ok(res?)
+}
+
+/// Runs `iolab fio`.
+pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
+    let c = split(&a.args)?;
+    if c.list {
+        crate::output::stdout(&list_options())?;
+        return Ok(0);
+    }
+    let jobs = jobs(&c)?;
+    for j in &jobs {
+        for w in &j.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    if c.parse_only {
+        let text: String = jobs.iter().map(describe).collect();
+        crate::output::stdout(&text)?;
+        return Ok(0);
+    }
+    // Every output checked before anything runs.
+    let measured: Vec<PathBuf> = jobs.iter().flat_map(|j| j.spec.files()).collect();
+    let mut out = match &c.output {
+        Some(p) => Some(OutputTarget::check(
+            "--output",
+            p,
+            c.overwrite,
+            Mode::Replace,
+            &measured,
+        )?),
+        None => None,
+    };
+    let mut log_targets = Vec::new();
+    for j in &jobs {
+        for name in log_names(j) {
+            let t = OutputTarget::check(
+                "write_*_log",
+                Path::new(&name),
+                c.overwrite,
+                Mode::Replace,
+                &measured,
+            )
+            .with_context(|| format!("{}: job '{}'", j.loc, j.name))?;
+            log_targets.push((name, t));
+        }
+    }
+    let started = unix_ms();
+    let mut runs = Vec::new();
+    for j in &jobs {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let m = run_job(j, &c, stop).with_context(|| format!("{}: job '{}'", j.loc, j.name))?;
+        runs.push(m);
+    }
+    let results: Vec<JobResult> = jobs
+        .iter()
+        .zip(&runs)
+        .map(|(job, run)| JobResult { job, run })
+        .collect();
+    let mut text = String::new();
+    for f in &c.formats {
+        match f {
+            Format::Normal => {
+                let pid = std::process::id();
+                for r in &results {
+                    text.push_str(&report::job_text(r, pid, started / 1000));
+                }
+                let mut groups: Vec<u32> = results.iter().map(|r| r.job.groupid).collect();
+                groups.dedup();
+                for g in groups {
+                    let members: Vec<&JobResult> =
+                        results.iter().filter(|r| r.job.groupid == g).collect();
+                    text.push_str(&report::group_text(g, &members));
+                }
+            }
+            Format::Json | Format::JsonPlus => {
+                let d = json::document(&results, started, *f == Format::JsonPlus);
+                text.push_str(&serde_json::to_string_pretty(&d)?);
+                text.push('\n');
+            }
+            Format::Terse => {
+                for r in &results {
+                    text.push_str(&report::terse(r));
+                    text.push('\n');
+                }
+            }
+        }
+    }
+    for r in &results {
+        for l in log::logs(r) {
+            if let Some((_, t)) = log_targets.iter_mut().find(|(n, _)| *n == l.name) {
+                t.write_all_atomically(l.text.as_bytes())?;
+            }
+        }
+    }
+    match out.as_mut() {
+        Some(t) => t.write_all_atomically(text.as_bytes())?,
+        None => crate::output::stdout(&text)?,
+    }
+    Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 })
+}
+
+/// `iolab bench ... --fio-job`: the fio job file of each configuration.
+pub fn print_job_files(specs: &[iolab_bench::spec::WorkloadSpec], temp: bool) -> Result<i32> {
+    let mut text = String::new();
+    for s in specs {
+        let mut s = s.clone();
+        if s.file_size == 0 {
+            // An existing --file without --size: its length.
+            s.file_size = iolab::file::length(&s.file_of(0)).unwrap_or(0);
+        }
+        let s = &s;
+        let job = iolab_bench::fio::job_file(s).map_err(|why| {
+            super::usage(format!(
+                "--fio-job: {} cannot be expressed in fio: {why}",
+                s.label()
+            ))
+        })?;
+        text.push_str(&job);
+        if temp {
+            text.push_str("; (no --file given: name the file to run it)\n");
+        }
+        text.push('\n');
+    }
+    crate::output::stdout(&text)?;
+    Ok(0)
+}
+
+/// The log file names a job will write (checked before running).
+fn log_names(j: &FioJob) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(p) = &j.logs.bw {
+        v.push(format!("{p}_bw.1.log"));
+    }
+    if let Some(p) = &j.logs.iops {
+        v.push(format!("{p}_iops.1.log"));
+    }
+    if let Some(p) = &j.logs.lat {
+        if j.spec.engine.is_sync() {
+            v.push(format!("{p}_clat.1.log"));
+        }
+        v.push(format!("{p}_lat.1.log"));
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn command_line_splits_into_flags_files_and_options() {
+        let c = split(&s(&[
+            "--output-format=json+",
+            "a.fio",
+            "--name=x",
+            "--bs=4k",
+            "--output",
+            "o.json",
+            "--lenient",
+            "--eta=never",
+        ]))
+        .unwrap();
+        assert_eq!(c.formats, vec![Format::JsonPlus]);
+        assert_eq!(c.files, vec![PathBuf::from("a.fio")]);
+        assert_eq!(c.options, s(&["--name=x", "--bs=4k"]));
+        assert_eq!(c.output, Some(PathBuf::from("o.json")));
+        assert!(c.lenient && !c.parse_only);
+        assert!(split(&s(&["--output-format=xml"])).is_err());
+        assert_eq!(split(&s(&[])).unwrap().formats, vec![Format::Normal]);
+    }
+}

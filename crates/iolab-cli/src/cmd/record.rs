@@ -1,0 +1,97 @@
+//! `iolab record -o trace.csv -- PROGRAM ARGS...`: what a program reads,
+//! recorded under strace and written as an iolab CSV trace.
+
+use crate::output::target::{Mode, OutputTarget};
+use anyhow::Result;
+use iolab_bench::trace::{self, record, Trace, TraceError};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+/// Arguments of `iolab record`.
+#[derive(clap::Args, Debug)]
+pub struct RecordArgs {
+    /// The trace to write (iolab CSV).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "trace.csv"
+    )]
+    pub output: PathBuf,
+    /// Replace FILE if it exists.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Convert an existing `strace -f -tt -T -y` log instead of running a program.
+    #[arg(long, value_name = "LOG")]
+    pub from_strace: Option<PathBuf>,
+    /// The program and its arguments (after `--`).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "PROGRAM"
+    )]
+    pub program: Vec<OsString>,
+}
+
+/// A trace error as the binary reports it (usage errors exit 2).
+pub fn trace_err(e: TraceError) -> anyhow::Error {
+    if e.is_usage() {
+        super::usage(e.to_string())
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
+/// One line summing up a trace.
+pub fn summary(t: &Trace) -> String {
+    let mut s = format!(
+        "{} reads of {} files ({}), {} mappings",
+        t.reads.len(),
+        t.files.len(),
+        iolab_bench::prepare::human(t.total_bytes()),
+        t.mappings.len()
+    );
+    if !t.skipped.is_empty() {
+        let left: Vec<String> = t.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        s.push_str(&format!("; left out: {}", left.join(", ")));
+    }
+    s
+}
+
+/// Runs `iolab record`.
+pub fn run(a: &RecordArgs, _stop: &AtomicBool) -> Result<i32> {
+    let mut out = OutputTarget::check("-o", &a.output, a.overwrite, Mode::Replace, &[])?;
+    let (t, status) = match (&a.from_strace, a.program.is_empty()) {
+        (Some(_), false) => {
+            return Err(super::usage(
+                "record: give either --from-strace LOG or a program to run after --, not both",
+            ))
+        }
+        (Some(log), true) => (
+            trace::load(log, Some(trace::TraceFormat::Strace)).map_err(trace_err)?,
+            None,
+        ),
+        (None, true) => {
+            return Err(super::usage(
+                "record: name the program to run after --, e.g. iolab record -o t.csv -- grep -r x src (or --from-strace LOG)",
+            ))
+        }
+        (None, false) => {
+            let dir = tempfile::tempdir()?;
+            let log = dir.path().join("strace.log");
+            let r = record::record(&a.program, &log).map_err(trace_err)?;
+            (r.trace, Some(r.status))
+        }
+    };
+    out.write_all_atomically(&t.to_csv())?;
+    eprintln!("recorded {} into {}", summary(&t), a.output.display());
+    if let Some(st) = status {
+        match st {
+            Some(0) => {}
+            Some(c) => eprintln!("note: the program exited with status {c}"),
+            None => eprintln!("note: the program was killed by a signal"),
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,338 @@
+//! `iolab replay TRACE`: a recorded trace's reads, issued through every
+//! reading technique, compared.
+
+use super::record::{summary, trace_err};
+use crate::output::flags::OutputArgs;
+use crate::output::table::ns;
+use anyhow::Result;
+use iolab_bench::trace::place::{self, Placed};
+use iolab_bench::trace::replay::{self as rp, ReplayReader, Threads, Timing};
+use iolab_bench::trace::session::{self, Cache, ReaderResult, SessionOpts};
+use iolab_bench::trace::stats::{Advice, FileStats};
+use iolab_bench::trace::{self as tr, TraceFormat};
+use serde::Serialize;
+use std::fmt::Write;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+/// Arguments of `iolab replay`.
+#[derive(clap::Args, Debug)]
+pub struct ReplayArgs {
+    /// The trace (iolab CSV, fio iolog, blkparse text or strace log).
+    pub trace: PathBuf,
+    /// The trace's format (default: detected from the first line).
+    #[arg(long, value_parser = super::trace::parse_format)]
+    pub format: Option<TraceFormat>,
+    /// Readers to compare, comma-separated, or `all`.
+    #[arg(long, default_value = "all", value_name = "LIST")]
+    pub reader: String,
+    /// Page-cache state before each replay.
+    #[arg(long, default_value = "cold", value_parser = ["cold", "warm"])]
+    pub cache: String,
+    /// Issue reads as soon as possible, or at their recorded times.
+    #[arg(long, default_value = "asap", value_parser = ["asap", "recorded", "original"])]
+    pub timing: String,
+    /// Replay threads: one per recorded thread, or N.
+    #[arg(long, default_value = "recorded", value_name = "recorded|N")]
+    pub threads: String,
+    /// Replays per reader (in rotating order); the median is reported.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub repeat: u64,
+    /// Directory the trace's files are made in (missing ones are created
+    /// at their recorded sizes, existing ones reused). Default: a temporary
+    /// directory here, removed afterwards.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Read the trace's own paths, read-only, instead of files under --dir.
+    #[arg(long, conflicts_with = "dir")]
+    pub in_place: bool,
+    /// Merge adjacent reads of one thread into requests of up to SIZE (the
+    /// thesis's preprocessing); SIZE defaults to 1m.
+    #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "1m", value_parser = crate::parse::size)]
+    pub coalesce: Option<u64>,
+    /// Check every byte read against the pattern iolab filled the file with.
+    #[arg(long)]
+    pub verify: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// The readers `--reader` can name (`all` is every one).
+pub fn reader_names() -> Vec<&'static str> {
+    vec!["pread"]
+}
+
+/// Builds the readers `list` names.
+pub fn readers(list: &str) -> Result<Vec<Box<dyn ReplayReader>>> {
+    let names: Vec<String> = if list.trim() == "all" {
+        reader_names().iter().map(|s| s.to_string()).collect()
+    } else {
+        list.split(',').map(|s| s.trim().to_string()).collect()
+    };
+    let mut out: Vec<Box<dyn ReplayReader>> = Vec::new();
+    for n in names {
+        match n.as_str() {
+            "pread" => out.push(Box::new(rp::PreadReader)),
+            _ => {
+                return Err(super::usage(format!(
+                    "--reader {n}: unknown reader; choose from {} or all",
+                    reader_names().join(", ")
+                )))
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(super::usage("--reader: name at least one reader"));
+    }
+    Ok(out)
+}
+
+/// What the policies would choose for a file (filled in from the reading
+/// library's own rules).
+pub fn advise(_f: &FileStats) -> Vec<Advice> {
+    Vec::new()
+}
+
+/// The whole result, as `--json` prints it.
+#[derive(Serialize)]
+struct Doc<'a> {
+    schema_version: u32,
+    kind: &'static str,
+    trace: String,
+    format: TraceFormat,
+    files: usize,
+    requests: usize,
+    bytes: u64,
+    threads: usize,
+    cache: Cache,
+    timing: &'a str,
+    repeat: u64,
+    coalesce: Option<u64>,
+    results: &'a [ReaderResult],
+}
+
+fn table(d: &Doc) -> String {
+    let mut o = String::new();
+    let _ =
+        writeln!(
+        o,
+        "replay of {}: {} requests, {}, {} files, {} threads; cache {}, timing {}, median of {}",
+        d.trace,
+        d.requests,
+        iolab_bench::prepare::human(d.bytes),
+        d.files,
+        d.threads,
+        if d.cache == Cache::Cold { "cold" } else { "warm" },
+        d.timing,
+        d.repeat
+    );
+    let _ = writeln!(
+        o,
+        "{:<14} {:>10} {:>8} {:>10} {:>10} {:>10} {:>7}",
+        "reader", "time", "x best", "MiB/s", "p50", "p99", "cpu"
+    );
+    for r in d.results {
+        let _ = writeln!(
+            o,
+            "{:<14} {:>10} {:>7.2}{} {:>10.1} {:>10} {:>10} {:>6.0}%",
+            r.reader,
+            ns(r.median_ns),
+            r.relative,
+            if r.winner { "*" } else { " " },
+            r.mib_per_s,
+            ns(r.latency.p50_ns as f64),
+            ns(r.latency.p99_ns as f64),
+            r.cpu_percent
+        );
+    }
+    let _ = writeln!(
+        o,
+        "* winner (shortest median time); x best = time / winner's time"
+    );
+    o
+}
+
+fn csv(d: &Doc) -> Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "reader",
+        "median_ns",
+        "relative",
+        "winner",
+        "mib_per_s",
+        "bytes",
+        "requests",
+        "p50_ns",
+        "p90_ns",
+        "p99_ns",
+        "max_ns",
+        "cpu_percent",
+        "runs",
+        "cache",
+        "timing",
+        "trace",
+    ])?;
+    for r in d.results {
+        w.write_record([
+            r.reader.clone(),
+            format!("{:.0}", r.median_ns),
+            format!("{:.4}", r.relative),
+            r.winner.to_string(),
+            format!("{:.2}", r.mib_per_s),
+            r.bytes.to_string(),
+            r.requests.to_string(),
+            r.latency.p50_ns.to_string(),
+            r.latency.p90_ns.to_string(),
+            r.latency.p99_ns.to_string(),
+            r.latency.max_ns.to_string(),
+            format!("{:.1}", r.cpu_percent),
+            r.runs.len().to_string(),
+            if d.cache == Cache::Cold {
+                "cold"
+            } else {
+                "warm"
+            }
+            .into(),
+            d.timing.to_string(),
+            d.trace.clone(),
+        ])?;
+    }
+    Ok(w.into_inner()?)
+}
+
+/// Runs `iolab replay`.
+pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
+    let threads = match a.threads.as_str() {
+        "recorded" | "as-recorded" => Threads::Recorded,
+        n => match n.parse::<usize>() {
+            Ok(k) if (1..=4096).contains(&k) => Threads::Count(k),
+            _ => {
+                return Err(super::usage(format!(
+                    "--threads {n}: expected 'recorded' or a count from 1 to 4096"
+                )))
+            }
+        },
+    };
+    if a.coalesce == Some(0) || a.coalesce.is_some_and(|c| c > 1 << 30) {
+        return Err(super::usage(
+            "--coalesce: the merged request size must be 1 byte to 1 GiB",
+        ));
+    }
+    let readers = readers(&a.reader)?;
+    let t = tr::load(&a.trace, a.format).map_err(trace_err)?;
+    if t.reads.is_empty() {
+        return Err(super::usage(format!(
+            "{}: the trace has no reads to replay ({})",
+            a.trace.display(),
+            summary(&t)
+        )));
+    }
+    // Outputs are checked before any file is made.
+    let measured: Vec<PathBuf> = match (&a.dir, a.in_place) {
+        (Some(d), _) => t.files.iter().map(|f| place::map_path(d, f)).collect(),
+        (None, true) => t.files.iter().map(PathBuf::from).collect(),
+        _ => Vec::new(),
+    };
+    let targets = a.out.check(&measured)?;
+    let mut temp = None;
+    let placed: Placed = if a.in_place {
+        place::in_place(&t).map_err(trace_err)?
+    } else {
+        let dir = match &a.dir {
+            Some(d) => d.clone(),
+            None => {
+                let d = tempfile::Builder::new()
+                    .prefix(".iolab-replay-")
+                    .tempdir_in(".")?;
+                let p = d.path().to_path_buf();
+                temp = Some(d);
+                p
+            }
+        };
+        let made = place::place(&t, &dir, stop, &mut |_, _| {}).map_err(trace_err)?;
+        if made.created > 0 && a.dir.is_some() {
+            eprintln!("made {} file(s) under {}", made.created, dir.display());
+        }
+        made
+    };
+    if a.verify {
+        if let Some(i) = placed.patterns.iter().position(|p| p.is_none()) {
+            return Err(super::usage(format!(
+                "--verify: {} was not made by iolab, so the bytes it should hold are unknown",
+                placed.paths[i].display()
+            )));
+        }
+    }
+    let plan = rp::plan(&t, threads, a.coalesce);
+    let opts = SessionOpts {
+        repeat: a.repeat as usize,
+        cache: if a.cache == "warm" {
+            Cache::Warm
+        } else {
+            Cache::Cold
+        },
+        timing: if a.timing == "asap" {
+            Timing::Asap
+        } else {
+            Timing::Recorded
+        },
+        verify: a.verify,
+    };
+    let pb = crate::progress::runs(a.repeat * readers.len() as u64);
+    let results = session::compare(
+        &plan,
+        &placed.paths,
+        &placed.sizes,
+        &placed.patterns,
+        &readers,
+        opts,
+        stop,
+        &mut |name, round| {
+            pb.set_message(format!("{name} round {}", round + 1));
+            pb.inc(1);
+        },
+    )
+    .map_err(trace_err);
+    pb.finish_and_clear();
+    drop(temp);
+    let results = results?;
+    let doc = Doc {
+        schema_version: iolab_bench::record::SCHEMA_VERSION,
+        kind: "replay",
+        trace: a.trace.display().to_string(),
+        format: t.format,
+        files: t.files.len(),
+        requests: plan.requests(),
+        bytes: plan.bytes(),
+        threads: plan.threads.len(),
+        cache: opts.cache,
+        timing: if a.timing == "asap" {
+            "asap"
+        } else {
+            "recorded"
+        },
+        repeat: a.repeat,
+        coalesce: a.coalesce,
+        results: &results,
+    };
+    if let Some(mut c) = targets.csv {
+        c.write_all_atomically(&csv(&doc)?)?;
+    }
+    if let Some(mut j) = targets.jsonl {
+        for r in &results {
+            let mut v = serde_json::to_value(r)?;
+            v["schema_version"] = doc.schema_version.into();
+            v["kind"] = "replay".into();
+            v["trace"] = doc.trace.clone().into();
+            v["cache"] = serde_json::to_value(doc.cache)?;
+            v["timing"] = doc.timing.into();
+            j.append_jsonl(&serde_json::to_vec(&v)?)?;
+        }
+    }
+    if a.out.json {
+        crate::output::stdout(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
+    } else {
+        crate::output::stdout(&table(&doc))?;
+    }
+    Ok(0)
+}

@@ -1,0 +1,245 @@
+//! `iolab lab` end to end: every experiment at smoke scale (records,
+//! figures that parse and carry units, findings), resume after a real
+//! SIGINT, and bad input.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_iolab");
+
+const EXPERIMENTS: [&str; 10] = [
+    "blocksize",
+    "syscalls",
+    "threads",
+    "mt-suite",
+    "latency",
+    "interfaces",
+    "readers",
+    "fault-around",
+    "reasonable",
+    "sys",
+];
+
+fn records(p: &Path) -> Vec<Value> {
+    std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
+}
+
+/// Data points (circles of radius 3) and text of an SVG, which must parse.
+fn svg(p: &Path) -> (usize, Vec<String>) {
+    let s = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let doc = roxmltree::Document::parse(&s).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let points = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("circle") && n.attribute("r") == Some("3"))
+        .count();
+    let texts = doc
+        .descendants()
+        .filter_map(|n| n.text())
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect();
+    (points, texts)
+}
+
+fn figures(out: &Path, stem: &str) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "svg")
+                && p.file_name().unwrap().to_string_lossy().starts_with(stem)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_experiment_runs_at_smoke_scale() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    let data = d.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let o = Command::new(BIN)
+        .args(["lab", "run", "all", "--scale", "smoke", "--dir"])
+        .arg(&data)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stdout}\n{stderr}");
+    // The data files iolab made are removed at exit; nothing else was there.
+    assert_eq!(std::fs::read_dir(&data).unwrap().count(), 0);
+    for name in EXPERIMENTS {
+        let recs = records(&out.join(format!("{name}.jsonl")));
+        assert!(!recs.is_empty(), "{name}: no records");
+        for r in &recs {
+            assert_eq!(r["kind"], "lab");
+            assert_eq!(r["experiment"], name);
+            assert!(r["machine"]["host"].as_str().is_some_and(|h| !h.is_empty()));
+            assert!(r["command"].as_str().unwrap().contains("lab run all"));
+            let samples = r["samples"].as_array().unwrap();
+            assert!(
+                samples.iter().all(|v| v.as_f64().is_some_and(|x| x >= 0.0)),
+                "{name}: {samples:?}"
+            );
+        }
+        // One finding line at least, each with a verdict.
+        let findings: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.starts_with(&format!("finding: {name}:")))
+            .collect();
+        assert!(!findings.is_empty(), "{name}: no finding\n{stdout}");
+        for f in findings {
+            assert!(
+                ["— reproduced", "— not reproduced", "— inconclusive"]
+                    .iter()
+                    .any(|v| f.contains(v)),
+                "{f}"
+            );
+        }
+        let figs = figures(&out, name);
+        assert!(!figs.is_empty(), "{name}: no figure");
+        let mut total = 0;
+        for f in &figs {
+            let (points, texts) = svg(f);
+            assert!(points > 0, "{}: no data points", f.display());
+            total += points;
+            // Axis labels carry units in parentheses.
+            let units = texts
+                .iter()
+                .filter(|t| t.contains('(') && t.ends_with(')'))
+                .count();
+            assert!(
+                units >= 2,
+                "{}: axis labels without units: {texts:?}",
+                f.display()
+            );
+        }
+        // Experiments whose figures show one point per record.
+        let per_record = ["blocksize", "syscalls", "threads", "interfaces", "mt-suite"];
+        if per_record.contains(&name) {
+            assert_eq!(total, recs.len(), "{name}: points vs records");
+        }
+        if name == "latency" {
+            // min, mean, p99, p99.9, max for each block size.
+            assert_eq!(total, 5 * recs.len());
+        }
+    }
+    // Two series (cold, warm) in the block-size figure.
+    let (_, texts) = svg(&out.join("blocksize.svg"));
+    assert!(texts.contains(&"cold cache".to_string()) && texts.contains(&"warm cache".to_string()));
+    // Eight scaling figures for the multithreaded suite.
+    assert_eq!(figures(&out, "mt-suite").len(), 8);
+}
+
+#[test]
+fn an_interrupted_run_resumes_with_the_rest() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    let jsonl = out.join("reasonable.jsonl");
+    let args = |c: &mut Command| {
+        c.args(["lab", "run", "reasonable", "--dir"])
+            .arg(d.path())
+            .arg("--out")
+            .arg(&out);
+    };
+    let mut c = Command::new(BIN);
+    args(&mut c);
+    c.args(["--scale", "quick"]);
+    let mut child = c
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first configuration's record, then Ctrl-C.
+    let t0 = Instant::now();
+    while records(&jsonl).is_empty() {
+        assert!(t0.elapsed() < Duration::from_secs(120), "no record written");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ok = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let st = child.wait().unwrap();
+    let first = records(&jsonl);
+    let total = 4; // block sizes at quick scale
+    assert!(
+        !first.is_empty() && first.len() < total,
+        "interrupted after {} of {total}",
+        first.len()
+    );
+    assert_eq!(st.code(), Some(130));
+    let mut c = Command::new(BIN);
+    args(&mut c);
+    c.args(["--scale", "quick"]);
+    let o = c.output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "resuming: {} configuration(s) already measured, {} to go",
+            first.len(),
+            total - first.len()
+        )),
+        "{stderr}"
+    );
+    let all = records(&jsonl);
+    assert_eq!(all.len(), total, "the second run measured only the rest");
+    let mut keys: Vec<&str> = all.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), total);
+    // The first run's records are untouched, in place.
+    assert_eq!(&all[..first.len()], &first[..]);
+    // --fresh measures everything again (appending, never rewriting).
+    let mut c = Command::new(BIN);
+    args(&mut c);
+    c.args(["--scale", "quick", "--fresh"]);
+    let o = c.output().unwrap();
+    assert!(o.status.success());
+    assert_eq!(records(&jsonl).len(), 2 * total);
+}
+
+#[test]
+fn list_and_bad_names() {
+    let o = Command::new(BIN).args(["lab", "list"]).output().unwrap();
+    assert!(o.status.success());
+    let s = String::from_utf8_lossy(&o.stdout);
+    for n in EXPERIMENTS {
+        assert!(s.lines().any(|l| l.starts_with(n)), "{n} missing:\n{s}");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let o = Command::new(BIN)
+        .args(["lab", "run", "nosuch", "--out"])
+        .arg(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains("unknown experiment 'nosuch'") && e.contains("blocksize"),
+        "{e}"
+    );
+    // --out naming a file is refused before anything runs.
+    let f = d.path().join("f");
+    std::fs::write(&f, b"mine").unwrap();
+    let o = Command::new(BIN)
+        .args(["lab", "run", "syscalls", "--scale", "smoke", "--out"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(std::fs::read(&f).unwrap(), b"mine");
+}

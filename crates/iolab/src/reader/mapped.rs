@@ -1,0 +1,81 @@
+//! `Mapped`: a shared read-only mapping of the whole file; a read is a
+//! copy out of it. The copy is guarded ([`crate::sys::guard`]): if another
+//! process truncates the file, the SIGBUS is turned into a short read and
+//! the rest is read with `pread` (which sees the new end). Bytes beyond the
+//! length mapped at open (the file grew) are read with `pread` too.
+//!
+//! Once one copy has faulted, the file is known to have shrunk and every
+//! later read uses `pread`. Before that, a read that lies wholly inside
+//! the page holding the new end sees zeros past it (the page is still
+//! mapped; only whole pages beyond the end fault): that window is
+//! inherent to mappings.
+
+use super::{Backend, ReadError, Result, Src};
+use crate::sys::{guard, mman::Mapping};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The memory-mapped technique.
+pub(crate) struct Mapped {
+    src: Arc<Src>,
+    /// None on targets without the guard: then every read is a pread.
+    map: Option<Mapping>,
+    /// Set once a copy faulted: the file shrank, use pread from now on.
+    shrunk: AtomicBool,
+}
+
+impl Mapped {
+    pub(crate) fn new(src: Arc<Src>) -> Result<Self> {
+        let len = usize::try_from(src.len).map_err(|_| ReadError::TooLarge {
+            path: src.path.clone(),
+            what: format!("{} bytes cannot be mapped on this machine", src.len),
+        })?;
+        let map = if guard::available() {
+            Some(
+                Mapping::new(&src.file, len).map_err(|e| ReadError::Unsupported {
+                    path: src.path.clone(),
+                    technique: "mapped".into(),
+                    why: e.to_string(),
+                })?,
+            )
+        } else {
+            None
+        };
+        Ok(Mapped {
+            src,
+            map,
+            shrunk: AtomicBool::new(false),
+        })
+    }
+
+    /// The mapping (for residency sampling by `Auto`).
+    pub(crate) fn mapping(&self) -> Option<&Mapping> {
+        self.map.as_ref()
+    }
+}
+
+impl Backend for Mapped {
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
+        let Some(map) = &self.map else {
+            return self.src.pread_full(off, buf);
+        };
+        let mlen = map.len() as u64;
+        if off >= mlen || self.shrunk.load(Ordering::Relaxed) {
+            return self.src.pread_full(off, buf);
+        }
+        let n = buf.len().min((mlen - off) as usize);
+        let copied = guard::guarded_copy(map, off as usize, &mut buf[..n]);
+        if copied < n {
+            self.shrunk.store(true, Ordering::Relaxed);
+        }
+        if copied < n || n < buf.len() {
+            // Truncated under us (copied < n) or asked past the mapped end:
+            // the kernel's pread knows the file's current length.
+            let rest = self
+                .src
+                .pread_full(off + copied as u64, &mut buf[copied..])?;
+            return Ok(copied + rest);
+        }
+        Ok(n)
+    }
+}

@@ -1,0 +1,279 @@
+//! The adaptive policy: a pure function from what is known about one
+//! request to the way to read it, with the reason in words. `Auto` calls
+//! [`decide`] for every request; `IOLAB_TRACE_POLICY=1` logs each decision.
+
+use super::profile::Profile;
+
+/// Everything the policy looks at for one request.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Situation {
+    /// Request size, bytes.
+    pub len: usize,
+    /// Request offset.
+    pub offset: u64,
+    /// File length, bytes.
+    pub file_len: u64,
+    /// This request continues a run of sequential requests (the stream
+    /// detector saw at least two in a row ending where this one starts).
+    pub sequential: bool,
+    /// Fraction of the file read so far (0..=1).
+    pub fraction_read: f64,
+    /// The request re-reads data this reader read before.
+    pub reread: bool,
+    /// Fraction of the file in the page cache (sampled with mincore).
+    pub resident: f64,
+    /// Memory available for the page cache, bytes.
+    pub available: u64,
+    /// Requests in the batch this one came with (1 for `read_at`).
+    pub batch: usize,
+}
+
+/// A way to read one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// Copy from the memory mapping.
+    Mapped,
+    /// One `pread` into the caller's buffer.
+    Pread,
+    /// Through the block cache, with read-ahead.
+    Buffered {
+        /// Block size.
+        block: usize,
+    },
+    /// io_uring, page cache, `depth` pieces in flight.
+    Uring {
+        /// Depth.
+        depth: u32,
+    },
+    /// O_DIRECT (io_uring for batches).
+    Direct,
+}
+
+/// A choice and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// The way to read.
+    pub choice: Choice,
+    /// Why, in a few words.
+    pub reason: &'static str,
+}
+
+fn d(choice: Choice, reason: &'static str) -> Decision {
+    Decision { choice, reason }
+}
+
+/// Residency at or above which a file counts as cached.
+pub const WARM: f64 = 0.9;
+
+/// Decides how to read one request.
+pub fn decide(s: &Situation, p: &Profile) -> Decision {
+    let fits = (s.file_len as f64) <= s.available as f64 * p.fit_fraction;
+    let warm = s.resident >= WARM;
+    let small = s.len <= p.small_max;
+    let large = s.len >= p.seq_block.min(1 << 20) / 4;
+    if s.len == 0 {
+        return d(Choice::Pread, "empty request");
+    }
+    if small && s.sequential {
+        if warm && p.mmap_small_warm {
+            return d(
+                Choice::Mapped,
+                "small sequential reads of a cached file: copy from the mapping",
+            );
+        }
+        return d(
+            Choice::Buffered { block: p.seq_block },
+            "small sequential reads: whole blocks with read-ahead",
+        );
+    }
+    if small {
+        if (warm || s.reread && fits) && p.mmap_small_warm {
+            return d(
+                Choice::Mapped,
+                "small random read of cached data: a copy beats a system call",
+            );
+        }
+        if fits && p.mmap_small_cold && s.fraction_read > super::thesis::LARGER_PORTION {
+            return d(
+                Choice::Mapped,
+                "small random reads over much of a file that fits: the mapping's read-around pays",
+            );
+        }
+        if s.batch > 1 {
+            return d(
+                Choice::Uring {
+                    depth: p.random_depth,
+                },
+                "a batch of small reads of uncached data: keep the device's queue full",
+            );
+        }
+        return d(
+            Choice::Pread,
+            "small random read of uncached data: one pread, no read-around",
+        );
+    }
+    if warm {
+        return d(Choice::Pread, "cached data: one copy out of the page cache");
+    }
+    if large || s.sequential {
+        if p.seq_direct && !fits {
+            return d(
+                Choice::Direct,
+                "large read of uncached data that will not stay cached: O_DIRECT",
+            );
+        }
+        return d(
+            Choice::Uring { depth: p.seq_depth },
+            "large read of uncached data: pieces in flight",
+        );
+    }
+    if s.batch > 1 {
+        return d(
+            Choice::Uring {
+                depth: p.random_depth,
+            },
+            "a batch of medium reads of uncached data: keep the queue full",
+        );
+    }
+    d(Choice::Pread, "medium random read: one pread")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const G: u64 = 1 << 30;
+
+    fn base() -> Situation {
+        Situation {
+            len: 4096,
+            offset: 12345 * 4096,
+            file_len: G,
+            sequential: false,
+            fraction_read: 0.0,
+            reread: false,
+            resident: 0.0,
+            available: 8 * G,
+            batch: 1,
+        }
+    }
+
+    fn tuned() -> Profile {
+        let mut p = Profile::thesis_defaults();
+        p.mmap_small_cold = false;
+        p.seq_direct = true;
+        p.seq_depth = 8;
+        p.random_depth = 32;
+        p
+    }
+
+    #[test]
+    fn crafted_situations() {
+        let p = tuned();
+        let cases: Vec<(Situation, Choice)> = vec![
+            // Small random, cold, alone: pread.
+            (base(), Choice::Pread),
+            // ... in a batch: io_uring at the random depth.
+            (
+                Situation {
+                    batch: 32,
+                    ..base()
+                },
+                Choice::Uring { depth: 32 },
+            ),
+            // Small random, cached: the mapping.
+            (
+                Situation {
+                    resident: 1.0,
+                    ..base()
+                },
+                Choice::Mapped,
+            ),
+            // Small random re-read of a file that fits: the mapping.
+            (
+                Situation {
+                    reread: true,
+                    resident: 0.5,
+                    ..base()
+                },
+                Choice::Mapped,
+            ),
+            // ... of a file that does not fit: not the mapping.
+            (
+                Situation {
+                    reread: true,
+                    resident: 0.5,
+                    available: G / 4,
+                    ..base()
+                },
+                Choice::Pread,
+            ),
+            // Small sequential, cold: the block cache with read-ahead.
+            (
+                Situation {
+                    sequential: true,
+                    ..base()
+                },
+                Choice::Buffered { block: 4 << 20 },
+            ),
+            // Large, cold, fits: io_uring with depth.
+            (
+                Situation {
+                    len: 4 << 20,
+                    ..base()
+                },
+                Choice::Uring { depth: 8 },
+            ),
+            // Large, cold, bigger than memory: O_DIRECT.
+            (
+                Situation {
+                    len: 4 << 20,
+                    file_len: 64 * G,
+                    ..base()
+                },
+                Choice::Direct,
+            ),
+            // Large, cached: one pread.
+            (
+                Situation {
+                    len: 4 << 20,
+                    resident: 0.95,
+                    ..base()
+                },
+                Choice::Pread,
+            ),
+            // Medium random, cold, alone: pread.
+            (
+                Situation {
+                    len: 128 << 10,
+                    ..base()
+                },
+                Choice::Pread,
+            ),
+            // Empty.
+            (Situation { len: 0, ..base() }, Choice::Pread),
+        ];
+        for (s, want) in cases {
+            assert_eq!(decide(&s, &p).choice, want, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn defaults_follow_the_thesis() {
+        let p = Profile::thesis_defaults();
+        // Small random over most of a file that fits: mapped, cold or not.
+        let s = Situation {
+            fraction_read: 0.5,
+            ..base()
+        };
+        assert_eq!(decide(&s, &p).choice, Choice::Mapped);
+        // Large: 4 MiB pieces, no O_DIRECT.
+        let s = Situation {
+            len: 8 << 20,
+            file_len: 64 * G,
+            ..base()
+        };
+        assert_eq!(decide(&s, &p).choice, Choice::Uring { depth: 4 });
+        assert!(!decide(&s, &p).reason.is_empty());
+    }
+}

@@ -1,0 +1,21 @@
+//! `Stream`: one `pread` per request, straight into the caller's buffer.
+
+use super::{Backend, Result, Src};
+use std::sync::Arc;
+
+/// The plainest technique: what `std::fs::File::read_at` gives.
+pub(crate) struct Stream {
+    src: Arc<Src>,
+}
+
+impl Stream {
+    pub(crate) fn new(src: Arc<Src>) -> Self {
+        Stream { src }
+    }
+}
+
+impl Backend for Stream {
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
+        self.src.pread_full(off, buf)
+    }
+}
