@@ -36,7 +36,9 @@ fn check_in_process(c: &Case) -> (i32, String) {
         Some(Cmd::Xor(a)) => crate::cmd::xor::check(&a),
         Some(Cmd::Survey(a)) => crate::cmd::survey::check(&a),
         None => crate::cmd::survey::check(&cli.survey),
-        Some(Cmd::Sys(_)) => return (-1, "sys: checked by running the binary".into()),
+        // The other commands check their values as they run: the binary
+        // sample covers them.
+        Some(_) => return (-1, "checked by running the binary".into()),
     };
     match res {
         Ok(()) => (0, String::new()),

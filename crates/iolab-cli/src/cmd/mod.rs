@@ -1,11 +1,11 @@
 //! The subcommands, one file each.
 
 pub mod bench;
+pub mod fio;
+pub mod lab;
+pub mod limits;
 pub mod record;
 pub mod replay;
-pub mod lab;
-pub mod fio;
-pub mod limits;
 pub mod survey;
 pub mod sys;
 pub mod trace;
