@@ -192,6 +192,19 @@ pub fn corpus(paths: &Paths, value_flags: &dyn Fn(&str) -> Vec<String>) -> Vec<C
                 v.push(mk(&["sys", "getpid"], flag, &[]));
             }
         }
+        // Commands that read an input file whole (binary sample only).
+        for (pre, names) in [
+            (&["replay"][..], "replay"),
+            (&["fio"][..], "job file"),
+            (&["record", "--from-strace"][..], "--from-strace"),
+        ] {
+            let mut args: Vec<OsString> = pre.iter().map(OsString::from).collect();
+            args.push(p.clone());
+            v.push(Case {
+                args,
+                names: names.into(),
+            });
+        }
         v.push(Case {
             args: vec!["xor".into(), p.clone()],
             names: if p.is_empty() { "FILE" } else { "xor" }.into(),

@@ -106,7 +106,8 @@ fn main() -> ExitCode {
         Err(e) => {
             let code = exit_code(&e);
             // After Ctrl-C an interrupted call's error is expected, not news.
-            if code != 130 && cleanup::signal_status().is_none() {
+            // A closed stdout (`| head`) is not an error either.
+            if code != 130 && code != 0 && cleanup::signal_status().is_none() {
                 eprintln!("error: {}", one_line(&e));
             }
             code

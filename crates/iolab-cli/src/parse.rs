@@ -33,6 +33,18 @@ pub fn count(s: &str) -> Result<u64, String> {
         .map_err(|_| format!("'{s}' is not a count (e.g. 1000, 10k)"))
 }
 
+/// Parses `--serve [ADDR:]PORT`: a bare port listens on 127.0.0.1 only
+/// (this machine); an address such as `0.0.0.0:PORT` exposes it.
+pub fn listen_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    let t = s.trim();
+    if let Ok(port) = t.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    t.parse().map_err(|_| {
+        format!("'{s}' is not [ADDR:]PORT (e.g. 7777 for this machine only, 0.0.0.0:7777 for all)")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,6 +56,15 @@ mod tests {
         assert_eq!(size("2g"), Ok(2 << 30));
         assert_eq!(size("512"), Ok(512));
         assert!(size("lots").unwrap_err().contains("not a size"));
+    }
+
+    #[test]
+    fn listen_addresses_default_to_loopback() {
+        assert_eq!(listen_addr("7777").unwrap().to_string(), "127.0.0.1:7777");
+        assert_eq!(listen_addr("0.0.0.0:80").unwrap().to_string(), "0.0.0.0:80");
+        assert_eq!(listen_addr("[::1]:9").unwrap().to_string(), "[::1]:9");
+        assert!(listen_addr("70000").is_err());
+        assert!(listen_addr("host").is_err());
     }
 
     #[test]

@@ -121,6 +121,104 @@ fn eio_is_reported_with_file_and_offset_by_every_engine() {
 }
 
 #[test]
+fn eio_continue_on_error_counts_and_without_it_partial_results_are_kept() {
+    let m = mount_or_skip!(
+        "eio_continue_on_error_counts_and_without_it_partial_results_are_kept",
+        vec![FaultFile::new("eio", 4 * MIB, 1).with(eio(true))]
+    );
+    let f = m.path("eio");
+    let d = tempfile::tempdir().unwrap();
+    // --continue-on-error: every other op is measured, the failed one is
+    // counted with its file and offset, and the run succeeds.
+    for engine in ["pread", "uring"] {
+        let o = run(
+            &[
+                "bench",
+                "--file",
+                s(&f),
+                "--engine",
+                engine,
+                "--cache",
+                "as-is",
+                "--json",
+                "--continue-on-error",
+            ],
+            "continue on error",
+        );
+        assert_eq!(o.status.code(), Some(0), "{engine}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let r = &v["records"][0]["runs"][0];
+        assert_eq!(r["errors"], 1, "{engine}: {r}");
+        assert_eq!(r["ops"], 4 * MIB / 4096 - 1, "{engine}");
+        assert_eq!(r["bytes"], 4 * MIB - 4096, "{engine}");
+        let first = r["first_errors"][0].as_str().unwrap_or_default();
+        assert!(
+            first.contains(&format!("offset {EIO_AT} of {}", f.display())),
+            "{engine}: {first}"
+        );
+    }
+    // Without it: the run stops at the error, exits 1, and what it measured
+    // before (the first MiB) is still printed and written.
+    let jsonl = d.path().join("runs.jsonl");
+    let o = run(
+        &[
+            "bench",
+            "--file",
+            s(&f),
+            "--cache",
+            "as-is",
+            "--jsonl",
+            s(&jsonl),
+        ],
+        "stop at the first error",
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("throughput"));
+    let line = std::fs::read_to_string(&jsonl).unwrap();
+    let v: serde_json::Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    assert_eq!(v["runs"][0]["bytes"], EIO_AT, "{line}");
+}
+
+#[test]
+fn a_stall_longer_than_op_timeout_names_the_op() {
+    let m = mount_or_skip!(
+        "a_stall_longer_than_op_timeout_names_the_op",
+        vec![FaultFile::new("stall", MIB, 9).with(Faults {
+            stall: Some((0..4096, Duration::from_secs(60))),
+            direct_io: true,
+            ..Faults::default()
+        })]
+    );
+    let f = m.path("stall");
+    let t = Instant::now();
+    let o = run(
+        &[
+            "bench",
+            "--file",
+            s(&f),
+            "--cache",
+            "as-is",
+            "--op-timeout",
+            "300ms",
+        ],
+        "op timeout",
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = error_lines(&o);
+    assert_eq!(err.len(), 1, "{err:?}");
+    assert!(
+        err[0].contains(&format!("offset 0 of {}", f.display())) && err[0].contains("--op-timeout"),
+        "{err:?}"
+    );
+    // The stall lasts a minute: the run did not wait it out.
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        t.elapsed()
+    );
+}
+
+#[test]
 fn short_reads_are_completed_never_counted_as_full_blocks() {
     let short = Faults {
         short_read: Some(1000),

@@ -174,6 +174,13 @@ impl Reader {
         // Each file starts outside any job; its globals apply to its own jobs.
         self.in_job = false;
         self.globals.clear();
+        // Not opened unless regular: opening a FIFO blocks for a writer.
+        if let Ok(m) = std::fs::metadata(path) {
+            if !m.is_file() {
+                return Err(Loc::new(path.display().to_string(), 0)
+                    .err("not a regular file; name a job file".to_string()));
+            }
+        }
         let text = std::fs::read_to_string(path).map_err(|e| {
             Loc::new(path.display().to_string(), 0).err(format!("cannot read the job file: {e}"))
         })?;

@@ -14,6 +14,7 @@ pub mod faults;
 pub mod fsys;
 pub mod memory;
 pub mod net;
+pub mod net_server;
 pub mod record;
 pub mod tasks;
 pub mod timing;

@@ -8,12 +8,13 @@
 //! message size u32 LE, count u64 LE). Mode 0 echoes messages of that size
 //! until EOF; mode 1 reads `count` bytes and answers one byte. A
 //! connection closed before its header is simply dropped (connect tests).
-//! UDP datagrams to the same port are echoed.
+//! UDP datagrams to the same port are echoed. The server is in
+//! [`super::net_server`].
 
 use super::{io_err, Config, Entry, Point, Result, Series, SysError};
 use crate::stats::Stats;
-use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs, UdpSocket};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -30,75 +31,9 @@ fn header(mode: u32, size: u32, count: u64) -> [u8; 16] {
     h
 }
 
-fn handle(mut s: TcpStream) {
-    let _ = s.set_nonblocking(false);
-    let _ = s.set_nodelay(true);
-    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-    let mut h = [0u8; 16];
-    if s.read_exact(&mut h).is_err() {
-        return;
-    }
-    let mode = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
-    let size = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
-    let count = u64::from_le_bytes([h[8], h[9], h[10], h[11], h[12], h[13], h[14], h[15]]);
-    match mode {
-        MODE_ECHO if size > 0 && size <= 1 << 24 => {
-            let mut buf = vec![0u8; size];
-            while s.read_exact(&mut buf).is_ok() {
-                if s.write_all(&buf).is_err() {
-                    return;
-                }
-            }
-        }
-        MODE_SINK => {
-            let mut buf = vec![0u8; 1 << 17];
-            let mut left = count;
-            while left > 0 {
-                match s.read(&mut buf) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => left = left.saturating_sub(n as u64),
-                }
-            }
-            let _ = s.write_all(&[1]);
-        }
-        _ => {}
-    }
-}
-
-/// Serves the other end of the network tests on `addr` (TCP, and UDP on
-/// the same port) until `stop` is set. Calls `ready` with the bound TCP
-/// address once listening. Connections are served one at a time.
-pub fn serve(addr: SocketAddr, stop: &AtomicBool, ready: &mut dyn FnMut(SocketAddr)) -> Result<()> {
-    let listener = TcpListener::bind(addr).map_err(io_err(format!("listen on {addr}")))?;
-    let bound = listener.local_addr().map_err(io_err("local address"))?;
-    let udp = UdpSocket::bind(bound).map_err(io_err(format!("bind UDP {bound}")))?;
-    udp.set_read_timeout(Some(Duration::from_millis(50)))
-        .map_err(io_err("UDP timeout"))?;
-    listener
-        .set_nonblocking(true)
-        .map_err(io_err("non-blocking listener"))?;
-    ready(bound);
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let mut buf = vec![0u8; 65_536];
-            while !stop.load(Ordering::Relaxed) {
-                if let Ok((n, from)) = udp.recv_from(&mut buf) {
-                    let _ = udp.send_to(&buf[..n], from);
-                }
-            }
-        });
-        while !stop.load(Ordering::Relaxed) {
-            match listener.accept() {
-                Ok((c, _)) => handle(c),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    std::thread::sleep(Duration::from_micros(200))
-                }
-                Err(_) => std::thread::sleep(Duration::from_millis(1)),
-            }
-        }
-    });
-    Ok(())
-}
+/// The server: see [`super::net_server`] (concurrent, bounded, with
+/// timeouts; every byte from the network is treated as untrusted).
+pub use super::net_server::serve;
 
 /// Where the server is, and how to describe it.
 struct Peer {

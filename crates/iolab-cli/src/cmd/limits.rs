@@ -96,3 +96,29 @@ pub fn check_creatable(flag: &str, p: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+/// An input file a command reads whole (a trace, a log): it must exist and
+/// be a regular file, checked without opening it (opening a FIFO blocks
+/// until someone writes to it).
+pub fn check_input_file(what: &str, p: &Path) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let m = std::fs::metadata(p).map_err(|e| usage(format!("{what} {}: {e}", p.display())))?;
+    let t = m.file_type();
+    let kind = if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        return Ok(());
+    };
+    Err(usage(format!(
+        "{what} {}: not a regular file ({kind}); name a file",
+        p.display()
+    )))
+}

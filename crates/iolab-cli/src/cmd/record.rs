@@ -61,6 +61,9 @@ pub fn summary(t: &Trace) -> String {
 
 /// Runs `iolab record`.
 pub fn run(a: &RecordArgs, _stop: &AtomicBool) -> Result<i32> {
+    if let Some(p) = &a.from_strace {
+        super::limits::check_input_file("--from-strace", p)?;
+    }
     let mut out = OutputTarget::check("-o", &a.output, a.overwrite, Mode::Replace, &[])?;
     let (t, status) = match (&a.from_strace, a.program.is_empty()) {
         (Some(_), false) => {

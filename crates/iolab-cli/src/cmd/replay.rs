@@ -230,6 +230,7 @@ fn csv(d: &Doc) -> Result<Vec<u8>> {
 
 /// Runs `iolab replay`.
 pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
+    super::limits::check_input_file("replay", &a.trace)?;
     let threads = match a.threads.as_str() {
         "recorded" | "as-recorded" => Threads::Recorded,
         n => match n.parse::<usize>() {

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Arguments of `iolab sys`.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  iolab sys --quick\n  iolab sys list\n  iolab sys getpid fork mem_latency --json\n  iolab sys net --serve 7777        (on the other machine)\n  iolab sys net --connect host:7777"
+    after_help = "Examples:\n  iolab sys --quick\n  iolab sys list\n  iolab sys getpid fork mem_latency --json\n  iolab sys net --serve 0.0.0.0:7777   (on the other machine)\n  iolab sys net --connect host:7777"
 )]
 pub struct SysArgs {
     /// Measurements or groups to run (default: all); `list` prints them.
@@ -33,9 +33,10 @@ pub struct SysArgs {
     /// Directory for temporary files (a hidden temp dir is made inside) [default: .].
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Serve the network tests' other end on PORT (all addresses) until Ctrl-C.
-    #[arg(long, value_name = "PORT", conflicts_with = "connect")]
-    pub serve: Option<u16>,
+    /// Serve the network tests' other end until Ctrl-C on [ADDR:]PORT: a
+    /// bare PORT listens on 127.0.0.1 only; 0.0.0.0:PORT exposes it.
+    #[arg(long, value_name = "[ADDR:]PORT", conflicts_with = "connect", value_parser = crate::parse::listen_addr)]
+    pub serve: Option<std::net::SocketAddr>,
     /// Run the network tests against `iolab sys net --serve` at HOST:PORT.
     #[arg(long, value_name = "HOST:PORT")]
     pub connect: Option<String>,
@@ -57,7 +58,7 @@ pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
     }
     let net_only = args.names.is_empty() || args.names.iter().all(|n| n == "net");
     if args.serve.is_some() && !net_only {
-        return bad("--serve runs only the network tests: use `iolab sys net --serve PORT`");
+        return bad("--serve runs only the network tests: use `iolab sys net --serve [ADDR:]PORT`");
     }
     if args.connect.is_some() && !net_only {
         return bad(
@@ -104,8 +105,8 @@ pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
         dir: dir.clone(),
         stop,
     };
-    if let Some(port) = args.serve {
-        return serve(port, stop);
+    if let Some(addr) = args.serve {
+        return serve(addr, stop);
     }
     let mut report = SysReport {
         schema_version: SCHEMA_VERSION,
@@ -221,15 +222,14 @@ impl SysOut {
     }
 }
 
-fn serve(port: u16, stop: &AtomicBool) -> anyhow::Result<i32> {
-    let addr = std::net::SocketAddr::from(([0, 0, 0, 0], port));
+fn serve(addr: std::net::SocketAddr, stop: &AtomicBool) -> anyhow::Result<i32> {
     let r = net::serve(addr, stop, &mut |a| {
         eprintln!("iolab sys: serving TCP and UDP on {a}; Ctrl-C to stop")
     });
     match r {
         Ok(()) => Ok(130),
         Err(e) => {
-            eprintln!("iolab sys: --serve {port}: {e}");
+            eprintln!("iolab sys: --serve {addr}: {e}");
             Ok(1)
         }
     }

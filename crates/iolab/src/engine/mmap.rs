@@ -58,35 +58,48 @@ impl SyncIo for MmapIo {
         buf: &mut [u8],
         off: u64,
     ) -> Result<usize, Errno> {
-        let touch = self.touch;
-        let page = self.page;
-        let mut sink = 0u64;
-        let res = self.maps[fi].read_guarded(&ef.file, |map| {
-            let start = (off as usize).min(map.len());
-            let end = (start + buf.len()).min(map.len());
-            let src = &map[start..end];
-            if touch {
-                let mut p = 0;
-                while p < src.len() {
-                    // A volatile-like read: black_box stops the load from being elided.
-                    sink = sink.wrapping_add(std::hint::black_box(src[p]) as u64);
-                    p += page - ((start + p) % page);
+        let map = &self.maps[fi];
+        let start = (off as usize).min(map.len());
+        let end = (start + buf.len()).min(map.len());
+        let n = end - start;
+        // Copies go through the reading library's guarded copy (sys::guard):
+        // a page the file system cannot supply ends the copy early instead
+        // of killing the process with SIGBUS.
+        let guarded = crate::sys::guard::available();
+        let copied = if self.touch {
+            let mut p = 0;
+            let mut s = 0u64;
+            let mut byte = [0u8; 1];
+            while p < n {
+                if guarded {
+                    if crate::sys::guard::guarded_copy(map, start + p, &mut byte) == 0 {
+                        break;
+                    }
+                } else {
+                    byte[0] = map.bytes()[start + p];
                 }
-            } else {
-                buf[..src.len()].copy_from_slice(src);
+                // black_box stops the touch from being elided.
+                s = s.wrapping_add(std::hint::black_box(byte[0]) as u64);
+                p += self.page - ((start + p) % self.page);
             }
-            src.len()
-        });
-        self.sink = self.sink.wrapping_add(sink);
-        match res {
-            Ok(n) => Ok(n),
-            // The page could not be read: past the file's end now (it shrank
-            // after it was mapped) the read is short; otherwise it is EIO,
-            // as read(2) would have said. Never SIGBUS.
-            Err(at) => match ef.file.metadata() {
-                Ok(m) if m.len() <= at => Ok(at.saturating_sub(off) as usize),
-                _ => Err(Errno(libc::EIO)),
-            },
+            self.sink = self.sink.wrapping_add(s);
+            p.min(n)
+        } else if guarded {
+            crate::sys::guard::guarded_copy(map, start, &mut buf[..n])
+        } else {
+            buf[..n].copy_from_slice(&map.bytes()[start..end]);
+            n
+        };
+        if copied == n {
+            return Ok(n);
+        }
+        // A page could not be read: past the file's end now (it shrank after
+        // it was mapped) the read is short; otherwise it is EIO, as read(2)
+        // would have said.
+        let at = (start + copied) as u64;
+        match ef.file.metadata() {
+            Ok(m) if m.len() <= at => Ok(copied),
+            _ => Err(Errno(libc::EIO)),
         }
     }
     fn write(&mut self, _: usize, _: &EngineFile, _: &[u8], _: u64) -> Result<usize, Errno> {

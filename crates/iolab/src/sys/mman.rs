@@ -78,39 +78,6 @@ impl Mapping {
         self.len
     }
 
-    /// Copies `dst.len()` bytes from offset `off` of the mapping (or calls
-    /// `touch` on them), surviving a page the file system cannot supply:
-    /// `Err(offset)` names the first bad byte, and that page is mapped from
-    /// `file` again so a later read meets the file, not zeros.
-    pub(crate) fn read_guarded<R>(
-        &self,
-        file: &impl AsRawFd,
-        f: impl FnOnce(&[u8]) -> R,
-    ) -> std::result::Result<R, u64> {
-        let bytes = self.bytes();
-        match super::sigbus::guarded(self.ptr, self.len, || f(bytes)) {
-            Ok(r) => Ok(r),
-            Err(at) => {
-                let page = page_size();
-                let p = at & !(page - 1);
-                // SAFETY: the page lies inside our live mapping (the handler
-                // checked); mapping the file's page over it again restores
-                // what `new` made there.
-                unsafe {
-                    libc::mmap(
-                        self.ptr.add(p).cast(),
-                        page,
-                        libc::PROT_READ,
-                        libc::MAP_FIXED | libc::MAP_SHARED,
-                        file.as_raw_fd(),
-                        p as libc::off_t,
-                    )
-                };
-                Err(at as u64)
-            }
-        }
-    }
-
     /// Applies access advice to the whole mapping.
     pub(crate) fn advise(&self, a: Advice) -> Result<()> {
         if self.len == 0 {

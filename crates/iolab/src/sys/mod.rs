@@ -9,5 +9,4 @@ pub(crate) mod mman;
 pub(crate) mod proc;
 pub(crate) mod ring;
 pub(crate) mod rusage;
-pub(crate) mod sigbus;
 pub(crate) mod signal;
