@@ -99,6 +99,7 @@ pub struct OffsetGen {
     perm: Permutation,
     pass: u64,
     seed: u64,
+    place: Option<crate::ranks::RankPlace>,
 }
 
 impl OffsetGen {
@@ -114,7 +115,16 @@ impl OffsetGen {
             perm: Permutation::new(blocks.max(1), seed),
             pass: 0,
             seed,
+            place: None,
         }
+    }
+
+    /// Maps every offset into this rank's part of a shared file (IOR's
+    /// segmented or strided layouts); offsets are generated over the rank's
+    /// own bytes, `0..place.rank_bytes()`.
+    pub fn with_place(mut self, place: Option<crate::ranks::RankPlace>) -> Self {
+        self.place = place.filter(|p| p.layout.shared());
+        self
     }
 
     /// Blocks in this generator's range (one pass).
@@ -148,7 +158,11 @@ impl OffsetGen {
                 }
             }
         };
-        (self.first + b) * self.bs
+        let off = (self.first + b) * self.bs;
+        match &self.place {
+            Some(p) => p.map(off),
+            None => off,
+        }
     }
 
     /// A random number for the read/write choice of mixed workloads.

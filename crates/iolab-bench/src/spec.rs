@@ -187,6 +187,10 @@ pub struct WorkloadSpec {
     /// it, ns (None: no limit).
     #[serde(default)]
     pub op_timeout_ns: Option<u64>,
+    /// Under MPI: this rank's place among the ranks and how they share the
+    /// data (None: a single process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<crate::ranks::RankPlace>,
 }
 
 impl Default for WorkloadSpec {
@@ -216,6 +220,7 @@ impl Default for WorkloadSpec {
             verify: false,
             continue_on_error: false,
             op_timeout_ns: None,
+            place: None,
         }
     }
 }

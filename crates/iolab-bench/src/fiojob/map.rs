@@ -742,6 +742,7 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         verify: false,
         continue_on_error,
         op_timeout_ns: None,
+        place: None,
     };
     let spec_check = crate::prepare::validate(&spec);
     if let Err(e) = spec_check {

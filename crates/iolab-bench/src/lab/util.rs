@@ -38,6 +38,7 @@ pub(crate) fn spec(file: &Path, size: u64) -> WorkloadSpec {
         verify: false,
         continue_on_error: false,
         op_timeout_ns: None,
+        place: None,
     }
 }
 

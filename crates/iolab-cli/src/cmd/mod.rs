@@ -4,6 +4,7 @@ pub mod bench;
 pub mod fio;
 pub mod lab;
 pub mod limits;
+pub mod ranks;
 pub mod record;
 pub mod replay;
 pub mod survey;
