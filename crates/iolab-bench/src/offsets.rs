@@ -108,6 +108,7 @@ pub struct OffsetGen {
     pass: u64,
     seed: u64,
     skew: Option<crate::skew::SkewGen>,
+    place: Option<crate::ranks::RankPlace>,
 }
 
 impl OffsetGen {
@@ -127,7 +128,16 @@ impl OffsetGen {
                 AccessPattern::Skewed(k) => Some(crate::skew::SkewGen::new(k, blocks.max(1), seed)),
                 _ => None,
             },
+            place: None,
         }
+    }
+
+    /// Maps every offset into this rank's part of a shared file (IOR's
+    /// segmented or strided layouts); offsets are generated over the rank's
+    /// own bytes, `0..place.rank_bytes()`.
+    pub fn with_place(mut self, place: Option<crate::ranks::RankPlace>) -> Self {
+        self.place = place.filter(|p| p.layout.shared());
+        self
     }
 
     /// The next byte offset. Sequential and shuffled orders start a new
@@ -160,7 +170,11 @@ impl OffsetGen {
                 }
             }
         };
-        (self.first + b) * self.bs
+        let off = (self.first + b) * self.bs;
+        match &self.place {
+            Some(p) => p.map(off),
+            None => off,
+        }
     }
 
     /// A random number for the read/write choice of mixed workloads.

@@ -212,6 +212,10 @@ pub struct WorkloadSpec {
     /// (fio's `thinktime`). None: no pause.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinktime_ns: Option<u64>,
+    /// Under MPI: this rank's place among the ranks and how they share the
+    /// data (None: a single process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<crate::ranks::RankPlace>,
 }
 
 impl Default for WorkloadSpec {
@@ -243,6 +247,7 @@ impl Default for WorkloadSpec {
             op_timeout_ns: None,
             rate_iops: None,
             thinktime_ns: None,
+            place: None,
         }
     }
 }

@@ -76,7 +76,10 @@ fn main() -> ExitCode {
                     e.exit();
                 }
             }
-            eprintln!("{line}");
+            // Under mpirun every rank finds the same bad input: rank 0 says it.
+            if iolab_bench::ranks::launched_rank().unwrap_or(0) == 0 {
+                eprintln!("{line}");
+            }
             return ExitCode::from(2);
         }
     };
@@ -121,7 +124,7 @@ fn main() -> ExitCode {
 }
 
 /// The error and its causes on one line.
-fn one_line(e: &anyhow::Error) -> String {
+pub(crate) fn one_line(e: &anyhow::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     for c in e.chain() {
         let s = c.to_string();
@@ -133,7 +136,7 @@ fn one_line(e: &anyhow::Error) -> String {
 }
 
 /// Maps an error to the exit status.
-fn exit_code(e: &anyhow::Error) -> i32 {
+pub(crate) fn exit_code(e: &anyhow::Error) -> i32 {
     for c in e.chain() {
         if let Some(b) = c.downcast_ref::<iolab_bench::BenchError>() {
             return b.exit_code();

@@ -763,6 +763,7 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         op_timeout_ns: None,
         rate_iops,
         thinktime_ns,
+        place: None,
     };
     let spec_check = crate::prepare::validate(&spec);
     if let Err(e) = spec_check {

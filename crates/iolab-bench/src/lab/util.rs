@@ -40,6 +40,7 @@ pub(crate) fn spec(file: &Path, size: u64) -> WorkloadSpec {
         op_timeout_ns: None,
         rate_iops: None,
         thinktime_ns: None,
+        place: None,
     }
 }
 

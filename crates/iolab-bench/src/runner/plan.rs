@@ -26,6 +26,11 @@ pub(super) struct Plan {
 /// Splits `spec` over its workers; `size` is the bytes of each file in use.
 pub(super) fn plans(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<Vec<Plan>> {
     let w = spec.workers() as u64;
+    // A rank of a shared file works over its own bytes, mapped into the file.
+    let size = match &spec.place {
+        Some(p) if p.layout.shared() => p.rank_bytes(),
+        _ => size,
+    };
     let blocks = size / spec.bs;
     let total_ops = match (spec.stop.ops, spec.stop.bytes, spec.stop.time_ns) {
         (Some(o), _, _) => Some(o),
@@ -63,7 +68,7 @@ pub(super) fn plans(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<V
             worker: t as u32,
             file_idx,
             path: prep.files[file_idx].path.clone(),
-            gen: OffsetGen::new(spec.pattern, first, count, spec.bs, seed),
+            gen: OffsetGen::new(spec.pattern, first, count, spec.bs, seed).with_place(spec.place),
             budget,
             pattern: prep.files[file_idx].pattern,
         });

@@ -41,7 +41,7 @@ pub enum OpArg {
 }
 
 /// Arguments of `iolab bench`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
     /// Engine(s): read, pread, preadv2, stream, mmap, uring, libaio, posixaio, threadpool, null.
     #[arg(long, value_delimiter = ',', default_value = "pread", value_parser = engine)]
@@ -198,6 +198,9 @@ pub struct BenchArgs {
     /// Outputs: --json, --jsonl, --csv, --overwrite.
     #[command(flatten)]
     pub out: output::flags::OutputArgs,
+    /// Multi-rank runs under mpirun: --layout, --region, --segments, ...
+    #[command(flatten)]
+    pub ranks: super::ranks::RankArgs,
 }
 
 fn check_flags(a: &BenchArgs) -> Result<()> {
@@ -335,6 +338,7 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
                                     .thinktime
                                     .map(|t| t.as_nanos() as u64)
                                     .filter(|t| *t > 0),
+                                place: None,
                             });
                         }
                     }
@@ -489,6 +493,18 @@ pub(crate) struct Plan {
     targets: Option<output::flags::Targets>,
 }
 
+impl Plan {
+    /// The valid configurations.
+    pub(crate) fn specs(&self) -> &[WorkloadSpec] {
+        &self.all
+    }
+
+    /// The checked output files (None with --print-fio or --fio-job).
+    pub(crate) fn into_targets(self) -> Option<output::flags::Targets> {
+        self.targets
+    }
+}
+
 /// Checks `a` and plans the run (see [`Plan`]).
 pub(crate) fn plan(a: &BenchArgs) -> Result<Plan> {
     check_flags(a)?;
@@ -540,6 +556,9 @@ pub(crate) fn plan(a: &BenchArgs) -> Result<Plan> {
 // Long on purpose: the command's outline, from flags to printed table;
 // each step is a call into a named function.
 pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
+    if let Some(code) = super::ranks::maybe_run(a, stop)? {
+        return Ok(code);
+    }
     let Plan {
         temp,
         file,

@@ -6,6 +6,7 @@ pub mod fio;
 pub mod lab;
 pub mod limits;
 pub mod mixed;
+pub mod ranks;
 pub mod record;
 pub mod replay;
 pub mod session;

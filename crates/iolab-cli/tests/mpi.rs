@@ -1,0 +1,342 @@
+//! Multi-rank runs under a real `mpirun` (Open MPI) on this host: aggregate
+//! bytes, the shared-file layouts read every byte once (verified against
+//! the pattern), merged latency, the deadline, and failures that end every
+//! rank instead of hanging. Needs the `mpi` feature, which
+//! `cargo test --workspace` turns on (crates/iolab-mpi-tests).
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_iolab");
+
+/// Whether this test can run; otherwise fail under CI, else say why.
+fn ready(test: &str) -> bool {
+    let why = if !iolab_bench::ranks::MPI_BUILT {
+        "iolab built without the mpi feature"
+    } else if Command::new("mpirun").arg("--version").output().is_err() {
+        "mpirun not found (scripts/setup.sh installs openmpi-bin)"
+    } else {
+        return true;
+    };
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{test}: required: {why}");
+    }
+    eprintln!("SKIPPED: {test}: {why}");
+    false
+}
+
+fn mpirun(n: u32, args: &[&str]) -> Command {
+    let mut c = Command::new("mpirun");
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl", "self,vader")
+        .args(["--oversubscribe", "-n", &n.to_string(), BIN, "bench"])
+        .args(args);
+    c
+}
+
+fn run(n: u32, args: &[&str]) -> Output {
+    mpirun(n, args).output().expect("mpirun runs")
+}
+
+fn json_of(o: &Output) -> Value {
+    assert!(
+        o.status.success(),
+        "status {:?}\nstderr: {}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    // Exactly one document, from rank 0.
+    let docs: Vec<&str> = text.lines().filter(|l| l.starts_with('{')).collect();
+    assert_eq!(docs.len(), 1, "one record from rank 0 only: {text}");
+    serde_json::from_str(docs[0]).unwrap()
+}
+
+fn path(d: &Path, name: &str) -> String {
+    d.join(name).to_string_lossy().into_owned()
+}
+
+#[test]
+fn file_per_rank_aggregates_every_ranks_bytes() {
+    if !ready("file_per_rank_aggregates_every_ranks_bytes") {
+        return;
+    }
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = path(d.path(), "data.{rank}");
+    let v = json_of(&run(
+        2,
+        &[
+            "--file", &f, "--size", "8m", "--bs", "64k", "--verify", "--cache", "cold", "--json",
+        ],
+    ));
+    let per: Vec<&Value> = v["per_rank"].as_array().unwrap().iter().collect();
+    assert_eq!(per.len(), 2);
+    let sum: u64 = per
+        .iter()
+        .map(|r| r["metrics"]["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(v["aggregate"]["bytes"].as_u64().unwrap(), sum);
+    assert_eq!(sum, 2 * (8 << 20));
+    let ops: u64 = per
+        .iter()
+        .map(|r| r["metrics"]["ops"].as_u64().unwrap())
+        .sum();
+    // Latency of all ops: the merged histogram counts every rank's ops, and
+    // its extremes are the ranks' extremes.
+    let lat = &v["aggregate"]["latency"];
+    assert_eq!(lat["count"].as_u64().unwrap(), ops);
+    let min = per
+        .iter()
+        .map(|r| r["metrics"]["latency"]["min_ns"].as_u64().unwrap())
+        .min();
+    let max = per
+        .iter()
+        .map(|r| r["metrics"]["latency"]["max_ns"].as_u64().unwrap())
+        .max();
+    assert_eq!(lat["min_ns"].as_u64(), min);
+    assert_eq!(lat["max_ns"].as_u64(), max);
+    // Cold on every rank, and the record says how resident each was.
+    for r in &per {
+        assert!(r["resident_before"].as_f64().unwrap() < 0.05, "{r}");
+    }
+    assert!(d.path().join("data.0").exists() && d.path().join("data.1").exists());
+    assert!(v["mpi_library"].as_str().unwrap().contains("Open MPI"));
+}
+
+#[test]
+fn a_shared_file_is_read_once_in_both_layouts() {
+    if !ready("a_shared_file_is_read_once_in_both_layouts") {
+        return;
+    }
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for layout in ["segmented", "strided"] {
+        let f = path(d.path(), &format!("shared.{layout}"));
+        let v = json_of(&run(
+            4,
+            &[
+                "--file",
+                &f,
+                "--size",
+                "16m",
+                "--bs",
+                "16k",
+                "--layout",
+                layout,
+                "--segments",
+                "2",
+                "--verify",
+                "--json",
+            ],
+        ));
+        // 4 ranks × 2 segments × 2 MiB = the whole file, each block once
+        // (a byte read twice or missed would change the op count; a block
+        // read at the wrong place fails --verify).
+        let a = &v["aggregate"];
+        assert_eq!(a["bytes"].as_u64().unwrap(), 16 << 20, "{layout}");
+        assert_eq!(
+            a["ops"].as_u64().unwrap(),
+            (16 << 20) / (16 << 10),
+            "{layout}"
+        );
+        assert_eq!(a["errors"].as_u64().unwrap(), 0);
+        for r in v["per_rank"].as_array().unwrap() {
+            assert_eq!(r["metrics"]["bytes"].as_u64().unwrap(), 4 << 20, "{layout}");
+        }
+        assert_eq!(v["spec"]["place"]["layout"], layout);
+        assert_eq!(std::fs::metadata(&f).unwrap().len(), 16 << 20);
+    }
+}
+
+#[test]
+fn the_deadline_stops_every_rank() {
+    if !ready("the_deadline_stops_every_rank") {
+        return;
+    }
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = path(d.path(), "data.{rank}");
+    let v = json_of(&run(
+        2,
+        &[
+            "--file",
+            &f,
+            "--size",
+            "64m",
+            "--bs",
+            "4k",
+            "--pattern",
+            "rand",
+            "--time",
+            "60s",
+            "--deadline",
+            "400ms",
+            "--cache",
+            "warm",
+            "--json",
+        ],
+    ));
+    for r in v["per_rank"].as_array().unwrap() {
+        let dur = r["metrics"]["duration_ns"].as_u64().unwrap();
+        let slowest_op = r["metrics"]["latency"]["max_ns"].as_u64().unwrap();
+        // Stopped at the deadline, within one op (the check runs after each
+        // completion), never at the 60 s limit.
+        assert!(dur >= 400_000_000, "{dur}");
+        assert!(
+            dur <= 400_000_000 + 2 * slowest_op + 1_000_000,
+            "{dur} {slowest_op}"
+        );
+    }
+}
+
+#[test]
+fn ranks_that_disagree_are_refused_before_any_io() {
+    if !ready("ranks_that_disagree_are_refused_before_any_io") {
+        return;
+    }
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = path(d.path(), "data.{rank}");
+    let o = Command::new("mpirun")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .args([
+            "--oversubscribe",
+            "-n",
+            "1",
+            BIN,
+            "bench",
+            "--file",
+            &f,
+            "--size",
+            "1m",
+            "--bs",
+            "4k",
+        ])
+        .args([
+            ":", "-n", "1", BIN, "bench", "--file", &f, "--size", "1m", "--bs", "8k",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("rank 1 differs from rank 0") && err.contains("4k vs 8k"),
+        "{err}"
+    );
+    assert!(!d.path().join("data.0").exists(), "no I/O before agreement");
+}
+
+#[test]
+fn bad_input_is_reported_once() {
+    if !ready("bad_input_is_reported_once") {
+        return;
+    }
+    let o = run(3, &["--bs", "nope"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let ours: Vec<&str> = err.lines().filter(|l| l.contains("--bs")).collect();
+    assert_eq!(ours.len(), 1, "{err}");
+    let o = run(2, &["--layout", "segmented", "--size", "1m"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains("--file")).count(),
+        1,
+        "{err}"
+    );
+}
+
+#[test]
+fn a_failing_rank_names_itself_and_ends_the_run() {
+    if !ready("a_failing_rank_names_itself_and_ends_the_run") {
+        return;
+    }
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Rank 1's file is one it may not read: it fails at open; rank 0 would
+    // otherwise wait for it in a barrier.
+    std::fs::write(d.path().join("data.1"), vec![0u8; 1 << 20]).unwrap();
+    let f = path(d.path(), "data.{rank}");
+    let t = Instant::now();
+    let o = run(2, &["--file", &f, "--size", "1m", "--bs", "4k", "--verify"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(60));
+    assert!(err.contains("rank 1 on "), "{err}");
+}
+
+#[test]
+fn a_killed_rank_ends_the_others() {
+    if !ready("a_killed_rank_ends_the_others") {
+        return;
+    }
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = path(d.path(), "data.{rank}");
+    let mut child = mpirun(
+        2,
+        &[
+            "--file",
+            &f,
+            "--size",
+            "16m",
+            "--bs",
+            "4k",
+            "--pattern",
+            "rand",
+            "--time",
+            "60s",
+            "--cache",
+            "warm",
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Wait until both ranks run, then kill one.
+    let t = Instant::now();
+    let victim = loop {
+        let out = Command::new("pgrep")
+            .args(["-f", "-n", &format!("{BIN} bench")])
+            .output()
+            .unwrap();
+        let pids: Vec<i32> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if d.path().join("data.1").exists()
+            && !pids.is_empty()
+            && t.elapsed() > Duration::from_secs(2)
+        {
+            break pids[0];
+        }
+        assert!(t.elapsed() < Duration::from_secs(60), "ranks never started");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::process::Command::new("kill")
+        .args(["-9", &victim.to_string()])
+        .status()
+        .unwrap();
+    let killed = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            killed.elapsed() < Duration::from_secs(30),
+            "the other rank hung"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut err = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(!status.success());
+    // Open MPI's launcher names the rank that died.
+    assert!(err.contains("rank"), "{err}");
+}
