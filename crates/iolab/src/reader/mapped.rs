@@ -1,8 +1,7 @@
 //! `Mapped`: a shared read-only mapping of the whole file; a read is a
-//! copy out of it. The copy is guarded by the one SIGBUS mechanism of the
-//! crate (`sys::sigbus`, which the benchmark's `mmap` engine uses too): if
-//! another process truncates the file, the fault is turned into a short
-//! copy and the rest is read with `pread` (which sees the new end). Bytes beyond the
+//! copy out of it. The copy is guarded ([`crate::sys::guard`]): if another
+//! process truncates the file, the SIGBUS is turned into a short read and
+//! the rest is read with `pread` (which sees the new end). Bytes beyond the
 //! length mapped at open (the file grew) are read with `pread` too.
 //!
 //! Once one copy has faulted, the file is known to have shrunk and every
@@ -12,14 +11,14 @@
 //! inherent to mappings.
 
 use super::{Backend, ReadError, Result, Src};
-use crate::sys::mman::Mapping;
+use crate::sys::{guard, mman::Mapping};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The memory-mapped technique.
 pub(crate) struct Mapped {
     src: Arc<Src>,
-    /// None only for an empty file.
+    /// None on targets without the guard: then every read is a pread.
     map: Option<Mapping>,
     /// Set once a copy faulted: the file shrank, use pread from now on.
     shrunk: AtomicBool,
@@ -31,13 +30,17 @@ impl Mapped {
             path: src.path.clone(),
             what: format!("{} bytes cannot be mapped on this machine", src.len),
         })?;
-        let map = Some(
-            Mapping::new(&src.file, len).map_err(|e| ReadError::Unsupported {
-                path: src.path.clone(),
-                technique: "mapped".into(),
-                why: e.to_string(),
-            })?,
-        );
+        let map = if guard::available() {
+            Some(
+                Mapping::new(&src.file, len).map_err(|e| ReadError::Unsupported {
+                    path: src.path.clone(),
+                    technique: "mapped".into(),
+                    why: e.to_string(),
+                })?,
+            )
+        } else {
+            None
+        };
         Ok(Mapped {
             src,
             map,
@@ -61,17 +64,10 @@ impl Backend for Mapped {
             return self.src.pread_full(off, buf);
         }
         let n = buf.len().min((mlen - off) as usize);
-        let start = off as usize;
-        let dst = &mut buf[..n];
-        let copied = match map.read_guarded(&self.src.file, |bytes| {
-            dst.copy_from_slice(&bytes[start..start + n])
-        }) {
-            Ok(()) => n,
-            Err(at) => {
-                self.shrunk.store(true, Ordering::Relaxed);
-                (at as usize).saturating_sub(start).min(n)
-            }
-        };
+        let copied = guard::guarded_copy(map, off as usize, &mut buf[..n]);
+        if copied < n {
+            self.shrunk.store(true, Ordering::Relaxed);
+        }
         if copied < n || n < buf.len() {
             // Truncated under us (copied < n) or asked past the mapped end:
             // the kernel's pread knows the file's current length.

@@ -73,6 +73,11 @@ impl Mapping {
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
+    /// Start of the mapping (for guarded copies that may fault).
+    pub(crate) fn ptr(&self) -> *const u8 {
+        self.ptr
+    }
+
     /// Length of the mapping in bytes.
     pub(crate) fn len(&self) -> usize {
         self.len

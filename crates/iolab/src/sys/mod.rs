@@ -4,6 +4,7 @@
 
 pub(crate) mod alloc;
 pub(crate) mod fs;
+pub(crate) mod guard;
 pub(crate) mod hugebuf;
 pub(crate) mod mman;
 pub(crate) mod proc;
