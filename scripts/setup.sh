@@ -13,6 +13,12 @@ command -v strace >/dev/null 2>&1 || need+=(strace)
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 [ -e /usr/include/fuse3/fuse.h ] || need+=(libfuse3-dev)
+# MPI scale-out (`cargo test --workspace` builds the `mpi` feature): Open MPI
+# to build against and to launch ranks, libclang for rsmpi's bindings.
+command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
+[ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || [ -e /usr/include/mpi.h ] \
+  || dpkg -s libopenmpi-dev >/dev/null 2>&1 || need+=(libopenmpi-dev)
+dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need[*]}" >&2

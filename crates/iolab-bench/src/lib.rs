@@ -16,6 +16,7 @@ pub mod lab;
 pub mod metrics;
 pub mod offsets;
 pub mod prepare;
+pub mod ranks;
 pub mod record;
 pub mod residency;
 pub mod runner;

@@ -75,6 +75,30 @@ pub fn advise(file: &File, hint: crate::engine::AccessHint) -> Result<()> {
     fs::fadvise(file, advice)
 }
 
+/// Measures residency of `len` bytes of `path` from `offset` (rounded out to
+/// whole pages) with mincore: one rank's region of a shared file, say.
+pub fn residency_range(path: &Path, offset: u64, len: u64) -> Result<Residency> {
+    let page = crate::sys::mman::page_size() as u64;
+    let start = offset / page * page;
+    let f = File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    let m = Mapping::new_at(&f, start, (offset + len - start) as usize)?;
+    let (r, t) = m.residency()?;
+    Ok(Residency {
+        resident_pages: r,
+        total_pages: t,
+    })
+}
+
+/// Evicts `len` bytes of `path` from `offset`: writes back the file's dirty
+/// pages, then drops the range's clean ones (POSIX_FADV_DONTNEED), leaving
+/// the rest of the file's cache alone. Check with [`residency_range`].
+pub fn evict_range(path: &Path, offset: u64, len: u64) -> Result<()> {
+    let f = File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    f.sync_data()
+        .map_err(|e| Error::io(format!("fdatasync {}", path.display()), e))?;
+    fs::fadvise_range(&f, offset, len, libc::POSIX_FADV_DONTNEED)
+}
+
 /// Drops the whole page cache, dentries and inodes (root only): `sync`, then
 /// `3 > /proc/sys/vm/drop_caches`.
 pub fn drop_caches() -> Result<()> {

@@ -25,15 +25,21 @@ pub(crate) fn fadvise(file: &impl AsRawFd, advice: libc::c_int) -> Result<()> {
     Ok(())
 }
 
-/// posix_fadvise over `len` bytes from `off` (0 len: to the end).
+/// posix_fadvise over `len` bytes from `offset` (a length of 0 means to the
+/// end of the file).
 pub(crate) fn fadvise_range(
     file: &impl AsRawFd,
-    off: u64,
+    offset: u64,
     len: u64,
     advice: libc::c_int,
 ) -> Result<()> {
+    let (Ok(o), Ok(l)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Err(Error::Invalid(format!(
+            "range {offset}+{len} does not fit a file offset"
+        )));
+    };
     // SAFETY: no memory is passed; the fd is valid while borrowed.
-    let r = unsafe { libc::posix_fadvise(file.as_raw_fd(), off as i64, len as i64, advice) };
+    let r = unsafe { libc::posix_fadvise(file.as_raw_fd(), o, l, advice) };
     if r != 0 {
         return Err(Error::io(
             "posix_fadvise",

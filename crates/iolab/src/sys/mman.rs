@@ -27,6 +27,20 @@ impl Mapping {
     /// Maps `len` bytes of `file` read-only and shared. `len` of zero gives an
     /// empty mapping without a system call.
     pub(crate) fn new(file: &impl AsRawFd, len: usize) -> Result<Self> {
+        Self::new_at(file, 0, len)
+    }
+
+    /// Maps `len` bytes of `file` from `offset`, which must be a multiple of
+    /// the page size (mmap's rule), read-only and shared.
+    pub(crate) fn new_at(file: &impl AsRawFd, offset: u64, len: usize) -> Result<Self> {
+        let Ok(off) = libc::off_t::try_from(offset) else {
+            return Err(Error::Invalid(format!("offset {offset} does not fit")));
+        };
+        if offset % page_size() as u64 != 0 {
+            return Err(Error::Invalid(format!(
+                "mapping offset {offset} is not a multiple of the page size"
+            )));
+        }
         if len == 0 {
             return Ok(Mapping {
                 ptr: std::ptr::NonNull::dangling().as_ptr(),
@@ -42,7 +56,7 @@ impl Mapping {
                 libc::PROT_READ,
                 libc::MAP_SHARED,
                 file.as_raw_fd(),
-                0,
+                off,
             )
         };
         if p == libc::MAP_FAILED {
