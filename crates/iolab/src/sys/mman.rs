@@ -36,7 +36,7 @@ impl Mapping {
         let Ok(off) = libc::off_t::try_from(offset) else {
             return Err(Error::Invalid(format!("offset {offset} does not fit")));
         };
-        if offset % page_size() as u64 != 0 {
+        if !offset.is_multiple_of(page_size() as u64) {
             return Err(Error::Invalid(format!(
                 "mapping offset {offset} is not a multiple of the page size"
             )));
