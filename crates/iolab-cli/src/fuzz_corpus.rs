@@ -200,6 +200,15 @@ pub fn corpus(paths: &Paths, value_flags: &dyn Fn(&str) -> Vec<String>) -> Vec<C
         ] {
             let mut args: Vec<OsString> = pre.iter().map(OsString::from).collect();
             args.push(p.clone());
+            // An empty name: clap names the missing argument (<TRACE>). A
+            // job file's errors name it by its path ("x.fio:3: ...", "job
+            // file x.fio: no such file").
+            let lossy = p.to_string_lossy().into_owned();
+            let names = match (names, p.is_empty()) {
+                ("replay", true) => "TRACE".to_string(),
+                ("job file", false) => lossy,
+                (n, _) => n.to_string(),
+            };
             v.push(Case {
                 args,
                 names: names.into(),

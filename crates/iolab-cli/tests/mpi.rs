@@ -181,7 +181,7 @@ fn the_deadline_stops_every_rank() {
         let dur = r["metrics"]["duration_ns"].as_u64().unwrap();
         let slowest_op = r["metrics"]["latency"]["max_ns"].as_u64().unwrap();
         // Stopped at the deadline, within one op (the check runs after each
-        // completion), never at the 60 s limit.
+        // completion), long before the billion ops asked for.
         assert!(dur >= 400_000_000, "{dur}");
         assert!(
             dur <= 400_000_000 + 2 * slowest_op + 1_000_000,
@@ -293,11 +293,12 @@ fn a_killed_rank_ends_the_others() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    // Wait until both ranks run, then kill one.
+    // Wait until both ranks (mpirun's children: this test's own ranks, not
+    // those of tests running beside it) run, then kill one.
     let t = Instant::now();
     let victim = loop {
         let out = Command::new("pgrep")
-            .args(["-f", "-n", &format!("{BIN} bench")])
+            .args(["-P", &child.id().to_string()])
             .output()
             .unwrap();
         let pids: Vec<i32> = String::from_utf8_lossy(&out.stdout)
@@ -305,10 +306,10 @@ fn a_killed_rank_ends_the_others() {
             .filter_map(|p| p.parse().ok())
             .collect();
         if d.path().join("data.1").exists()
-            && !pids.is_empty()
+            && pids.len() >= 2
             && t.elapsed() > Duration::from_secs(2)
         {
-            break pids[0];
+            break pids[pids.len() - 1];
         }
         assert!(t.elapsed() < Duration::from_secs(60), "ranks never started");
         std::thread::sleep(Duration::from_millis(100));

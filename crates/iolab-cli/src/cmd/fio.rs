@@ -36,9 +36,10 @@ pub struct FioArgs {
     #[arg(
         trailing_var_arg = true,
         allow_hyphen_values = true,
-        value_name = "JOBFILE|--OPTION"
+        value_name = "JOBFILE|--OPTION",
+        value_parser = clap::value_parser!(std::ffi::OsString)
     )]
-    pub args: Vec<String>,
+    pub args: Vec<std::ffi::OsString>,
 }
 
 /// fio's output formats.
@@ -63,7 +64,20 @@ struct Cli {
     output: Option<PathBuf>,
 }
 
-fn split(args: &[String]) -> Result<Cli> {
+fn split(args: &[std::ffi::OsString]) -> Result<Cli> {
+    // fio's job files and options are text: a name that is not UTF-8 is
+    // refused here, naming it, rather than by clap without a name.
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| {
+            a.to_str().map(str::to_string).ok_or_else(|| {
+                super::usage(format!(
+                    "job file or option {}: not valid UTF-8 (give fio job files and options as text)",
+                    a.to_string_lossy()
+                ))
+            })
+        })
+        .collect::<Result<_>>()?;
     let mut c = Cli::default();
     let mut it = args.iter().peekable();
     while let Some(a) = it.next() {
@@ -425,8 +439,8 @@ fn log_names(j: &FioJob) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
+    fn s(v: &[&str]) -> Vec<std::ffi::OsString> {
+        v.iter().map(std::ffi::OsString::from).collect()
     }
 
     #[test]
@@ -444,7 +458,7 @@ mod tests {
         .unwrap();
         assert_eq!(c.formats, vec![Format::JsonPlus]);
         assert_eq!(c.files, vec![PathBuf::from("a.fio")]);
-        assert_eq!(c.options, s(&["--name=x", "--bs=4k"]));
+        assert_eq!(c.options, vec!["--name=x", "--bs=4k"]);
         assert_eq!(c.output, Some(PathBuf::from("o.json")));
         assert!(c.lenient && !c.parse_only);
         assert!(split(&s(&["--output-format=xml"])).is_err());
