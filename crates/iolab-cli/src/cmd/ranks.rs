@@ -123,6 +123,9 @@ pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool) -> Result<Option<i32>> {
         if world.is_root() {
             eprintln!("error: {e}");
         }
+        // Nobody leaves before rank 0 has said it: the launcher ends every
+        // rank as soon as one exits with an error.
+        world.barrier();
         return Ok(Some(2));
     }
     // Bad input: each rank finds the same problem and rank 0 says it once;
@@ -132,12 +135,20 @@ pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool) -> Result<Option<i32>> {
     let any_failed = world.all_max_u64(u64::from(planned.is_err())) != 0;
     let (spec, targets) = match planned {
         Ok(p) if !any_failed => p,
-        Ok(_) => return Ok(Some(2)),
-        Err(e) if world.is_root() => return Err(e),
+        Ok(_) => {
+            world.barrier();
+            return Ok(Some(2));
+        }
         Err(e) => {
-            if !root_failed {
+            // Said once (by rank 0, or by the ranks whose own input alone
+            // was bad), before anyone exits: the launcher ends every rank
+            // as soon as one exits with an error.
+            if world.is_root() {
+                eprintln!("error: {}", crate::one_line(&e));
+            } else if !root_failed {
                 eprintln!("iolab: rank {rank} on {host}: {}", crate::one_line(&e));
             }
+            world.barrier();
             return Ok(Some(crate::exit_code(&e)));
         }
     };
