@@ -209,10 +209,7 @@ pub fn corpus(paths: &Paths, value_flags: &dyn Fn(&str) -> Vec<String>) -> Vec<C
                 ("job file", false) => lossy,
                 (n, _) => n.to_string(),
             };
-            v.push(Case {
-                args,
-                names: names.into(),
-            });
+            v.push(Case { args, names });
         }
         v.push(Case {
             args: vec!["xor".into(), p.clone()],
