@@ -14,6 +14,10 @@ use iolab::os::{IoThreadsCpu, Usage};
 pub struct WorkerCpu {
     thread0: Usage,
     io0: IoThreadsCpu,
+    /// Whether the worker's engine has io_uring kernel threads to look for
+    /// (finding them reads every thread's `comm`: with hundreds of workers
+    /// that scan, done by each, cost seconds, so other engines skip it).
+    io: bool,
 }
 
 /// What one worker's meter read over the measured phase.
@@ -26,23 +30,33 @@ pub struct WorkerCpuOut {
 }
 
 impl WorkerCpu {
-    /// Starts measuring the calling (worker) thread and its kernel threads.
-    pub fn start() -> Self {
+    /// Starts measuring the calling (worker) thread and, when `io_uring`,
+    /// its rings' kernel threads.
+    pub fn start(io_uring: bool) -> Self {
         WorkerCpu {
             thread0: Usage::thread_now(),
-            io0: IoThreadsCpu::now(),
+            io0: if io_uring {
+                IoThreadsCpu::now()
+            } else {
+                IoThreadsCpu::default()
+            },
+            io: io_uring,
         }
     }
 
     /// Starts again (the measured phase begins after the ramp).
     pub fn restart(&mut self) {
-        *self = Self::start();
+        *self = Self::start(self.io);
     }
 
     /// Reads the meter; call on the worker thread before its engine (and
     /// so its kernel threads) goes away.
     pub fn finish(&self) -> WorkerCpuOut {
-        let io = IoThreadsCpu::now();
+        let io = if self.io {
+            IoThreadsCpu::now()
+        } else {
+            IoThreadsCpu::default()
+        };
         WorkerCpuOut {
             submit: Usage::thread_now().since(&self.thread0),
             kernel_ns: io.total_ns().saturating_sub(self.io0.total_ns()),

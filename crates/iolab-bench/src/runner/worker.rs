@@ -237,7 +237,7 @@ impl<'a> Worker<'a> {
             sqpoll0: (measuring && spec.engine_opts.uring.sqpoll)
                 .then(|| iolab::os::sqpoll_cpu_ns().unwrap_or(0)),
             usage_at_start: None,
-            cpu: crate::cpu::WorkerCpu::start(),
+            cpu: crate::cpu::WorkerCpu::start(spec.engine == iolab::engine::EngineKind::Uring),
             pace: Pace::of(spec),
         }
     }
