@@ -8,18 +8,7 @@ use iolab_bench::devstat::{device_name_of, Snapshot};
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::AtomicBool;
 
-/// Local stand-in for `iolab::require!` (not on main yet).
-macro_rules! require {
-    ($cond:expr, $why:expr) => {
-        if !$cond {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!("required under CI: {}", $why);
-            }
-            eprintln!("SKIPPED: {}: {}", module_path!(), $why);
-            return;
-        }
-    };
-}
+use iolab::require;
 
 #[test]
 fn o_direct_reads_move_the_sector_counter_by_at_least_their_size() {
@@ -49,7 +38,7 @@ fn o_direct_reads_move_the_sector_counter_by_at_least_their_size() {
     ) {
         Ok(f) => f,
         Err(e) => {
-            require!(false, format!("O_DIRECT refused here: {e}"));
+            require!(false, "O_DIRECT refused here: {e}");
             unreachable!()
         }
     };

@@ -14,19 +14,7 @@ use std::sync::atomic::AtomicBool;
 
 const SIZE: u64 = 8 << 20;
 
-/// Skips a test that cannot run here: fails under `CI=true`, else says why
-/// on stderr (a local stand-in for `iolab::require!` until it is on main).
-macro_rules! require {
-    ($cond:expr, $why:expr) => {
-        if !$cond {
-            if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("required: {}", $why);
-            }
-            eprintln!("SKIPPED: {}: {}", module_path!(), $why);
-            return;
-        }
-    };
-}
+use iolab::require;
 
 fn spec(file: &Path, engine: EngineKind, pattern: AccessPattern) -> WorkloadSpec {
     WorkloadSpec {
@@ -165,7 +153,7 @@ fn cpu_is_split_into_submitting_helper_and_kernel_threads() {
     let m = match try_run(&u, &p) {
         Ok(m) => m,
         Err(e) => {
-            require!(false, format!("SQPOLL unavailable: {e}"));
+            require!(false, "SQPOLL unavailable: {e}");
             unreachable!()
         }
     };

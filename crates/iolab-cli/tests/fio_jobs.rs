@@ -8,20 +8,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// Skips a test whose tool is missing: fails under CI=true, else prints
-/// `SKIPPED: <test>: <reason>` (a local stand-in for `iolab::require!`,
-/// which is not on main yet).
-macro_rules! require {
-    ($cond:expr, $test:expr, $why:expr) => {
-        if !$cond {
-            if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("{}: {}", $test, $why);
-            }
-            eprintln!("SKIPPED: {}: {}", $test, $why);
-            return;
-        }
-    };
-}
+use iolab::require;
 
 fn has(tool: &str) -> bool {
     Command::new("sh")
@@ -256,6 +243,7 @@ fn json_of(o: &Output, who: &str) -> serde_json::Value {
 fn json_keys_match_fio_s_for_the_same_job_and_fio_s_tools_read_them() {
     require!(
         has("fio"),
+        "{}: {}",
         "json_keys_match_fio",
         "fio is not installed (scripts/setup.sh)"
     );
@@ -320,6 +308,7 @@ fn json_keys_match_fio_s_for_the_same_job_and_fio_s_tools_read_them() {
     // fio_jsonplus_clat2csv: same columns for both.
     require!(
         has("fio_jsonplus_clat2csv"),
+        "{}: {}",
         "json_keys_match_fio",
         "fio_jsonplus_clat2csv missing"
     );
@@ -347,6 +336,7 @@ fn json_keys_match_fio_s_for_the_same_job_and_fio_s_tools_read_them() {
 fn logs_are_read_by_fio2gnuplot() {
     require!(
         has("fio2gnuplot"),
+        "{}: {}",
         "logs_are_read_by_fio2gnuplot",
         "fio2gnuplot is not installed (scripts/setup.sh)"
     );

@@ -17,19 +17,7 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// Skips a test that cannot run here: fails under `CI=true`, else says why
-/// on stderr (a local stand-in for `iolab::require!` until it is on main).
-macro_rules! require {
-    ($cond:expr, $why:expr) => {
-        if !$cond {
-            if std::env::var("CI").is_ok_and(|v| v == "true") {
-                panic!("required: {}", $why);
-            }
-            eprintln!("SKIPPED: {}: {}", module_path!(), $why);
-            return;
-        }
-    };
-}
+use iolab::require;
 
 fn have_fio() -> bool {
     Command::new("fio")
@@ -206,7 +194,7 @@ fn sqpoll_cpu_total_is_marked_not_comparable() {
     let err = String::from_utf8_lossy(&o.stderr);
     require!(
         o.status.success() || !err.contains("SQPOLL"),
-        format!("SQPOLL unavailable: {err}")
+        "SQPOLL unavailable: {err}"
     );
     assert!(o.status.success(), "{o:?}");
     let t = stdout(&o);

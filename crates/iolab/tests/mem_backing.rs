@@ -8,19 +8,7 @@ use iolab::mem::MemKind;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 
-/// Local stand-in for `iolab::require!` (not on main yet): skip with a
-/// note, or fail under CI=true.
-macro_rules! require {
-    ($cond:expr, $why:expr) => {
-        if !$cond {
-            if std::env::var("CI").as_deref() == Ok("true") {
-                panic!("required under CI: {}", $why);
-            }
-            eprintln!("SKIPPED: {}: {}", module_path!(), $why);
-            return;
-        }
-    };
-}
+use iolab::require;
 
 fn read_u64(f: &mut File, index: u64) -> Option<u64> {
     let mut b = [0u8; 8];

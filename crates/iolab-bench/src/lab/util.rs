@@ -4,9 +4,8 @@
 use super::figure::{bytes, num};
 use super::record::LabRecord;
 use super::{Config, Ctx, Measured, Work};
-use crate::spec::{AccessPattern, CacheMode, OpMix, StopRule, WorkloadSpec};
+use crate::spec::{CacheMode, WorkloadSpec};
 use crate::stats::Stats;
-use iolab::engine::{EngineKind, EngineOpts};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -16,31 +15,10 @@ pub(crate) const MIB: u64 = 1024 * 1024;
 /// A single-thread buffered sequential pread of the whole file, cold.
 pub(crate) fn spec(file: &Path, size: u64) -> WorkloadSpec {
     WorkloadSpec {
-        engine: EngineKind::Pread,
-        op: OpMix::Read,
-        pattern: AccessPattern::Seq,
-        bs: 4096,
-        qd: 1,
-        batch_submit: 1,
-        batch_complete: 1,
-        threads: 1,
-        file_per_thread: false,
         file: file.to_path_buf(),
         file_size: size,
-        direct: false,
         cache: CacheMode::Cold,
-        drop_caches: false,
-        engine_opts: EngineOpts::default(),
-        stop: StopRule::default(),
-        ramp_ns: 0,
-        interval_ns: None,
-        seed: 42,
-        verify: false,
-        continue_on_error: false,
-        op_timeout_ns: None,
-        rate_iops: None,
-        thinktime_ns: None,
-        place: None,
+        ..WorkloadSpec::default()
     }
 }
 
