@@ -17,6 +17,51 @@ pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_TRACKED_NS, 3).expect("valid histogram bounds")
 }
 
+/// Latency by direction (reads \[0\], writes \[1\]) and, when the submit
+/// call was timed, its two parts: what fio's output reports apart (a mixed
+/// job's read and write sides; slat, clat and lat of asynchronous engines).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LatSplit {
+    /// lat: from the submit call to the completion (slat + clat when the
+    /// submit call is timed).
+    pub lat: [Histogram<u64>; 2],
+    /// slat (the submit call, a batch's time divided evenly among its ops)
+    /// and clat (end of the submit call to completion); None when the submit
+    /// call was not timed (synchronous engines, or not asked).
+    pub parts: Option<[[Histogram<u64>; 2]; 2]>,
+}
+
+impl LatSplit {
+    /// Empty histograms; `timed`: with slat and clat.
+    pub fn new(timed: bool) -> Self {
+        let two = || [new_histogram(), new_histogram()];
+        LatSplit {
+            lat: two(),
+            parts: timed.then(|| [two(), two()]),
+        }
+    }
+
+    /// Every histogram, for resets and merges.
+    fn all(&mut self) -> impl Iterator<Item = &mut Histogram<u64>> {
+        self.lat
+            .iter_mut()
+            .chain(self.parts.iter_mut().flatten().flatten())
+    }
+
+    /// Forgets what was recorded (the ramp is not measured).
+    pub fn reset(&mut self) {
+        self.all().for_each(|h| h.reset());
+    }
+
+    /// Adds another worker's split to this one.
+    pub fn add(&mut self, o: &LatSplit) {
+        let theirs = o.lat.iter().chain(o.parts.iter().flatten().flatten());
+        for (a, b) in self.all().zip(theirs) {
+            let _ = a.add(b);
+        }
+    }
+}
+
 /// Latency percentiles of a run, ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencySummary {

@@ -96,6 +96,10 @@ pub struct RunMetrics {
     /// json+ bins); not serialised, the summary above is.
     #[serde(skip)]
     pub latency_hist: Option<hdrhistogram::Histogram<u64>>,
+    /// Latency by direction and (when the submit call was timed) slat and
+    /// clat; None unless the job is mixed or asked for slat. Not serialised.
+    #[serde(skip)]
+    pub lat_split: Option<crate::metrics::LatSplit>,
     /// The memory the buffers got (`--mem`), summed over workers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem: Option<iolab::mem::Backing>,

@@ -212,6 +212,11 @@ pub struct WorkloadSpec {
     /// (fio's `thinktime`). None: no pause.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinktime_ns: Option<u64>,
+    /// Time the submit call apart (fio's slat, with `disable_slat=0`): one
+    /// more clock read per submit call, and submit and wait in separate
+    /// calls. Only asynchronous engines have a submit call to time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub time_submit: bool,
     /// Under MPI: this rank's place among the ranks and how they share the
     /// data (None: a single process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -247,6 +252,7 @@ impl Default for WorkloadSpec {
             op_timeout_ns: None,
             rate_iops: None,
             thinktime_ns: None,
+            time_submit: false,
             place: None,
         }
     }

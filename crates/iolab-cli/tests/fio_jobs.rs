@@ -459,3 +459,128 @@ fn rate_and_thinktime_pace_submission() {
     );
     assert_eq!(v["records"][0]["spec"]["thinktime_ns"], 5_000_000);
 }
+
+/// One direction's (N, mean) of slat, clat and lat, and its total_ios.
+fn lat_triple(v: &serde_json::Value, dir: &str) -> (u64, [(u64, f64); 3]) {
+    let s = &v["jobs"][0][dir];
+    let one = |k: &str| {
+        (
+            s[k]["N"].as_u64().unwrap(),
+            s[k]["mean"].as_f64().unwrap_or(0.0),
+        )
+    };
+    (
+        s["total_ios"].as_u64().unwrap(),
+        [one("slat_ns"), one("clat_ns"), one("lat_ns")],
+    )
+}
+
+#[test]
+fn async_engines_split_slat_and_clat_per_direction_when_asked() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let job = |engine: &str, slat: &str| {
+        format!("[global]\nfilename=data\nsize=2m\nbs=4k\nrw=randrw\nrwmixread=60\nioengine={engine}\niodepth=8\niodepth_batch_submit=4\n{slat}\n[j]\n")
+    };
+    let mut ran = 0;
+    for engine in ["io_uring", "libaio"] {
+        write(
+            p,
+            "s.fio",
+            &job(engine, "disable_slat=0\nslat_percentiles=1"),
+        );
+        let o = iolab(&["fio", "--output-format=json+", "s.fio"], p);
+        if !o.status.success() && text(&o.stderr).contains("not supported") {
+            eprintln!("{engine}: {}", text(&o.stderr));
+            continue;
+        }
+        ran += 1;
+        let v = json_of(&o, engine);
+        let mut total = 0;
+        for dir in ["read", "write"] {
+            let (ios, [slat, clat, lat]) = lat_triple(&v, dir);
+            assert!(ios > 0, "{engine} {dir}: no ios");
+            total += ios;
+            // Every op of this direction, and only those, in each histogram.
+            assert_eq!((slat.0, clat.0, lat.0), (ios, ios, ios), "{engine} {dir}");
+            // lat = slat + clat per op, so for the means (each within the
+            // histograms' 0.1 %).
+            let sum = slat.1 + clat.1;
+            assert!(
+                (sum - lat.1).abs() <= 0.002 * lat.1 + 2.0,
+                "{engine} {dir}: slat {} + clat {} != lat {}",
+                slat.1,
+                clat.1,
+                lat.1
+            );
+            assert!(slat.1 > 0.0 && clat.1 > 0.0, "{engine} {dir}");
+            let s = &v["jobs"][0][dir];
+            assert!(s["slat_ns"]["percentile"].is_object(), "{engine} {dir}");
+            assert!(s["slat_ns"]["bins"].is_object(), "{engine} {dir}");
+            assert!(s["clat_ns"]["bins"].is_object(), "{engine} {dir}");
+        }
+        assert_eq!(total, 512, "{engine}: 2 MiB of 4 KiB ops");
+        // Reads and writes are different histograms.
+        assert_ne!(
+            v["jobs"][0]["read"]["clat_ns"]["bins"],
+            v["jobs"][0]["write"]["clat_ns"]["bins"]
+        );
+        // The normal output prints all three per direction.
+        let o = iolab(&["fio", "s.fio"], p);
+        let t = text(&o.stdout);
+        for l in [
+            "    slat (",
+            "    clat (",
+            "     lat (",
+            "    slat percentiles",
+        ] {
+            assert_eq!(t.matches(l).count(), 2, "{engine}: {l}\n{t}");
+        }
+        // Without disable_slat=0 the submit call is not timed: slat and
+        // clat are empty, lat is every op.
+        write(p, "n.fio", &job(engine, ""));
+        let v = json_of(&iolab(&["fio", "--output-format=json", "n.fio"], p), engine);
+        let (ios, [slat, clat, lat]) = lat_triple(&v, "write");
+        assert_eq!((slat.0, clat.0, lat.0), (0, 0, ios), "{engine} untimed");
+    }
+    require!(
+        ran > 0,
+        "{}: {}",
+        "async_engines_split_slat_and_clat",
+        "neither io_uring nor libaio runs here"
+    );
+    // fio's own JSON of the same job has the same slat/clat/lat keys per direction.
+    require!(
+        has("fio"),
+        "{}: {}",
+        "async_engines_split_slat_and_clat",
+        "fio is not installed (scripts/setup.sh)"
+    );
+    write(
+        p,
+        "s.fio",
+        &job("libaio", "disable_slat=0\nslat_percentiles=1"),
+    );
+    let ours = json_of(
+        &iolab(&["fio", "--output-format=json+", "s.fio"], p),
+        "iolab",
+    );
+    let fio = Command::new("fio")
+        .args(["--output-format=json+", "s.fio"])
+        .current_dir(p)
+        .output()
+        .unwrap();
+    let theirs = json_of(&fio, "fio");
+    let lat_keys = |v: &serde_json::Value| {
+        let mut k = BTreeSet::new();
+        keys(&v["jobs"], "jobs", &mut k);
+        k.into_iter()
+            .filter(|k| k.contains("lat_ns"))
+            .collect::<BTreeSet<_>>()
+    };
+    assert_eq!(lat_keys(&ours), lat_keys(&theirs));
+    for dir in ["read", "write"] {
+        let (ios, [slat, clat, _]) = lat_triple(&theirs, dir);
+        assert_eq!((slat.0, clat.0), (ios, ios), "fio {dir}: the reference");
+    }
+}

@@ -6,9 +6,10 @@
 //!
 //! Latency: for synchronous engines the measured time is the whole call,
 //! fio's clat (and lat); for asynchronous ones it is from the submit call
-//! to the completion, fio's lat, and clat is left empty (`N: 0`) because
-//! slat is not timed separately. Reads and writes of a mixed job share one
-//! histogram in iolab's runner: both sides show it (said in `"iolab"`).
+//! to the completion, fio's lat. When the job asks for slat
+//! (`disable_slat=0`, `slat_percentiles=1`) the submit call is timed too,
+//! giving slat and clat; otherwise both are left empty (`N: 0`). Reads and
+//! writes of a mixed job have their own histograms, as in fio.
 
 use super::map::FioJob;
 use crate::record::RunMetrics;
@@ -47,7 +48,8 @@ fn lat_obj(h: Option<&Histogram<u64>>, pcts: Option<&[f64]>, bins: bool) -> Valu
         }
         o.insert("percentile".into(), Value::Object(m));
     }
-    if bins {
+    // fio's json+ has bins where it has percentiles.
+    if bins && pcts.is_some() {
         let mut m = Map::new();
         for v in h.iter_recorded() {
             m.insert(
@@ -93,6 +95,48 @@ pub fn sync_engine(job: &FioJob) -> bool {
     job.spec.engine.is_sync()
 }
 
+/// One direction's latencies as fio names them; None when not measured.
+pub struct SideLat<'a> {
+    /// Submission latency (asynchronous engines, when asked).
+    pub slat: Option<&'a Histogram<u64>>,
+    /// Completion latency.
+    pub clat: Option<&'a Histogram<u64>>,
+    /// Total latency.
+    pub lat: Option<&'a Histogram<u64>>,
+}
+
+/// The slat, clat and lat histograms of one direction of a job.
+pub fn side_lat<'a>(r: &JobResult<'a>, read: bool) -> SideLat<'a> {
+    let run = r.run;
+    let ops = if read { run.read_ops } else { run.write_ops };
+    let d = (!read) as usize;
+    let some = |h: Option<&'a Histogram<u64>>| h.filter(|h| ops > 0 && !h.is_empty());
+    let lat = some(
+        run.lat_split
+            .as_ref()
+            .map(|s| &s.lat[d])
+            .or(run.latency_hist.as_ref()),
+    );
+    let parts = run.lat_split.as_ref().and_then(|s| s.parts.as_ref());
+    match parts {
+        _ if sync_engine(r.job) => SideLat {
+            slat: None,
+            clat: lat,
+            lat,
+        },
+        Some([slat, clat]) => SideLat {
+            slat: some(Some(&slat[d])),
+            clat: some(Some(&clat[d])),
+            lat,
+        },
+        None => SideLat {
+            slat: None,
+            clat: None,
+            lat,
+        },
+    }
+}
+
 /// One direction (`read` or `write`) of a job.
 fn side(r: &JobResult, read: bool, plus: bool) -> Value {
     let run = r.run;
@@ -103,12 +147,7 @@ fn side(r: &JobResult, read: bool, plus: bool) -> Value {
     let runtime_ms = run.duration_ns / 1_000_000;
     let secs = run.duration_ns.max(1) as f64 / 1e9;
     let bw_bytes = if ops > 0 { bytes as f64 / secs } else { 0.0 };
-    let hist = if ops > 0 {
-        run.latency_hist.as_ref()
-    } else {
-        None
-    };
-    let sync = sync_engine(job);
+    let h = side_lat(r, read);
     let want = |on: bool| {
         if on {
             Some(job.percentiles.as_slice())
@@ -116,21 +155,11 @@ fn side(r: &JobResult, read: bool, plus: bool) -> Value {
             None
         }
     };
-    let (clat, lat) = if sync {
-        (
-            lat_obj(hist, want(job.clat_percentiles), plus),
-            lat_obj(hist, want(job.lat_percentiles), plus),
-        )
-    } else {
-        (
-            lat_obj(None, None, false),
-            lat_obj(
-                hist,
-                want(job.lat_percentiles || job.clat_percentiles),
-                plus,
-            ),
-        )
-    };
+    // Without clat (an untimed submit), lat carries clat's percentiles.
+    let lat_pcts = job.lat_percentiles || (job.clat_percentiles && h.clat.is_none());
+    let slat = lat_obj(h.slat, want(job.slat_percentiles), plus);
+    let clat = lat_obj(h.clat, want(job.clat_percentiles), plus);
+    let lat = lat_obj(h.lat, want(lat_pcts), plus);
     let kib: Vec<f64> = run
         .intervals
         .iter()
@@ -150,7 +179,7 @@ fn side(r: &JobResult, read: bool, plus: bool) -> Value {
         "total_ios": ops,
         "short_ios": 0,
         "drop_ios": 0,
-        "slat_ns": lat_obj(None, None, false),
+        "slat_ns": slat,
         "clat_ns": clat,
         "lat_ns": lat,
         "bw_min": if n > 0 { bmin.round() as u64 } else { 0 },
@@ -239,6 +268,7 @@ pub fn job_obj(r: &JobResult, plus: bool) -> Value {
             e[k] = json!(0);
         }
         e["iops"] = json!(0.0);
+        e["slat_ns"] = lat_obj(None, None, false);
         e["clat_ns"] = lat_obj(None, None, false);
         e["lat_ns"] = lat_obj(None, None, false);
         e

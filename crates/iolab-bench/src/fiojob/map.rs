@@ -68,6 +68,8 @@ pub struct FioJob {
     pub clat_percentiles: bool,
     /// `lat_percentiles` (default 0).
     pub lat_percentiles: bool,
+    /// `slat_percentiles` (default 0).
+    pub slat_percentiles: bool,
     /// `percentile_list` (fio's default list otherwise).
     pub percentiles: Vec<f64>,
     /// Logs.
@@ -668,15 +670,11 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
     if g.get("cpus_allowed").is_some() {
         return Err(g.refuse("cpus_allowed", "iolab does not pin its threads to CPUs"));
     }
-    if g.get("disable_slat").is_some() && !g.flag("disable_slat", false)? {
-        return Err(g.refuse("disable_slat", "iolab does not time the submit call separately (it measures lat only, as with disable_slat=1)"));
-    }
-    if g.flag("slat_percentiles", false)? {
-        return Err(g.refuse(
-            "slat_percentiles",
-            "iolab does not time the submit call separately",
-        ));
-    }
+    // fio times the submit call unless disable_slat=1; iolab only when a
+    // job says disable_slat=0 or slat_percentiles=1 (see the note below).
+    let slat_percentiles = g.flag("slat_percentiles", false)?;
+    let time_submit =
+        (g.get("disable_slat").is_some() && !g.flag("disable_slat", true)?) || slat_percentiles;
     if let Some((v, _)) = g.val("kb_base") {
         if v.trim() != "1024" {
             return Err(g.refuse(
@@ -733,8 +731,10 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         .unwrap_or_else(|| FIO_PERCENTILES.to_vec());
     if engine.is_sync() {
         notes.push("latency: synchronous engine, clat = lat = the whole call; slat not reported (fio reports it as 0)".into());
+    } else if time_submit {
+        notes.push("latency: slat = the submit call (a batch's time divided evenly among its ops), clat = end of the submit call to completion, lat = their sum; submit and wait are separate calls".into());
     } else {
-        notes.push("latency: lat = submit call to completion; slat is not timed (as fio's disable_slat=1: a clock read per submit would slow the path measured), so clat is not separated from lat".into());
+        notes.push("latency: lat = submit call to completion; slat is not timed unless the job says disable_slat=0 (fio's default times it; iolab's does not, because the extra clock read per submit and the separate wait call slow the path measured), so clat is not separated from lat".into());
     }
 
     let spec = WorkloadSpec {
@@ -763,6 +763,7 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         op_timeout_ns: None,
         rate_iops,
         thinktime_ns,
+        time_submit,
         place: None,
     };
     let spec_check = crate::prepare::validate(&spec);
@@ -789,6 +790,7 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         unlink: g.flag("unlink", false)?,
         clat_percentiles: g.flag("clat_percentiles", true)?,
         lat_percentiles: g.flag("lat_percentiles", false)?,
+        slat_percentiles,
         percentiles,
         logs,
         job_options: job.opts[job.n_global..].iter().map(opt_string).collect(),
@@ -1000,7 +1002,6 @@ mod tests {
             ("[a]\nfilename=/x\nsize=1m\nbs=4q\n", "j.fio:4: bs: '4q': not a size"),
             ("[a]\nfilename=/x\nsize=1m\nruntime=soon\n", "j.fio:4: runtime: 'soon': not a time"),
             ("[a]\nfilename=/x\nsize=1m\ntime_based\n", "j.fio:4: time_based=: needs runtime="),
-            ("[a]\nfilename=/x\nsize=1m\ndisable_slat=0\n", "j.fio:4: disable_slat=0:"),
             ("[a]\nfilename=/x\nsize=1m\nkb_base=1000\n", "j.fio:4: kb_base=1000:"),
             ("[a]\nfilename=/x\nsize=1m\nioengine=io_uring\niodepth=4\niodepth_batch=8\n", "j.fio:6: iodepth_batch=8: more than iodepth (4)"),
             ("[a]\nfilename=/nonexistent/iolab/x\n", "j.fio:1: job 'a': /nonexistent/iolab/x does not exist and no size is given"),

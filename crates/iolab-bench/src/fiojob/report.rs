@@ -1,7 +1,7 @@
 //! fio's human-readable summary (`--output-format=normal`) and its terse
 //! line format (version 3), from iolab's runs, followed by iolab's extras.
 
-use super::json::{lat_buckets, sample_stats, share, sync_engine, JobResult};
+use super::json::{lat_buckets, sample_stats, share, side_lat, JobResult};
 use crate::spec::OpMix;
 use hdrhistogram::Histogram;
 use std::fmt::Write;
@@ -146,17 +146,20 @@ fn side_text(o: &mut String, r: &JobResult, read: bool) {
         num(bytes as f64, 1024.0),
         run.duration_ns / 1_000_000
     );
-    if let Some(h) = run.latency_hist.as_ref().filter(|h| !h.is_empty()) {
-        let sync = sync_engine(job);
-        if sync {
-            lat_line(o, "clat", h);
+    let h = side_lat(r, read);
+    for (name, h) in [("slat", h.slat), ("clat", h.clat), ("lat", h.lat)] {
+        if let Some(h) = h {
+            lat_line(o, name, h);
         }
-        lat_line(o, "lat", h);
-        if sync && job.clat_percentiles {
-            pct_block(o, "clat", h, &job.percentiles);
-        }
-        if job.lat_percentiles || (!sync && job.clat_percentiles) {
-            pct_block(o, "lat", h, &job.percentiles);
+    }
+    let lat_pcts = job.lat_percentiles || (job.clat_percentiles && h.clat.is_none());
+    for (name, h, on) in [
+        ("slat", h.slat, job.slat_percentiles),
+        ("clat", h.clat, job.clat_percentiles),
+        ("lat", h.lat, lat_pcts),
+    ] {
+        if let (Some(h), true) = (h, on) {
+            pct_block(o, name, h, &job.percentiles);
         }
     }
     if !run.intervals.is_empty() {
@@ -323,10 +326,7 @@ pub fn terse(r: &JobResult) -> String {
     };
     for read in [true, false] {
         let ops = if read { run.read_ops } else { run.write_ops };
-        let h = run
-            .latency_hist
-            .as_ref()
-            .filter(|h| ops > 0 && !h.is_empty());
+        let sl = side_lat(r, read);
         let bytes = ops * job.spec.bs;
         let secs = run.duration_ns.max(1) as f64 / 1e9;
         let on = ops > 0;
@@ -346,12 +346,11 @@ pub fn terse(r: &JobResult) -> String {
         } else {
             "0".into()
         });
-        f.extend(zero4()); // slat: not timed
-        let sync = sync_engine(job);
-        match (h, sync) {
-            (Some(h), true) => f.extend(us(h)),
-            _ => f.extend(zero4()),
+        for h in [sl.slat, sl.clat] {
+            f.extend(h.map_or_else(zero4, us));
         }
+        // fio's terse percentiles are clat's; lat's when clat is not timed.
+        let h = sl.clat.or(sl.lat);
         for i in 0..20 {
             match (h, job.percentiles.get(i)) {
                 (Some(h), Some(&p)) => {
@@ -361,10 +360,7 @@ pub fn terse(r: &JobResult) -> String {
                 _ => f.push("0%=0".into()),
             }
         }
-        match h {
-            Some(h) => f.extend(us(h)),
-            None => f.extend(zero4()),
-        }
+        f.extend(sl.lat.map_or_else(zero4, us));
         let sh = share(run, read);
         let kib: Vec<f64> = run
             .intervals

@@ -57,6 +57,16 @@ pub(super) fn metrics(c: Collected, resident_before: f64, errors: Vec<String>) -
         interrupted: false,
         mem: c.outs.iter().map(|o| o.mem).reduce(|a, b| a.merge(&b)),
         device: None,
+        lat_split: c
+            .outs
+            .iter()
+            .filter_map(|o| o.split.as_ref())
+            .fold(None, |acc, s| {
+                let mut acc =
+                    acc.unwrap_or_else(|| crate::metrics::LatSplit::new(s.parts.is_some()));
+                acc.add(s);
+                Some(acc)
+            }),
         ..RunMetrics::default()
     }
 }

@@ -8,7 +8,8 @@
 //! - [`threads`]: where workers run, and the collector that watches them;
 //! - [`control`]: what workers share (stop, errors, the `--op-timeout` watch);
 //! - [`merge`]: the workers' counts merged into one [`RunMetrics`];
-//! - [`clock`]: the hot loop's clock.
+//! - [`clock`]: the hot loop's clock;
+//! - [`split`]: per-direction latency and slat/clat, only when asked.
 //!
 //! A run that meets an error still hands back what it measured:
 //! [`BenchError::Partial`] carries the metrics next to the error.
@@ -18,6 +19,7 @@ mod control;
 mod intervals;
 mod merge;
 mod plan;
+mod split;
 mod threads;
 mod worker;
 

@@ -12,6 +12,7 @@ use super::clock::OpClock;
 use super::control::{Shared, Watch};
 use super::intervals::{Part, Sampler};
 use super::plan::Plan;
+use super::split::Splitter;
 use crate::error::BenchError;
 use crate::metrics::new_histogram;
 use crate::spec::OpMix;
@@ -59,6 +60,8 @@ pub(super) struct WorkerOut {
     pub cpu: crate::cpu::WorkerCpuOut,
     /// What memory the engine's buffers got.
     pub mem: iolab::mem::Backing,
+    /// Latency by direction and slat/clat, when asked.
+    pub split: Option<crate::metrics::LatSplit>,
 }
 
 /// Does one worker's share of the run and reports how it went.
@@ -148,6 +151,8 @@ struct Worker<'a> {
     cpu: crate::cpu::WorkerCpu,
     /// Paced runs only (`rate_iops`, `thinktime`).
     pace: Option<Pace>,
+    /// Mixed jobs and timed submits only (fio's per-direction, slat, clat).
+    split: Option<Box<Splitter>>,
 }
 
 /// When the next op may be issued, for paced runs (`rate_iops`,
@@ -239,6 +244,7 @@ impl<'a> Worker<'a> {
             usage_at_start: None,
             cpu: crate::cpu::WorkerCpu::start(spec.engine == iolab::engine::EngineKind::Uring),
             pace: Pace::of(spec),
+            split: Splitter::of(spec),
         }
     }
 
@@ -291,7 +297,9 @@ impl<'a> Worker<'a> {
         // When the runner will wait right after submitting (queue full, or
         // no more work), one combined call lets io_uring submit and wait in
         // a single io_uring_enter.
-        let res = if full || exhausted {
+        // A timed submit (slat) needs the submit call on its own.
+        let timed = self.split.as_ref().is_some_and(|s| s.timed());
+        let res = if (full || exhausted) && !timed {
             let min = self.bc.min(self.inflight + self.pending.len());
             self.done.clear();
             self.combined = true;
@@ -303,6 +311,11 @@ impl<'a> Worker<'a> {
         };
         match res {
             Ok(n) => {
+                if timed {
+                    let t1 = self.clock.now_ns();
+                    let s = self.split.as_mut().expect("timed");
+                    s.submitted(&self.pending[..n], t, t1);
+                }
                 self.inflight += n;
                 self.pending.drain(..n);
             }
@@ -412,6 +425,9 @@ impl<'a> Worker<'a> {
         self.tally.hist.reset();
         let t = &mut self.tally;
         (t.ops, t.reads, t.writes, t.bytes) = (0, 0, 0, 0);
+        if let Some(s) = self.split.as_mut() {
+            s.hists.reset();
+        }
         self.iv.clear();
         // Ops already handed out complete in the measured phase and count.
         self.issued = (self.inflight + self.pending.len()) as u64;
@@ -453,6 +469,9 @@ impl<'a> Worker<'a> {
             tl.hist.saturating_record(lat);
             tl.ops += 1;
             tl.bytes += n as u64;
+            if let Some(s) = self.split.as_mut() {
+                s.completed(slot, self.meta[slot].1, t, lat);
+            }
             if self.meta[slot].1 == OpKind::Read {
                 tl.reads += 1;
             } else {
@@ -513,6 +532,9 @@ impl<'a> Worker<'a> {
         if !self.measuring {
             // Ended inside the ramp: nothing was measured.
             self.tally.hist.reset();
+            if let Some(s) = self.split.as_mut() {
+                s.hists.reset();
+            }
             let t = &mut self.tally;
             (t.ops, t.reads, t.writes, t.bytes) = (0, 0, 0, 0);
         }
@@ -534,6 +556,7 @@ impl<'a> Worker<'a> {
             end: base + Duration::from_nanos(self.end),
             measure_start: base + Duration::from_nanos(self.ramp_end),
             usage_at_start: self.usage_at_start,
+            split: self.split.map(|s| s.hists),
         }
     }
 }

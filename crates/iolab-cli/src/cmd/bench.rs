@@ -338,6 +338,7 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
                                     .thinktime
                                     .map(|t| t.as_nanos() as u64)
                                     .filter(|t| *t > 0),
+                                time_submit: false,
                                 place: None,
                             });
                         }
