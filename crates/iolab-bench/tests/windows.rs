@@ -243,4 +243,12 @@ fn many_busy_threads_share_one_window() {
         "window {} ms for a 300 ms run",
         m.duration_ns / 1_000_000
     );
+    // The process's CPU over the window holds at least the workers' own:
+    // its baseline is the shared start, not the moment the collector
+    // happened to be scheduled (last of 257 threads, once most were done).
+    let (process, workers) = (m.cpu.user_pct + m.cpu.sys_pct, m.cpu.split.submit_pct());
+    assert!(
+        process >= 0.9 * workers,
+        "process {process:.1} % < workers {workers:.1} %"
+    );
 }

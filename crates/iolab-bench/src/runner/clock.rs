@@ -1,6 +1,7 @@
 //! The hot loop's clock: nanoseconds since a base instant, read from the TSC
 //! where it is invariant (quanta), else from `clock_gettime`.
 
+use iolab::os::Usage;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -17,18 +18,30 @@ pub(super) fn calibrate() {
 /// already open instead of opening its own: the deadline, the ramp and the
 /// measured window are the same instants for all.
 #[derive(Default)]
-pub(super) struct StartMark(OnceLock<(u64, Instant)>);
+pub(super) struct StartMark(OnceLock<(u64, Instant, Usage)>);
 
 impl StartMark {
     /// A clock whose zero is the run's start (set now if nobody has yet).
     pub(super) fn clock(&self) -> OpClock {
         let clock = quanta::Clock::new();
-        let (base_raw, base) = *self.0.get_or_init(|| (clock.raw(), Instant::now()));
+        let (base_raw, base, _) = *self.start(&clock);
         OpClock {
             clock,
             base_raw,
             base,
         }
+    }
+
+    /// The process's CPU usage at the start (set now if nobody has yet):
+    /// the baseline of a run without a ramp. The collector may be released
+    /// from the start barrier last, after the workers have run for a while.
+    pub(super) fn usage(&self) -> Usage {
+        self.start(&quanta::Clock::new()).2
+    }
+
+    fn start(&self, clock: &quanta::Clock) -> &(u64, Instant, Usage) {
+        self.0
+            .get_or_init(|| (clock.raw(), Instant::now(), Usage::now()))
     }
 }
 

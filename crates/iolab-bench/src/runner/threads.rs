@@ -146,7 +146,7 @@ fn collect(sh: &Shared, ctl: &RunControl, rx: &mpsc::Receiver<Msg>, n: usize) ->
     let spec = &sh.spec;
     let mut merger = Merger::new(n, spec.interval_ns.unwrap_or(1));
     let ramp_end = sh.start.clock().base + Duration::from_nanos(spec.ramp_ns);
-    let mut u0 = Usage::now();
+    let mut u0 = sh.start.usage();
     let mut ramp_pending = spec.ramp_ns > 0;
     let tick = spec.op_timeout_ns.map_or(TICK, |t| {
         TICK.min(Duration::from_nanos(t / 4).max(Duration::from_millis(1)))
