@@ -113,9 +113,9 @@ fn bad_job_files_get_one_line_with_file_and_line_and_exit_2() {
         "error: bad.fio:4: option 'description'",
     );
     assert_refused(
-        "[a]\nsize=1m\nfilename=x\n[b]\nsize=1m\nfilename=y\n",
+        "[a]\nsize=1m\nfilename=x\ngroup_reporting\n[b]\nsize=1m\nfilename=y\nbs=8k\n",
         &[],
-        "error: bad.fio:4: job 'b': fio runs it at the same time as 'a'",
+        "error: bad.fio:5: job 'b': group_reporting over jobs of different block sizes",
     );
     assert_refused(
         "[a]\nsize=1m\nfilename=x\ncpus_allowed=0\n",
@@ -582,5 +582,68 @@ fn async_engines_split_slat_and_clat_per_direction_when_asked() {
     for dir in ["read", "write"] {
         let (ios, [slat, clat, _]) = lat_triple(&theirs, dir);
         assert_eq!((slat.0, clat.0), (ios, ios), "fio {dir}: the reference");
+    }
+}
+
+#[test]
+fn jobs_without_stonewall_run_together_and_group_reporting_merges_them() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let body = |gr: &str| {
+        format!("[global]\nsize=1m\nbs=4k\nioengine=psync\n{gr}\n[r]\nfilename=a\nrw=randread\n[w]\nfilename=b\nrw=randwrite\n[after]\nstonewall\nfilename=a\nrw=read\n")
+    };
+    let shape = |v: &serde_json::Value| -> Vec<(String, u64, u64, u64)> {
+        v["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| {
+                (
+                    j["jobname"].as_str().unwrap().to_string(),
+                    j["groupid"].as_u64().unwrap(),
+                    j["read"]["total_ios"].as_u64().unwrap(),
+                    j["write"]["total_ios"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let s = |n: &str, g, r, w| (n.to_string(), g, r, w);
+    write(p, "g.fio", &body(""));
+    let v = json_of(
+        &iolab(&["fio", "--output-format=json", "g.fio"], p),
+        "iolab",
+    );
+    let apart = vec![s("r", 0, 256, 0), s("w", 0, 0, 256), s("after", 1, 256, 0)];
+    assert_eq!(shape(&v), apart);
+    write(p, "g.fio", &body("group_reporting"));
+    let o = iolab(&["fio", "--output-format=normal,json", "g.fio"], p);
+    let v = json_of(&o, "iolab");
+    let merged = vec![s("r", 0, 256, 256), s("after", 1, 256, 0)];
+    assert_eq!(shape(&v), merged);
+    let j = &v["jobs"][0];
+    // One histogram per direction, each with its own ops.
+    assert_eq!(j["read"]["clat_ns"]["N"], 256);
+    assert_eq!(j["write"]["clat_ns"]["N"], 256);
+    let t = text(&o.stdout);
+    assert!(t.contains("r: (groupid=0, jobs=2)"), "{t}");
+    assert!(
+        t.contains("group_reporting: jobs r, w ran at the same time"),
+        "{t}"
+    );
+    // fio: the same shapes for the same files.
+    require!(
+        has("fio"),
+        "{}: {}",
+        "jobs_without_stonewall_run_together",
+        "fio is not installed (scripts/setup.sh)"
+    );
+    for (gr, want) in [("", apart), ("group_reporting", merged)] {
+        write(p, "g.fio", &body(gr));
+        let o = Command::new("fio")
+            .args(["--output-format=json", "g.fio"])
+            .current_dir(p)
+            .output()
+            .unwrap();
+        assert_eq!(shape(&json_of(&o, "fio")), want, "fio with '{gr}'");
     }
 }

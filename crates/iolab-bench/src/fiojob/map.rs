@@ -942,9 +942,8 @@ fn latency(
     Ok((time_submit, slat_percentiles))
 }
 
-/// Maps every job, assigning fio's group ids and refusing jobs fio would
-/// run at the same time as the one before (iolab runs one job at a time)
-/// unless `lenient`.
+/// Maps every job, assigning fio's group ids (jobs between two stonewalls
+/// run at the same time, as one group; see [`super::group`]).
 pub fn map_all(jobs: &[RawJob], lenient: bool) -> Result<Vec<FioJob>, FioJobError> {
     if jobs.is_empty() {
         return Err(Loc::new("<command line>".into(), 0)
@@ -971,16 +970,13 @@ pub fn map_all(jobs: &[RawJob], lenient: bool) -> Result<Vec<FioJob>, FioJobErro
         if i > 0 && (stonewall || flag("new_group")?) {
             group += 1;
         }
-        let mut fj = map_job(j, group, lenient)?;
-        if i > 0 && !stonewall {
-            let msg = format!(
-                "job '{}': fio runs it at the same time as '{}'; iolab runs jobs one after another (add stonewall to [{}], or --lenient to run them in turn)",
-                j.name, jobs[i - 1].name, j.name
-            );
-            if lenient {
-                fj.warnings.push(format!("{}: {msg}", j.loc));
-            } else {
-                return Err(j.loc.err(msg));
+        let fj = map_job(j, group, lenient)?;
+        if let Some(prev) = out.last().filter(|p| p.groupid == group) {
+            if (fj.group_reporting || prev.group_reporting) && fj.spec.bs != prev.spec.bs {
+                return Err(j.loc.err(format!(
+                    "job '{}': group_reporting over jobs of different block sizes ({} and {} of '{}'): give them one bs, or put stonewall (a new group) before [{}]",
+                    j.name, fj.spec.bs, prev.spec.bs, prev.name, j.name
+                )));
             }
         }
         out.push(fj);
@@ -1104,17 +1100,12 @@ mod tests {
             j.iter().map(|j| j.groupid).collect::<Vec<_>>(),
             vec![0, 1, 2]
         );
-        let e = err("[a]\nfilename=/x\nsize=1m\n[b]\nfilename=/x\nsize=1m\n");
+        let e =
+            err("[a]\nfilename=/x\nsize=1m\ngroup_reporting\n[b]\nfilename=/x\nsize=1m\nbs=8k\n");
         assert!(
-            e.starts_with("j.fio:4: job 'b': fio runs it at the same time as 'a'"),
+            e.starts_with("j.fio:5: job 'b': group_reporting over jobs of different block sizes"),
             "{e}"
         );
-        let j = jobs(
-            "[a]\nfilename=/x\nsize=1m\n[b]\nfilename=/x\nsize=1m\n",
-            true,
-        )
-        .unwrap();
-        assert!(j[1].warnings[0].contains("same time"));
     }
 
     #[test]

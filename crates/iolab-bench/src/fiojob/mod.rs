@@ -7,8 +7,10 @@
 //! - [`value`]: fio's sizes, times and booleans;
 //! - [`options`]: which of fio's options iolab maps, refuses, or tolerates;
 //! - [`map`]: raw options into [`map::FioJob`]s (a [`crate::spec::WorkloadSpec`] each);
+//! - [`group`]: which jobs run at the same time, and `group_reporting`;
 //! - [`json`], [`report`], [`log`]: fio's output formats from iolab's runs.
 
+pub mod group;
 pub mod json;
 pub mod log;
 pub mod map;

@@ -193,7 +193,7 @@ fn reason(key: &str) -> &'static str {
             "iolab counts failed ops with continue_on_error, by kind of op, not by errno"
         }
         "exec_prerun" | "exec_postrun" => "iolab runs no commands from job files",
-        "wait_for" => "iolab runs jobs one after another; use stonewall",
+        "wait_for" => "iolab waits only for all jobs before (stonewall), not for a named one",
         "disable_bw_measurement" => "iolab always measures bandwidth",
         "write_hist_log" | "log_hist_msec" | "log_hist_coarseness" | "log_entries" | "log_alternate_epoch" | "log_alternate_epoch_clock_id" | "log_compression_cpus" => {
             "iolab writes bw, lat and iops logs only"

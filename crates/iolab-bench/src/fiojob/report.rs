@@ -245,13 +245,13 @@ pub fn group_text(group: u32, results: &[&JobResult]) -> String {
             bws.push(b as f64 / (r.run.duration_ns.max(1) as f64 / 1e9));
             rmin = rmin.min(ms);
             rmax = rmax.max(ms);
-            span += r.run.duration_ns;
+            span = span.max(r.run.duration_ns);
         }
         if bws.is_empty() {
             continue;
         }
-        // Jobs run one after another in iolab: the group's rate is its
-        // bytes over the sum of the jobs' times.
+        // A group's jobs run at the same time: its rate is its bytes
+        // over the longest job's time (fio's group run time).
         let bw = bytes as f64 / (span.max(1) as f64 / 1e9);
         let lo = bws.iter().cloned().fold(f64::MAX, f64::min);
         let hi = bws.iter().cloned().fold(0.0, f64::max);

@@ -2,8 +2,8 @@
 //! fio job files and fio command lines with iolab's engines, and print
 //! what fio prints (normal, json, json+, terse) plus iolab's extras.
 //!
-//! Jobs run one after another (fio runs jobs without `stonewall` at the
-//! same time; such files are refused unless `--lenient`). Every option is
+//! Jobs run as fio runs them: all at once, except that a job with
+//! `stonewall` waits for the ones before it. Every option is
 //! mapped, or refused before anything runs with one line naming the file,
 //! line and option (exit status 2).
 
@@ -14,7 +14,7 @@ use iolab_bench::fiojob::json::JobResult;
 use iolab_bench::fiojob::map::{self, FioJob};
 use iolab_bench::fiojob::options::{self, Class};
 use iolab_bench::fiojob::parse::Reader;
-use iolab_bench::fiojob::{json, log, report};
+use iolab_bench::fiojob::{group, json, log, report};
 use iolab_bench::prepare;
 use iolab_bench::record::{unix_ms, RunMetrics};
 use iolab_bench::runner::{run_once, RealEngines, RunControl};
@@ -213,8 +213,16 @@ fn list_options() -> String {
     o
 }
 
-/// Runs one job; returns its metrics.
-fn run_job(j: &FioJob, c: &Cli, stop: &AtomicBool) -> Result<RunMetrics> {
+/// A job's files laid out and its cache state set, ready to measure.
+struct Ready {
+    spec: iolab_bench::spec::WorkloadSpec,
+    prep: prepare::Prepared,
+    resident: f64,
+}
+
+/// Checks a job's files, lays them out and sets the cache state: done for
+/// every job of a batch before any of them is measured.
+fn prepare_job(j: &FioJob, c: &Cli, stop: &AtomicBool) -> Result<Ready> {
     let spec = &j.spec;
     for f in spec.files() {
         prepare::check_file_kind(&f, spec.op.writes())?;
@@ -223,14 +231,6 @@ fn run_job(j: &FioJob, c: &Cli, stop: &AtomicBool) -> Result<RunMetrics> {
                 "allow_file_create=0 and {} does not exist",
                 f.display()
             )));
-        }
-    }
-    if j.startdelay_ns > 0 {
-        let end = std::time::Instant::now() + std::time::Duration::from_nanos(j.startdelay_ns);
-        while std::time::Instant::now() < end && !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(
-                std::time::Duration::from_millis(20).min(end - std::time::Instant::now()),
-            );
         }
     }
     let ses = Session {
@@ -251,32 +251,87 @@ fn run_job(j: &FioJob, c: &Cli, stop: &AtomicBool) -> Result<RunMetrics> {
         }
     }
     let resident = prepare::set_cache(&spec, &prep, spec.file_size)?;
+    Ok(Ready {
+        spec,
+        prep,
+        resident,
+    })
+}
+
+/// Waits the job's `startdelay`, then measures it.
+fn measure(j: &FioJob, r: &Ready, stop: &AtomicBool) -> Result<RunMetrics> {
+    if j.startdelay_ns > 0 {
+        let end = std::time::Instant::now() + std::time::Duration::from_nanos(j.startdelay_ns);
+        while std::time::Instant::now() < end && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(
+                std::time::Duration::from_millis(20).min(end - std::time::Instant::now()),
+            );
+        }
+    }
     let ctl = RunControl {
         stop,
         on_interval: None,
     };
-    let res = run_once(
-        &spec,
-        &prep,
-        spec.file_size,
-        resident,
+    Ok(run_once(
+        &r.spec,
+        &r.prep,
+        r.spec.file_size,
+        r.resident,
         RealEngines::shared(),
         &ctl,
-    );
-    if j.unlink {
-        for f in &prep.files {
-            if f.created {
-                crate::cleanup::remove(&f.path);
-            } else {
-                eprintln!(
-                    "note: {}: unlink: {} was not created by this run; kept",
-                    j.loc,
-                    f.path.display()
-                );
-            }
+    )?)
+}
+
+/// `unlink=1`: removes the files this run created (never others).
+fn unlink(j: &FioJob, r: &Ready) {
+    if !j.unlink {
+        return;
+    }
+    for f in &r.prep.files {
+        if f.created {
+            crate::cleanup::remove(&f.path);
+        } else {
+            eprintln!(
+                "note: {}: unlink: {} was not created by this run; kept",
+                j.loc,
+                f.path.display()
+            );
         }
     }
-    Ok(res?)
+}
+
+/// Runs one batch of jobs at the same time (fio's jobs between two
+/// stonewalls), each on its own thread; results in job order.
+fn run_batch(jobs: &[&FioJob], c: &Cli, stop: &AtomicBool) -> Result<Vec<RunMetrics>> {
+    let ctx = |j: &FioJob| format!("{}: job '{}'", j.loc, j.name);
+    let mut ready = Vec::new();
+    for j in jobs {
+        ready.push(prepare_job(j, c, stop).with_context(|| ctx(j))?);
+    }
+    let runs: Vec<Result<RunMetrics>> = if jobs.len() == 1 {
+        vec![measure(jobs[0], &ready[0], stop)]
+    } else {
+        std::thread::scope(|s| {
+            let hs: Vec<_> = jobs
+                .iter()
+                .zip(&ready)
+                .map(|(j, r)| s.spawn(move || measure(j, r, stop)))
+                .collect();
+            hs.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("job panicked")))
+                })
+                .collect()
+        })
+    };
+    for (j, r) in jobs.iter().zip(&ready) {
+        unlink(j, r);
+    }
+    jobs.iter()
+        .zip(runs)
+        .map(|(j, r)| r.with_context(|| ctx(j)))
+        .collect()
 }
 
 /// Checks the command line and its jobs without running or creating
@@ -335,17 +390,26 @@ pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
         }
     }
     let started = unix_ms();
-    let mut runs = Vec::new();
-    for j in &jobs {
+    let mut done: Vec<(FioJob, RunMetrics)> = Vec::new();
+    for batch in group::batches(&jobs) {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let m = run_job(j, &c, stop).with_context(|| format!("{}: job '{}'", j.loc, j.name))?;
-        runs.push(m);
+        let members: Vec<&FioJob> = batch.iter().map(|&i| &jobs[i]).collect();
+        let runs = run_batch(&members, &c, stop)?;
+        done.extend(members.into_iter().cloned().zip(runs));
     }
-    let results: Vec<JobResult> = jobs
+    // Logs are per job, as fio writes them; the summary follows group_reporting.
+    for (job, run) in &done {
+        for l in log::logs(&JobResult { job, run }) {
+            if let Some((_, t)) = log_targets.iter_mut().find(|(n, _)| *n == l.name) {
+                t.write_all_atomically(l.text.as_bytes())?;
+            }
+        }
+    }
+    let reported = group::report_groups(done);
+    let results: Vec<JobResult> = reported
         .iter()
-        .zip(&runs)
         .map(|(job, run)| JobResult { job, run })
         .collect();
     let mut text = String::new();
@@ -374,13 +438,6 @@ pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
                     text.push_str(&report::terse(r));
                     text.push('\n');
                 }
-            }
-        }
-    }
-    for r in &results {
-        for l in log::logs(r) {
-            if let Some((_, t)) = log_targets.iter_mut().find(|(n, _)| *n == l.name) {
-                t.write_all_atomically(l.text.as_bytes())?;
             }
         }
     }
