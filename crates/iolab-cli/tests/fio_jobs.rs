@@ -647,3 +647,50 @@ fn jobs_without_stonewall_run_together_and_group_reporting_merges_them() {
         assert_eq!(shape(&json_of(&o, "fio")), want, "fio with '{gr}'");
     }
 }
+
+#[test]
+fn end_fsync_syncs_the_written_file_once_at_the_end() {
+    require!(
+        has("strace"),
+        "{}: {}",
+        "end_fsync_syncs_the_written_file",
+        "strace is not installed (scripts/setup.sh)"
+    );
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    let trace = |end: u32| {
+        let o = Command::new("strace")
+            .args(["-f", "-e", "trace=fsync,fdatasync", "-o", "st.txt"])
+            .arg(env!("CARGO_BIN_EXE_iolab"))
+            .args([
+                "fio",
+                "--overwrite",
+                "--name=w",
+                "--filename=data",
+                "--size=1m",
+                "--bs=64k",
+                "--rw=write",
+                &format!("--end_fsync={end}"),
+                "--output-format=json",
+            ])
+            .current_dir(p)
+            .output()
+            .unwrap();
+        let v = json_of(&o, "iolab end_fsync");
+        assert_eq!(v["jobs"][0]["write"]["total_ios"], 16);
+        std::fs::read_to_string(p.join("st.txt"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("fsync(") && !l.contains("resumed"))
+            .count()
+    };
+    // The first run lays the file out (which syncs it); the next two find it.
+    trace(0);
+    let without = trace(0);
+    let with = trace(1);
+    assert_eq!(
+        with,
+        without + 1,
+        "end_fsync=1: one fsync more than without"
+    );
+}

@@ -64,6 +64,9 @@ pub struct FioJob {
     pub allow_file_create: bool,
     /// `unlink`: remove the files this run created when the job ends.
     pub unlink: bool,
+    /// `end_fsync`: fsync the job's files when its writes end, inside its
+    /// measured time (as fio counts it).
+    pub end_fsync: bool,
     /// `clat_percentiles` (default 1).
     pub clat_percentiles: bool,
     /// `lat_percentiles` (default 0).
@@ -349,6 +352,7 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         size_given,
         allow_file_create: g.flag("allow_file_create", true)?,
         unlink: g.flag("unlink", false)?,
+        end_fsync: g.flag("end_fsync", false)? && op.writes(),
         clat_percentiles: g.flag("clat_percentiles", true)?,
         lat_percentiles: g.flag("lat_percentiles", false)?,
         slat_percentiles,
@@ -851,9 +855,6 @@ fn refuse_unsupported(g: &Given) -> Result<(), FioJobError> {
             return Err(g.refuse(k, "iolab issues no syncs during a job"));
         }
     }
-    if g.flag("end_fsync", false)? {
-        return Err(g.refuse("end_fsync", "iolab issues no syncs during a job"));
-    }
     if g.get("cpus_allowed").is_some() {
         return Err(g.refuse("cpus_allowed", "iolab does not pin its threads to CPUs"));
     }
@@ -1122,7 +1123,6 @@ mod tests {
             ("[a]\nfilename=/x\nsize=1m\nrw=rw\nrate_iops=100,200\n", "j.fio:5: rate_iops=100,200: iolab paces reads and writes together"),
             ("[a]\nfilename=/x\nsize=1m\nrate=1m\nrate_iops=10\n", "j.fio:4: rate=1m: give rate or rate_iops"),
             ("[a]\nfilename=/x\nsize=1m\nfsync=1\n", "j.fio:4: fsync=1: iolab issues no syncs"),
-            ("[a]\nfilename=/x\nsize=1m\nend_fsync=1\n", "j.fio:4: end_fsync=1:"),
             ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=0-1\n", "j.fio:4: cpus_allowed=0-1:"),
             ("[a]\nfilename=/x\nsize=1m\noffset=4k\n", "j.fio:4: offset=4k:"),
             ("[a]\nfilename=/x\nsize=1m\nrandom_distribution=zipf:1.2\n", "j.fio:4: random_distribution=zipf:1.2:"),

@@ -272,14 +272,34 @@ fn measure(j: &FioJob, r: &Ready, stop: &AtomicBool) -> Result<RunMetrics> {
         stop,
         on_interval: None,
     };
-    Ok(run_once(
+    let mut m = run_once(
         &r.spec,
         &r.prep,
         r.spec.file_size,
         r.resident,
         RealEngines::shared(),
         &ctl,
-    )?)
+    )?;
+    if j.end_fsync {
+        end_fsync(r, &mut m)?;
+    }
+    Ok(m)
+}
+
+/// `end_fsync=1`: fsyncs the job's files after its last write; fio counts
+/// that time in the job's runtime, so its rates include it.
+fn end_fsync(r: &Ready, m: &mut RunMetrics) -> Result<()> {
+    let t0 = std::time::Instant::now();
+    for f in &r.prep.files {
+        std::fs::File::open(&f.path)
+            .and_then(|h| h.sync_all())
+            .with_context(|| format!("end_fsync: {}", f.path.display()))?;
+    }
+    m.duration_ns += t0.elapsed().as_nanos() as u64;
+    let secs = m.duration_ns.max(1) as f64 / 1e9;
+    m.mib_per_s = m.bytes as f64 / secs / (1 << 20) as f64;
+    m.iops = m.ops as f64 / secs;
+    Ok(())
 }
 
 /// `unlink=1`: removes the files this run created (never others).
