@@ -55,6 +55,19 @@ pub enum Work {
         /// Runs of it.
         repeats: u32,
     },
+    /// Through the runner with less memory: a balloon leaves `leave`
+    /// bytes of memory available (`None`: a token balloon, for smoke
+    /// runs); the data file is made `file_bytes` long first.
+    Squeezed {
+        /// The workload.
+        spec: Box<WorkloadSpec>,
+        /// Runs of it.
+        repeats: u32,
+        /// Memory left available, bytes.
+        leave: Option<u64>,
+        /// Length of the data file (the spec may read a region of it).
+        file_bytes: u64,
+    },
     /// By the experiment itself ([`Experiment::custom`](super::Experiment::custom)).
     Custom,
 }
@@ -91,16 +104,23 @@ impl Config {
     /// The resume key: tags plus the spec with its (temporary) file path
     /// left out, so the same configuration matches across `--dir`s.
     pub fn resume_key(&self) -> String {
+        let of = |spec: &WorkloadSpec, repeats: u32| {
+            let mut s = spec.clone();
+            s.file = s.file.file_name().map(PathBuf::from).unwrap_or_default();
+            format!(
+                "{} | repeats={repeats} | {}",
+                self.key,
+                serde_json::to_string(&s).unwrap_or_default()
+            )
+        };
         match &self.work {
-            Work::Bench { spec, repeats } => {
-                let mut s = (**spec).clone();
-                s.file = s.file.file_name().map(PathBuf::from).unwrap_or_default();
-                format!(
-                    "{} | repeats={repeats} | {}",
-                    self.key,
-                    serde_json::to_string(&s).unwrap_or_default()
-                )
-            }
+            Work::Bench { spec, repeats } => of(spec, *repeats),
+            Work::Squeezed {
+                spec,
+                repeats,
+                leave,
+                file_bytes,
+            } => format!("{} | leave={leave:?} file={file_bytes}", of(spec, *repeats)),
             Work::Custom => self.key.clone(),
         }
     }

@@ -21,6 +21,7 @@ mod latency;
 mod mt_suite;
 mod readers;
 mod reasonable;
+mod squeeze;
 mod sys;
 mod syscalls;
 mod threads;
@@ -81,6 +82,15 @@ pub fn measure(
         Work::Bench { spec, repeats } => {
             let b = measure_bench(spec, *repeats, ctx)?;
             (record::measured_of(&b), Some(b))
+        }
+        Work::Squeezed {
+            spec,
+            repeats,
+            leave,
+            file_bytes,
+        } => {
+            let (m, b) = squeeze::measure(spec, *repeats, *leave, *file_bytes, ctx)?;
+            (m, Some(b))
         }
         Work::Custom => (exp.custom(cfg, ctx)?, None),
     };
