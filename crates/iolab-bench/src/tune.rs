@@ -318,11 +318,7 @@ fn worker(
                 Err(_) => break,
             }
         } else {
-            let mut reqs: Vec<ReadReq<'_>> = offs
-                .iter()
-                .zip(bufs.iter_mut())
-                .map(|(&o, b)| ReadReq::new(o, b))
-                .collect();
+            let mut reqs = ReadReq::batch(&offs, &mut bufs);
             r.read_many(&mut reqs);
             for q in &reqs {
                 if let Some(Ok(n)) = q.result {
