@@ -375,6 +375,29 @@ mod tests {
     use super::*;
     use crate::trace::parse;
 
+    /// Makes the trace's files under `dir` and plans its replay as recorded.
+    fn place_and_plan(t: &Trace, dir: &Path) -> (crate::trace::place::Placed, Plan) {
+        let stop = AtomicBool::new(false);
+        let placed = crate::trace::place::place(t, dir, &stop, &mut |_, _| {}).unwrap();
+        (placed, plan(t, Threads::Recorded, None))
+    }
+
+    /// Replays with pread as fast as it goes, checking the bytes.
+    fn replay_verified(
+        p: &Plan,
+        placed: &crate::trace::place::Placed,
+    ) -> Result<RunResult, TraceError> {
+        let stop = AtomicBool::new(false);
+        run(
+            p,
+            &placed.paths,
+            &PreadReader,
+            Timing::Asap,
+            Some(&placed.patterns),
+            &stop,
+        )
+    }
+
     fn trace() -> Trace {
         parse(
             "file,offset,len,thread\na,0,4096,1\na,4096,4096,1\nb,0,100,2\na,8192,4096,1\na,100,10,2\nb,100,50,2\n",
@@ -408,18 +431,8 @@ mod tests {
     fn replays_exactly_the_traced_bytes_and_verifies_them() {
         let d = tempfile::tempdir().unwrap();
         let t = trace();
-        let stop = AtomicBool::new(false);
-        let placed = crate::trace::place::place(&t, d.path(), &stop, &mut |_, _| {}).unwrap();
-        let p = plan(&t, Threads::Recorded, None);
-        let r = run(
-            &p,
-            &placed.paths,
-            &PreadReader,
-            Timing::Asap,
-            Some(&placed.patterns),
-            &stop,
-        )
-        .unwrap();
+        let (placed, p) = place_and_plan(&t, d.path());
+        let r = replay_verified(&p, &placed).unwrap();
         assert_eq!(r.bytes, t.total_bytes());
         assert_eq!(r.requests, 6);
         assert_eq!(r.latency.len(), 6);
@@ -428,18 +441,11 @@ mod tests {
         let mut bytes = std::fs::read(a).unwrap();
         bytes[5000] ^= 0xff;
         std::fs::write(a, &bytes).unwrap();
-        let e = run(
-            &p,
-            &placed.paths,
-            &PreadReader,
-            Timing::Asap,
-            Some(&placed.patterns),
-            &stop,
-        )
-        .unwrap_err();
+        let e = replay_verified(&p, &placed).unwrap_err();
         assert!(e.to_string().contains("offset 5000"), "{e}");
         // A file shorter than the trace: a short read, reported.
         std::fs::write(&placed.paths[1], b"x").unwrap();
+        let stop = AtomicBool::new(false);
         let e = run(&p, &placed.paths, &PreadReader, Timing::Asap, None, &stop).unwrap_err();
         assert!(e.to_string().contains("short read"), "{e}");
     }
@@ -454,18 +460,8 @@ mod tests {
             }
         }
         let t = parse(&csv, "t", None).unwrap();
-        let stop = AtomicBool::new(false);
-        let placed = crate::trace::place::place(&t, d.path(), &stop, &mut |_, _| {}).unwrap();
-        let p = plan(&t, Threads::Recorded, None);
-        let r = run(
-            &p,
-            &placed.paths,
-            &PreadReader,
-            Timing::Asap,
-            Some(&placed.patterns),
-            &stop,
-        )
-        .unwrap();
+        let (placed, p) = place_and_plan(&t, d.path());
+        let r = replay_verified(&p, &placed).unwrap();
         assert_eq!(r.requests as usize, 2 * (MAX_OPEN + 20));
     }
 }
