@@ -96,6 +96,7 @@ fn whole(direct: bool, chunk: usize, depth: u32) -> Option<WholePlan> {
 }
 
 /// The configurations `iolab tune` measures (`quick`: fewer).
+// Long on purpose: the table of configurations `iolab tune` measures.
 pub fn cases(quick: bool) -> Vec<Case> {
     let c = |pattern, cache, technique, block, depth, threads| Case {
         pattern,

@@ -266,6 +266,8 @@ pub fn group_text(group: u32, results: &[&JobResult]) -> String {
 }
 
 /// fio's terse line (version 3) for one job.
+// Long on purpose: fio's terse fields one after another, in fio's order,
+// so each can be checked against fio's documentation line by line.
 pub fn terse(r: &JobResult) -> String {
     let job = r.job;
     let run = r.run;
