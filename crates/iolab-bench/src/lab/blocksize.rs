@@ -146,7 +146,7 @@ impl Experiment for Blocksize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::testing::rec;
+    use crate::lab::testing::{assert_all, rec};
 
     fn recs(warm_knee: u64) -> Vec<LabRecord> {
         let mut v = Vec::new();
@@ -171,19 +171,9 @@ mod tests {
     #[test]
     fn verdict_follows_the_knee() {
         let a = Blocksize.analyse(&recs(4096));
-        assert!(
-            a.findings.iter().all(|f| f.verdict == Verdict::Reproduced),
-            "{:?}",
-            a.findings
-        );
+        assert_all(&a, Verdict::Reproduced);
         let a = Blocksize.analyse(&recs(1 << 24));
-        assert!(
-            a.findings
-                .iter()
-                .all(|f| f.verdict == Verdict::NotReproduced),
-            "{:?}",
-            a.findings
-        );
+        assert_all(&a, Verdict::NotReproduced);
         assert_eq!(a.figures[0].points, 10);
     }
 }

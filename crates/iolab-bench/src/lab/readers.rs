@@ -486,7 +486,7 @@ impl Experiment for Readers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::testing::{rec, rec_x};
+    use crate::lab::testing::{assert_first, rec, rec_x};
 
     fn recs(cross: f64) -> Vec<LabRecord> {
         let mut v = Vec::new();
@@ -517,17 +517,7 @@ mod tests {
     #[test]
     fn verdict_follows_the_crossover() {
         let a = Readers.analyse(&recs(0.1));
-        assert_eq!(
-            a.findings[0].verdict,
-            Verdict::Reproduced,
-            "{:?}",
-            a.findings
-        );
-        assert!(
-            a.findings[0].numbers.contains("10.0 %"),
-            "{}",
-            a.findings[0].numbers
-        );
+        assert_first(&a, Verdict::Reproduced, "10.0 %");
         assert_eq!(
             Readers.analyse(&recs(2.0)).findings[0].verdict,
             Verdict::NotReproduced

@@ -6,14 +6,12 @@
 //! configuration ends, on Ctrl-C, and when iolab dies (the helper dies
 //! with it).
 
-use super::{measure_bench, record, Ctx, Measured};
+use super::{measure_bench, prepare_in, record, Ctx, Measured};
 use crate::error::Result;
-use crate::prepare::{self, PrepareOpts};
 use crate::record::BenchRecord;
 use crate::spec::WorkloadSpec;
 use crate::system::meminfo_bytes;
 use iolab::prim::Balloon;
-use std::path::Path;
 
 /// The balloon when no room is asked for (smoke scale): small enough to
 /// leave the cache alone, big enough to exercise inflate and release.
@@ -38,15 +36,7 @@ pub(crate) fn measure(
     // would only be slower) and is shared by every region size.
     let mut whole = spec.clone();
     whole.file_size = file_bytes.max(spec.file_size);
-    let mut created = |p: &Path| (ctx.on_created)(p);
-    prepare::prepare(
-        &whole,
-        true,
-        PrepareOpts { overwrite: false },
-        ctx.stop,
-        &mut created,
-        &mut |_, _| {},
-    )?;
+    prepare_in(&whole, ctx)?;
     let avail = meminfo_bytes("MemAvailable").ok_or_else(|| unsupported("no MemAvailable"))?;
     let bytes = match leave {
         None => TOKEN_BALLOON,
