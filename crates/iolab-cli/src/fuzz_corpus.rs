@@ -225,7 +225,11 @@ pub fn corpus(paths: &Paths, value_flags: &dyn Fn(&str) -> Vec<String>) -> Vec<C
                     "4096".into(),
                     "2".into(),
                 ],
-                names: format!("run {mode}"),
+                names: if p.is_empty() {
+                    "FILE".into()
+                } else {
+                    format!("run {mode}")
+                },
             });
         }
     }
