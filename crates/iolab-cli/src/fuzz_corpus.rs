@@ -261,10 +261,10 @@ pub fn corpus(paths: &Paths, value_flags: &dyn Fn(&str) -> Vec<String>) -> Vec<C
     for mode in ["-r", "-w"] {
         let out = format!("{d}/run-out");
         let file = if mode == "-r" { &theirs_s } else { &out };
-        // "-4k" is no number: clap takes it for a flag and names it.
+        // "-4k" is no number: clap takes it for flags and names the first (-4).
         let named = |val: &str, arg: &str| {
             if val == "-4k" {
-                val.to_string()
+                "-4".to_string()
             } else {
                 arg.to_string()
             }
