@@ -89,13 +89,16 @@ pub fn run(a: &MixedArgs, stop: &AtomicBool) -> Result<i32> {
     if let Some(leave) = a.balloon_leave {
         return hold_balloon(leave, stop);
     }
-    let mut spec = MixedSpec::default();
-    spec.budget = match a.budget.as_str() {
+    let budget = match a.budget.as_str() {
         "real" => None,
         b => Some(
             crate::parse::size(b)
                 .map_err(|e| super::usage(format!("mixed: --budget: {e}, or real")))?,
         ),
+    };
+    let spec = MixedSpec {
+        budget,
+        ..MixedSpec::default()
     };
     let files = MixedFiles::in_dir(&a.dir);
     mixed::prepare(&files, &spec, stop).map_err(|e| super::usage(format!("mixed: {e}")))?;
