@@ -19,6 +19,7 @@ mod latency;
 mod mt_suite;
 mod readers;
 mod reasonable;
+mod replay;
 mod sys;
 mod syscalls;
 mod threads;
@@ -190,6 +191,7 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &readers::Readers,
         &fault_around::FaultAround,
         &reasonable::Reasonable,
+        &replay::Replay,
         &sys::Sys,
     ]
 }
