@@ -127,11 +127,13 @@ fn err(e: tr::TraceError) -> BenchError {
 /// result to the experiment's record: each reader's time per round (s) as
 /// extras, and auto's time over the best fixed reader's, per round.
 fn measure(t: &Trace, name: &str, repeats: usize, ctx: &Ctx) -> Result<Measured> {
-    let dir = ctx.dir.join(format!("iolab-lab-replay-{name}"));
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| BenchError::Usage(format!("{NAME}: {}: {e}", dir.display())))?;
-    let on = ctx.on_created;
-    let placed = tr::place::place(t, &dir, ctx.stop, &mut |p, _| on(p)).map_err(err)?;
+    // The trace's files (and the directories its paths name) live in a
+    // directory of their own, removed with everything in it afterwards.
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("iolab-lab-replay-{name}-"))
+        .tempdir_in(&ctx.dir)
+        .map_err(|e| BenchError::Usage(format!("{NAME}: {}: {e}", ctx.dir.display())))?;
+    let placed = tr::place::place(t, dir.path(), ctx.stop, &mut |_, _| {}).map_err(err)?;
     let st = stats::compute(t, &|_| Vec::new());
     let hints: HashMap<PathBuf, Hints> = placed
         .paths
@@ -236,7 +238,7 @@ impl Experiment for Replay {
         let text = match which.as_str() {
             "db" => db_trace(mem_pages),
             "imports" => imports_trace(ctx.pick(40, 400, 2000)),
-            "grep" => grep_trace(ctx.pick(40, 1000, 5000)),
+            "grep" => grep_trace(ctx.pick(40, 500, 4000)),
             path => {
                 let t = tr::load(std::path::Path::new(path), None).map_err(err)?;
                 return measure(&t, "user", repeats, ctx);
@@ -282,9 +284,9 @@ impl Experiment for Replay {
         let figures = vec![figure::bars(
             "replay-readers",
             "Replayed traces, cold cache: each reader's time over the fastest",
-            "trace",
+            "replayed trace (application shape)",
             &cats,
-            Axis::new("time / fastest reader's median", false, figure::num),
+            Axis::new("time (× the fastest reader's median)", false, figure::num),
             &series,
         )];
         let mut rows = Vec::new();
