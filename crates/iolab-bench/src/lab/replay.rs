@@ -57,7 +57,7 @@ impl Rng {
 /// A database: random 4 KiB page reads (index lookups) over `pages`
 /// pages, then a sequential scan of the whole file in 4 KiB pages.
 fn db_trace(pages: u64) -> String {
-    let mut r = Rng(0x5eed_db);
+    let mut r = Rng(0x005e_eddb);
     let mut s = String::from("file,offset,len\n");
     s.push_str("db/main.db,0,4096\n");
     for _ in 0..pages / 4 {
@@ -85,7 +85,7 @@ fn imports_trace(n: u64) -> String {
 /// A recursive grep: `n` files of 1 KiB–256 KiB, each read from start to
 /// end in 96 KiB requests (GNU grep's buffer).
 fn grep_trace(n: u64) -> String {
-    let mut r = Rng(0x0067_7265_70);
+    let mut r = Rng(0x0067_7265_7000);
     let mut s = String::from("file,offset,len\n");
     for i in 0..n {
         let size = 1024 + r.below(255 * 1024);
