@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_iolab");
 
-const EXPERIMENTS: [&str; 10] = [
+const EXPERIMENTS: [&str; 11] = [
     "blocksize",
     "syscalls",
     "threads",
@@ -19,6 +19,7 @@ const EXPERIMENTS: [&str; 10] = [
     "readers",
     "fault-around",
     "reasonable",
+    "replay",
     "sys",
 ];
 

@@ -21,6 +21,7 @@ mod latency;
 mod mt_suite;
 mod readers;
 mod reasonable;
+mod replay;
 mod squeeze;
 mod sys;
 mod syscalls;
@@ -48,6 +49,7 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &readers::Readers,
         &fault_around::FaultAround,
         &reasonable::Reasonable,
+        &replay::Replay,
         &sys::Sys,
     ]
 }
