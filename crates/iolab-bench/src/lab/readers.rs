@@ -72,7 +72,7 @@ fn memory_configs(ctx: &Ctx) -> Vec<Config> {
     let leave = ctx.pick(None, Some(l), Some(l));
     let regions: Vec<u64> = ctx.pick(
         vec![MIB, 4 * MIB],
-        vec![l / 2, l, 2 * l],
+        vec![l / 4, l / 2, 3 * l / 2],
         vec![l / 4, l / 2, 3 * l / 4, l, 3 * l / 2, 2 * l, 3 * l],
     );
     // Never more than a quarter of the free space.
@@ -284,7 +284,7 @@ impl Experiment for Readers {
         "from which fraction of a file read in random 4 KiB requests is mmap faster than buffered reads, and does mmap collapse once data outgrows memory?"
     }
     fn times(&self) -> [&'static str; 3] {
-        ["3 s", "2 min", "20 min"]
+        ["3 s", "5 min", "30 min"]
     }
     fn configs(&self, ctx: &Ctx) -> Vec<Config> {
         let size = size_for(ctx, ctx.pick(2 * MIB, 128 * MIB, 1024 * MIB));
