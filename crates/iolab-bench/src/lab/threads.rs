@@ -53,7 +53,7 @@ impl Experiment for Threads {
             vec![1, 2, 4, 8, 16, 32],
             vec![1, 2, 4, 8, 16, 32],
         );
-        let repeats = ctx.pick(1, 2, 5);
+        let repeats = ctx.pick(1, 3, 5);
         let mut v = Vec::new();
         for cache in [CacheMode::Cold, CacheMode::Warm] {
             for &bs in &sizes {
