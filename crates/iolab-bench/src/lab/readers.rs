@@ -35,8 +35,9 @@ const FACTOR: f64 = 4.0;
 pub(crate) const LEAVE: u64 = 2048 * MIB;
 /// Data at most this fraction of the memory left fits in it...
 const FITS: f64 = 0.6;
-/// ...and at least this multiple of it outgrows it.
-const OUTGROWS: f64 = 1.5;
+/// ...and at least this multiple of it outgrows it (clear of the few
+/// hundred MiB the kernel keeps free or spends elsewhere).
+const OUTGROWS: f64 = 1.25;
 /// mmap "collapses" when out of memory it keeps at most this fraction of
 /// its in-memory throughput (the thesis saw about 1/5).
 const COLLAPSE: f64 = 0.5;
