@@ -76,11 +76,10 @@ fn memory_configs(ctx: &Ctx) -> Vec<Config> {
         vec![l / 4, l / 2, 3 * l / 2],
         vec![l / 4, l / 2, 3 * l / 4, l, 3 * l / 2, 2 * l, 3 * l],
     );
-    // Never more than a quarter of the free space.
-    let regions: Vec<u64> = regions
-        .into_iter()
-        .filter(|&r| r <= ctx.free_bytes / 4)
-        .collect();
+    // The file may take half the free space beyond 2 GiB (it must be
+    // larger than the memory left, so a quarter would often rule it out).
+    let room_on_disk = ctx.free_bytes.saturating_sub(2048 * MIB) / 2;
+    let regions: Vec<u64> = regions.into_iter().filter(|&r| r <= room_on_disk).collect();
     let Some(&file_bytes) = regions.iter().max() else {
         return Vec::new();
     };
