@@ -123,6 +123,14 @@ pub fn run(
     progress: &mut dyn Progress,
     sink: &mut dyn FnMut(&LabRecord) -> Result<()>,
 ) -> Result<Vec<LabRecord>> {
+    // Frees the memory balloon of squeezed configurations on every way out.
+    struct Release;
+    impl Drop for Release {
+        fn drop(&mut self) {
+            squeeze::release();
+        }
+    }
+    let _release = Release;
     let configs = exp.configs(ctx);
     let done = resume::index(previous, exp.name(), machine);
     let todo: Vec<&Config> = configs
