@@ -139,17 +139,23 @@ pub struct Measured {
     pub notes: Vec<String>,
 }
 
-/// Runs one configuration through the runner, `repeats` times.
-pub fn measure_bench(spec: &WorkloadSpec, repeats: u32, ctx: &Ctx) -> Result<BenchRecord> {
+/// Creates (or checks) `spec`'s files in the lab's folder, telling the
+/// context about each file it creates, and sets nothing else up.
+pub fn prepare_in(spec: &WorkloadSpec, ctx: &Ctx) -> Result<prepare::Prepared> {
     let mut created = |p: &Path| (ctx.on_created)(p);
-    let prep = prepare::prepare(
+    prepare::prepare(
         spec,
         true,
         PrepareOpts { overwrite: false },
         ctx.stop,
         &mut created,
         &mut |_, _| {},
-    )?;
+    )
+}
+
+/// Runs one configuration through the runner, `repeats` times.
+pub fn measure_bench(spec: &WorkloadSpec, repeats: u32, ctx: &Ctx) -> Result<BenchRecord> {
+    let prep = prepare_in(spec, ctx)?;
     let env = crate::env::Environment::capture(&ctx.dir);
     let started = unix_ms();
     let mut runs: Vec<RunMetrics> = Vec::new();

@@ -206,7 +206,7 @@ impl Experiment for MtSuite {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::testing::rec;
+    use crate::lab::testing::{assert_all, rec};
 
     fn recs(seq2: f64, rw2: f64) -> Vec<LabRecord> {
         let mut v = Vec::new();
@@ -231,18 +231,8 @@ mod tests {
     fn verdicts_follow_the_gains() {
         let a = MtSuite.analyse(&recs(110.0, 180.0));
         assert_eq!(a.figures.len(), 8);
-        assert!(
-            a.findings.iter().all(|f| f.verdict == Verdict::Reproduced),
-            "{:?}",
-            a.findings
-        );
+        assert_all(&a, Verdict::Reproduced);
         let a = MtSuite.analyse(&recs(300.0, 100.0));
-        assert!(
-            a.findings
-                .iter()
-                .all(|f| f.verdict == Verdict::NotReproduced),
-            "{:?}",
-            a.findings
-        );
+        assert_all(&a, Verdict::NotReproduced);
     }
 }

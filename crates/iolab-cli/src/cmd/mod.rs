@@ -11,6 +11,7 @@ pub mod ranks;
 pub mod record;
 pub mod replay;
 pub mod report;
+pub mod run;
 pub mod session;
 pub mod survey;
 pub mod sys;
