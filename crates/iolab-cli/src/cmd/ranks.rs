@@ -9,10 +9,12 @@ use super::bench::BenchArgs;
 use super::session::Session;
 use anyhow::{Context, Result};
 use iolab_bench::prepare::{self, Prepared};
-use iolab_bench::ranks::{encode_histogram, Aggregate, Layout, RankPlace, RankReport, World};
+use iolab_bench::ranks::{
+    encode_histogram, Aggregate, Layout, RankPlace, RankReport, StonewallPoint, World,
+};
 use iolab_bench::record::{RunMetrics, SCHEMA_VERSION};
 use iolab_bench::runner::{run_once, RealEngines, RunControl};
-use iolab_bench::spec::WorkloadSpec;
+use iolab_bench::spec::{StopRule, WorkloadSpec};
 use iolab_bench::BenchError;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -37,6 +39,11 @@ pub struct RankArgs {
     /// after the common start (not fio's stonewall).
     #[arg(long, value_parser = crate::parse::duration)]
     pub deadline: Option<Duration>,
+    /// After the deadline, every rank goes on until it has done as many ops
+    /// as the busiest rank had (IOR's stoneWallingWearOut): both the
+    /// figure at the deadline and the whole run's are reported.
+    #[arg(long)]
+    pub wearout: bool,
     /// Each rank works on the data of the next rank (IOR's -C): a read that
     /// follows a write then reads what another rank wrote.
     #[arg(long)]
@@ -54,6 +61,7 @@ impl RankArgs {
             || self.region.is_some()
             || self.segments != 1
             || self.deadline.is_some()
+            || self.wearout
             || self.reorder
             || self.fsync_on_close
     }
@@ -81,6 +89,8 @@ struct RankDetail<'a> {
     end_ns: i64,
     resident_before: f64,
     resident_after: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stonewall: Option<StonewallPoint>,
     metrics: &'a RunMetrics,
 }
 
@@ -92,7 +102,7 @@ pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool) -> Result<Option<i32>> {
         Ok(None) => {
             if a.ranks.any() {
                 return Err(super::usage(
-                    "--layout, --region, --segments, --deadline, --reorder and --fsync-on-close are for runs under mpirun (e.g. mpirun -n 4 iolab bench --layout segmented ...)",
+                    "--layout, --region, --segments, --deadline, --wearout, --reorder and --fsync-on-close are for runs under mpirun (e.g. mpirun -n 4 iolab bench --layout segmented ...)",
                 ));
             }
             return Ok(None);
@@ -224,6 +234,7 @@ fn plan_rank(
         region: region / bs * bs,
         segments: a.ranks.segments,
         bs,
+        resume_ops: 0,
     };
     place.validate().map_err(super::usage)?;
     b.size = Some(place.file_bytes());
@@ -235,6 +246,17 @@ fn plan_rank(
         ));
     }
     let mut spec = all[0].clone();
+    if a.ranks.wearout && a.ranks.deadline.is_none() {
+        return Err(super::usage(
+            "--wearout evens the ranks out after a deadline: give --deadline too (e.g. --deadline 30s --wearout, IOR's -D with stoneWallingWearOut)",
+        ));
+    }
+    if a.ranks.wearout && spec.workers() > 1 {
+        return Err(super::usage(format!(
+            "--wearout counts each rank's ops as one stream: give --threads 1, not {}",
+            spec.threads
+        )));
+    }
     spec.place = Some(place);
     if let Some(d) = a.ranks.deadline {
         spec.stop.time_ns = Some(d.as_nanos() as u64);
@@ -280,26 +302,16 @@ fn run_rank(
     // Every rank has evicted (or warmed) before any rank measures.
     world.barrier();
     let resident_before = rank_residency(&prep, &place)?;
-    let offset = world.clock_offset_ns();
-    let ctl = RunControl {
-        stop,
-        on_interval: None,
-    };
+    let clock = RankClock::new(world);
     world.barrier();
-    let start_ns = iolab_bench::ranks::world::realtime_ns() + offset;
-    let run = run_once(
-        spec,
-        &prep,
-        size,
-        resident_before,
-        RealEngines::shared(),
-        &ctl,
-    );
-    let mut m = match run {
-        Ok(m) => m,
-        Err(BenchError::Partial { error, .. }) => return Err((*error).into()),
-        Err(e) => return Err(e.into()),
-    };
+    let measured = measure(a, world, spec, &prep, resident_before, stop)?;
+    let (mut m, stonewall) = (measured.metrics, measured.stonewall);
+    let (win_start, win_end) = m.window.unwrap_or_else(|| {
+        let t = std::time::Instant::now();
+        (t, t)
+    });
+    let start_ns = clock.at(win_start);
+    let mut end_ns = clock.at(win_end);
     if a.ranks.fsync_on_close && spec.op.writes() {
         for f in &prep.files {
             std::fs::OpenOptions::new()
@@ -308,8 +320,8 @@ fn run_rank(
                 .and_then(|h| h.sync_all())
                 .with_context(|| format!("fsync {}", f.path.display()))?;
         }
+        end_ns = clock.at(std::time::Instant::now());
     }
-    let end_ns = iolab_bench::ranks::world::realtime_ns() + offset;
     world.barrier();
     let resident_after = rank_residency(&prep, &place)?;
     let histogram = m
@@ -326,6 +338,106 @@ fn run_rank(
         resident_before,
         resident_after,
         histogram,
+        stonewall: stonewall.map(|(ops, bytes, at)| StonewallPoint {
+            ops,
+            bytes,
+            end_ns: clock.at(at),
+        }),
+    })
+}
+
+/// Instants of this rank placed on rank 0's wall clock: one reading of
+/// both clocks after the offset to rank 0 is measured.
+struct RankClock {
+    instant: std::time::Instant,
+    realtime_ns: i64,
+}
+
+impl RankClock {
+    fn new(world: &World) -> RankClock {
+        let offset = world.clock_offset_ns();
+        RankClock {
+            instant: std::time::Instant::now(),
+            realtime_ns: iolab_bench::ranks::world::realtime_ns() + offset,
+        }
+    }
+
+    /// `t` in ns on rank 0's clock.
+    fn at(&self, t: std::time::Instant) -> i64 {
+        match t.checked_duration_since(self.instant) {
+            Some(d) => self.realtime_ns + d.as_nanos() as i64,
+            None => self.realtime_ns - self.instant.duration_since(t).as_nanos() as i64,
+        }
+    }
+}
+
+/// What one rank measured, and with `--wearout` where the deadline stopped
+/// it (ops, bytes, when).
+struct Measured {
+    metrics: RunMetrics,
+    stonewall: Option<(u64, u64, std::time::Instant)>,
+}
+
+/// The measured phase of one rank: one run, or with `--wearout` the run to
+/// the deadline, the ranks' agreement on the most ops any did, and a second
+/// run that goes on from where this rank stopped until it has done as many.
+/// Timing is the runner's own window (first op to last completion), not
+/// the set-up around it.
+fn measure(
+    a: &BenchArgs,
+    world: &World,
+    spec: &WorkloadSpec,
+    prep: &Prepared,
+    resident_before: f64,
+    stop: &AtomicBool,
+) -> Result<Measured> {
+    let ctl = RunControl {
+        stop,
+        on_interval: None,
+    };
+    let once = |s: &WorkloadSpec| -> Result<RunMetrics> {
+        match run_once(
+            s,
+            prep,
+            s.file_size,
+            resident_before,
+            RealEngines::shared(),
+            &ctl,
+        ) {
+            Ok(m) => Ok(m),
+            Err(BenchError::Partial { error, .. }) => Err((*error).into()),
+            Err(e) => Err(e.into()),
+        }
+    };
+    let first = once(spec)?;
+    if !a.ranks.wearout {
+        return Ok(Measured {
+            metrics: first,
+            stonewall: None,
+        });
+    }
+    let at = first.window.map_or_else(std::time::Instant::now, |w| w.1);
+    let point = (first.ops, first.bytes, at);
+    let most = world.all_max_u64(first.ops);
+    if most <= first.ops {
+        return Ok(Measured {
+            metrics: first,
+            stonewall: Some(point),
+        });
+    }
+    let mut rest = spec.clone();
+    rest.stop = StopRule {
+        ops: Some(most - first.ops),
+        ..StopRule::default()
+    };
+    rest.ramp_ns = 0;
+    if let Some(p) = rest.place.as_mut() {
+        p.resume_ops = first.ops;
+    }
+    let second = once(&rest)?;
+    Ok(Measured {
+        metrics: iolab_bench::ranks::combine(first, second),
+        stonewall: Some(point),
     })
 }
 
@@ -374,6 +486,7 @@ fn report_root(
                 end_ns: r.end_ns,
                 resident_before: r.resident_before,
                 resident_after: r.resident_after,
+                stonewall: r.stonewall,
                 metrics: &r.metrics,
             })
             .collect(),
@@ -474,6 +587,19 @@ fn table(spec: &WorkloadSpec, agg: &Aggregate, reports: &[RankReport], lib: &str
         agg.slowest.0,
         agg.slowest.1
     );
+    if let Some(w) = &agg.stonewall {
+        let _ = writeln!(
+            t,
+            "at the deadline (--wearout): ops per rank min {} max {}; data min {:.1} MiB mean {:.1} MiB; {:.1} MiB/s over {:.3} s; then every rank went on to {} ops",
+            w.ops_min,
+            w.ops_max,
+            w.bytes_min as f64 / 1048576.0,
+            w.bytes_mean / 1048576.0,
+            w.mib_per_s,
+            w.wall_ns as f64 / 1e9,
+            w.ops_max
+        );
+    }
     let _ = writeln!(
         t,
         "latency of all ranks' ops (histograms merged): p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs; CPU summed {:.0} % of a core",
