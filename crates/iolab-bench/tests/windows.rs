@@ -99,9 +99,13 @@ fn fixed(service_ms: u64) -> FixedFactory {
 }
 
 fn setup(dir: &Path) -> (WorkloadSpec, Prepared) {
+    setup_blocks(dir, BLOCKS)
+}
+
+fn setup_blocks(dir: &Path, blocks: u64) -> (WorkloadSpec, Prepared) {
     let s = WorkloadSpec {
         file: dir.join("f"),
-        file_size: BS * BLOCKS,
+        file_size: BS * blocks,
         ..WorkloadSpec::default()
     };
     let stop = AtomicBool::new(false);
@@ -219,4 +223,32 @@ fn an_op_that_never_completes_is_reported_with_file_and_offset() {
             assert_eq!(metrics.errors, 1);
         }
     }
+}
+
+#[test]
+fn many_busy_threads_share_one_window() {
+    // 256 workers that never sleep on 2 cores: the scheduler releases them
+    // over seconds. Each used to time its own 300 ms from its own release,
+    // so the run's window (first start to last end) grew to many seconds.
+    // Counted from one shared start, it is the time asked plus at most a
+    // scheduling round: 3 s is ten times the request.
+    let d = tempfile::tempdir().unwrap();
+    let (mut s, p) = setup_blocks(d.path(), 1024);
+    s.threads = 256;
+    s.stop.time_ns = Some(300_000_000);
+    let m = run(&s, &p, fixed(0)).unwrap();
+    assert!(m.duration_ns >= 300_000_000, "{m:?}");
+    assert!(
+        m.duration_ns < 3_000_000_000,
+        "window {} ms for a 300 ms run",
+        m.duration_ns / 1_000_000
+    );
+    // The process's CPU over the window holds at least the workers' own:
+    // its baseline is the shared start, not the moment the collector
+    // happened to be scheduled (last of 257 threads, once most were done).
+    let (process, workers) = (m.cpu.user_pct + m.cpu.sys_pct, m.cpu.split.submit_pct());
+    assert!(
+        process >= 0.9 * workers,
+        "process {process:.1} % < workers {workers:.1} %"
+    );
 }

@@ -102,17 +102,33 @@ impl Backing {
     }
 
     /// The backing of `len` bytes at `addr` of this process, from
-    /// `/proc/self/smaps`.
+    /// `/proc/self/smaps`. Heap memory cannot be in a huge page unless THP
+    /// is `always`: then smaps is not read at all (it grows with every
+    /// thread, and 1,024 workers each reading it took seconds).
     pub fn measure(mem: MemKind, addr: usize, len: usize) -> Self {
-        let huge_bytes = std::fs::read_to_string("/proc/self/smaps")
-            .ok()
-            .map(|t| huge_bytes_in(&t, addr as u64, (addr + len) as u64));
+        let huge_bytes = if mem == MemKind::Malloc && !thp_always() {
+            Some(0)
+        } else {
+            std::fs::read_to_string("/proc/self/smaps")
+                .ok()
+                .map(|t| huge_bytes_in(&t, addr as u64, (addr + len) as u64))
+        };
         Backing {
             mem,
             bytes: len as u64,
             huge_bytes,
         }
     }
+}
+
+/// Whether THP is `always` (so even heap memory may get huge pages), read
+/// once from sysfs; an unreadable setting counts as `always` (measure).
+fn thp_always() -> bool {
+    static ALWAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ALWAYS.get_or_init(|| {
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+            .map_or(true, |t| t.contains("[always]"))
+    })
 }
 
 fn size(b: u64) -> String {

@@ -70,6 +70,8 @@ pub(super) struct Shared {
     pub abort: AtomicBool,
     /// One watch per worker (slots are empty without `--op-timeout`).
     pub watches: Vec<Watch>,
+    /// When the run started, for every worker alike.
+    pub start: super::clock::StartMark,
     first_error: Mutex<Option<BenchError>>,
     first_errors: Mutex<Vec<String>>,
 }
@@ -88,6 +90,7 @@ impl Shared {
             stop: AtomicBool::new(false),
             abort: AtomicBool::new(false),
             watches: (0..workers).map(|_| Watch::new(slots)).collect(),
+            start: Default::default(),
             first_error: Mutex::new(None),
             first_errors: Mutex::new(Vec::new()),
         }

@@ -7,7 +7,6 @@
 //! kernel can be left behind: the run ends without it, and the process
 //! exit takes it down.
 
-use super::clock::OpClock;
 use super::control::{timeout_error, EngineFactory, RunControl, Shared};
 use super::intervals::Merger;
 use super::plan::Plan;
@@ -87,7 +86,7 @@ pub(super) fn inline(
     let eng = build_engine(sh, &plan, factory)?;
     let (tx, rx) = mpsc::channel();
     let u0 = Usage::now();
-    let out = work(sh, ctl.stop, plan, eng, OpClock::new(), &tx);
+    let out = work(sh, ctl.stop, plan, eng, sh.start.clock(), &tx);
     let usage = Usage::now().since(&out.usage_at_start.unwrap_or(u0));
     drop(tx);
     let mut merger = Merger::new(1, sh.spec.interval_ns.unwrap_or(1));
@@ -117,9 +116,11 @@ pub(super) fn spawned(
         let (sh, tx, barrier, factory) = (sh.clone(), tx.clone(), barrier.clone(), factory.clone());
         std::thread::spawn(move || {
             let eng = build_engine(&sh, &plan, &*factory);
-            let mut clock = OpClock::new();
             barrier.wait();
-            clock.restart();
+            // Not this thread's own zero: with many more threads than CPUs
+            // the barrier releases them over seconds, and each timing its
+            // own second stretched a 1 s run to 8 s (256 threads).
+            let clock = sh.start.clock();
             let out = match eng {
                 Ok(e) if !sh.abort.load(Ordering::Relaxed) => {
                     Some(Box::new(work(&sh, &sh.stop, plan, e, clock, &tx)))
@@ -144,8 +145,8 @@ pub(super) fn spawned(
 fn collect(sh: &Shared, ctl: &RunControl, rx: &mpsc::Receiver<Msg>, n: usize) -> Collected {
     let spec = &sh.spec;
     let mut merger = Merger::new(n, spec.interval_ns.unwrap_or(1));
-    let ramp_end = Instant::now() + Duration::from_nanos(spec.ramp_ns);
-    let mut u0 = Usage::now();
+    let ramp_end = sh.start.clock().base + Duration::from_nanos(spec.ramp_ns);
+    let mut u0 = sh.start.usage();
     let mut ramp_pending = spec.ramp_ns > 0;
     let tick = spec.op_timeout_ns.map_or(TICK, |t| {
         TICK.min(Duration::from_nanos(t / 4).max(Duration::from_millis(1)))
