@@ -7,6 +7,7 @@
 
 pub mod aggregate;
 pub mod layout;
+pub mod run;
 pub mod wearout;
 pub mod world;
 

@@ -8,16 +8,13 @@
 use super::bench::BenchArgs;
 use super::session::Session;
 use anyhow::{Context, Result};
-use iolab_bench::prepare::{self, Prepared};
-use iolab_bench::ranks::{
-    encode_histogram, Aggregate, Layout, RankPlace, RankReport, StonewallPoint, World,
-};
+use iolab_bench::ranks::run::{self, RankRun};
+use iolab_bench::ranks::{Aggregate, Layout, RankPlace, RankReport, StonewallPoint, World};
 use iolab_bench::record::{RunMetrics, SCHEMA_VERSION};
-use iolab_bench::runner::{run_once, RealEngines, RunControl};
-use iolab_bench::spec::{StopRule, WorkloadSpec};
+use iolab_bench::spec::WorkloadSpec;
 use iolab_bench::BenchError;
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -164,13 +161,7 @@ pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool) -> Result<Option<i32>> {
     };
     match run_rank(a, &world, &spec, stop) {
         Ok(report) => {
-            let bytes = serde_json::to_vec(&report).context("encode rank report")?;
-            if let Some(all) = world.gather_bytes(&bytes) {
-                let reports: Vec<RankReport> = all
-                    .iter()
-                    .map(|b| serde_json::from_slice(b))
-                    .collect::<Result<_, _>>()
-                    .context("decode rank reports")?;
+            if let Some(reports) = run::gather(&world, &report)? {
                 report_root(a, &world, &spec, &reports, targets)?;
             }
             Ok(Some(0))
@@ -274,7 +265,6 @@ fn run_rank(
     spec: &WorkloadSpec,
     stop: &AtomicBool,
 ) -> Result<RankReport> {
-    let place = spec.place.expect("a rank's spec has its place");
     let ses = Session {
         stop,
         repeat: 1,
@@ -282,182 +272,17 @@ fn run_rank(
         overwrite: a.out.overwrite,
         live: false,
     };
-    // A shared file is made once, by rank 0, before the others open it.
-    let prep = if place.layout.shared() {
-        let p = if world.is_root() {
-            Some(super::session::prepare_files(spec, &ses, false)?)
-        } else {
-            None
-        };
-        world.barrier();
-        match p {
-            Some(p) => p,
-            None => super::session::prepare_files(spec, &ses, false)?,
-        }
-    } else {
-        super::session::prepare_files(spec, &ses, false)?
-    };
-    let size = spec.file_size;
-    prepare::set_cache(spec, &prep, size)?;
-    // Every rank has evicted (or warmed) before any rank measures.
-    world.barrier();
-    let resident_before = rank_residency(&prep, &place)?;
-    let clock = RankClock::new(world);
-    world.barrier();
-    let measured = measure(a, world, spec, &prep, resident_before, stop)?;
-    let (mut m, stonewall) = (measured.metrics, measured.stonewall);
-    let (win_start, win_end) = m.window.unwrap_or_else(|| {
-        let t = std::time::Instant::now();
-        (t, t)
-    });
-    let start_ns = clock.at(win_start);
-    let mut end_ns = clock.at(win_end);
-    if a.ranks.fsync_on_close && spec.op.writes() {
-        for f in &prep.files {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .open(&f.path)
-                .and_then(|h| h.sync_all())
-                .with_context(|| format!("fsync {}", f.path.display()))?;
-        }
-        end_ns = clock.at(std::time::Instant::now());
-    }
-    world.barrier();
-    let resident_after = rank_residency(&prep, &place)?;
-    let histogram = m
-        .latency_hist
-        .take()
-        .map(|h| encode_histogram(&h))
-        .unwrap_or_else(|| encode_histogram(&iolab_bench::metrics::new_histogram()));
-    Ok(RankReport {
-        rank: world.rank(),
-        host: world.host(),
-        start_ns,
-        end_ns,
-        metrics: m,
-        resident_before,
-        resident_after,
-        histogram,
-        stonewall: stonewall.map(|(ops, bytes, at)| StonewallPoint {
-            ops,
-            bytes,
-            end_ns: clock.at(at),
-        }),
-    })
-}
-
-/// Instants of this rank placed on rank 0's wall clock: one reading of
-/// both clocks after the offset to rank 0 is measured.
-struct RankClock {
-    instant: std::time::Instant,
-    realtime_ns: i64,
-}
-
-impl RankClock {
-    fn new(world: &World) -> RankClock {
-        let offset = world.clock_offset_ns();
-        RankClock {
-            instant: std::time::Instant::now(),
-            realtime_ns: iolab_bench::ranks::world::realtime_ns() + offset,
-        }
-    }
-
-    /// `t` in ns on rank 0's clock.
-    fn at(&self, t: std::time::Instant) -> i64 {
-        match t.checked_duration_since(self.instant) {
-            Some(d) => self.realtime_ns + d.as_nanos() as i64,
-            None => self.realtime_ns - self.instant.duration_since(t).as_nanos() as i64,
-        }
-    }
-}
-
-/// What one rank measured, and with `--wearout` where the deadline stopped
-/// it (ops, bytes, when).
-struct Measured {
-    metrics: RunMetrics,
-    stonewall: Option<(u64, u64, std::time::Instant)>,
-}
-
-/// The measured phase of one rank: one run, or with `--wearout` the run to
-/// the deadline, the ranks' agreement on the most ops any did, and a second
-/// run that goes on from where this rank stopped until it has done as many.
-/// Timing is the runner's own window (first op to last completion), not
-/// the set-up around it.
-fn measure(
-    a: &BenchArgs,
-    world: &World,
-    spec: &WorkloadSpec,
-    prep: &Prepared,
-    resident_before: f64,
-    stop: &AtomicBool,
-) -> Result<Measured> {
-    let ctl = RunControl {
+    let r = RankRun {
+        world,
         stop,
-        on_interval: None,
+        wearout: a.ranks.wearout,
+        fsync_on_close: a.ranks.fsync_on_close,
     };
-    let once = |s: &WorkloadSpec| -> Result<RunMetrics> {
-        match run_once(
-            s,
-            prep,
-            s.file_size,
-            resident_before,
-            RealEngines::shared(),
-            &ctl,
-        ) {
-            Ok(m) => Ok(m),
-            Err(BenchError::Partial { error, .. }) => Err((*error).into()),
-            Err(e) => Err(e.into()),
-        }
+    let mut prepare = |s: &WorkloadSpec| {
+        super::session::prepare_files(s, &ses, false)
+            .map_err(|e| BenchError::Usage(crate::one_line(&e)))
     };
-    let first = once(spec)?;
-    if !a.ranks.wearout {
-        return Ok(Measured {
-            metrics: first,
-            stonewall: None,
-        });
-    }
-    let at = first.window.map_or_else(std::time::Instant::now, |w| w.1);
-    let point = (first.ops, first.bytes, at);
-    let most = world.all_max_u64(first.ops);
-    if most <= first.ops {
-        return Ok(Measured {
-            metrics: first,
-            stonewall: Some(point),
-        });
-    }
-    let mut rest = spec.clone();
-    rest.stop = StopRule {
-        ops: Some(most - first.ops),
-        ..StopRule::default()
-    };
-    rest.ramp_ns = 0;
-    if let Some(p) = rest.place.as_mut() {
-        p.resume_ops = first.ops;
-    }
-    let second = once(&rest)?;
-    Ok(Measured {
-        metrics: iolab_bench::ranks::combine(first, second),
-        stonewall: Some(point),
-    })
-}
-
-/// Resident fraction of the bytes this rank reads or writes: its own file,
-/// its segments of a shared file, or (strided: its transfers interleave
-/// with the others' within pages) the whole shared file.
-fn rank_residency(prep: &Prepared, place: &RankPlace) -> Result<f64> {
-    let path: &Path = &prep.files[0].path;
-    let ranges = match place.layout {
-        Layout::Segmented => place.ranges(),
-        _ => vec![(0, place.file_bytes())],
-    };
-    let (mut r, mut t) = (0u64, 0u64);
-    for (off, len) in ranges {
-        let x = iolab::cache::residency_range(path, off, len)
-            .with_context(|| format!("mincore {}", path.display()))?;
-        r += x.resident_pages;
-        t += x.total_pages;
-    }
-    Ok(if t == 0 { 1.0 } else { r as f64 / t as f64 })
+    Ok(run::run_rank(&r, spec, &mut prepare)?)
 }
 
 /// Rank 0: merge, print, write.
