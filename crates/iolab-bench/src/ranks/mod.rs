@@ -8,6 +8,7 @@
 pub mod aggregate;
 pub mod layout;
 pub mod run;
+pub mod serve;
 pub mod wearout;
 pub mod world;
 
