@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod mixed;
 pub mod offsets;
 pub mod prepare;
+pub mod random;
 pub mod ranks;
 pub mod record;
 pub mod residency;

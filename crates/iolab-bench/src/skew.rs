@@ -15,7 +15,7 @@
 //! uses a keyed permutation, which keeps the law exact), so the hot blocks
 //! are not simply the file's first ones.
 
-use crate::offsets::{Permutation, Rng};
+use crate::random::{Permutation, Rng};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::hash::{Hash, Hasher};

@@ -1,21 +1,22 @@
-//! Parsing the command line into [`crate::Cli`], with bad input reported on
+//! Parsing the command line into the binary's `Cli` (any clap parser: the
+//! caller names it, so this file needs nothing from `main.rs`), with bad input reported on
 //! one line that names the flag: clap's own first line, except for a
 //! negative number, which clap takes for an unknown flag (`-1`) and
 //! reports without the flag it was given to.
 
-use clap::{CommandFactory, FromArgMatches};
 use std::ffi::OsString;
 
 /// Parses `args` (the program name first).
-pub fn parse_from<I, T>(args: I) -> Result<crate::Cli, String>
+pub fn parse_from<C, I, T>(args: I) -> Result<C, String>
 where
+    C: clap::Parser,
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let res = crate::Cli::command()
+    let res = C::command()
         .try_get_matches_from(&args)
-        .and_then(|m| crate::Cli::from_arg_matches(&m));
+        .and_then(|m| C::from_arg_matches(&m));
     res.map_err(|e| {
         if e.kind() == clap::error::ErrorKind::UnknownArgument {
             if let Some(line) = negative_value(&args) {

@@ -10,3 +10,37 @@ pub struct UsageError(pub String);
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
 }
+
+/// The error and its causes on one line.
+pub fn one_line(e: &anyhow::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for c in e.chain() {
+        let s = c.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+    }
+    parts.join(": ").replace('\n', " ")
+}
+
+/// Maps an error to the exit status.
+pub fn exit_code(e: &anyhow::Error) -> i32 {
+    for c in e.chain() {
+        if let Some(b) = c.downcast_ref::<iolab_bench::BenchError>() {
+            return b.exit_code();
+        }
+        if let Some(u) = c.downcast_ref::<UsageError>() {
+            let _ = u;
+            return 2;
+        }
+        if let Some(i) = c.downcast_ref::<iolab::Error>() {
+            return iolab_bench::BenchError::exit_code_of(i);
+        }
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::BrokenPipe {
+                return 0;
+            }
+        }
+    }
+    1
+}

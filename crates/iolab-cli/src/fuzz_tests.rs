@@ -8,8 +8,9 @@
 //! A sample is also run through the real binary (`tests/corpus.rs`, with
 //! the same generator).
 
+use crate::error::{exit_code, one_line};
 use crate::fuzz_corpus::{corpus, listing, scratch, Case};
-use crate::{argv, exit_code, one_line, Cli, Cmd};
+use crate::{argv, Cli, Cmd};
 use std::ffi::OsString;
 
 /// The value-taking flags of a subcommand, from clap's table.
@@ -27,7 +28,7 @@ fn value_flags(sub: &str) -> Vec<String> {
 fn check_in_process(c: &Case) -> (i32, String) {
     let mut argv: Vec<OsString> = vec!["iolab".into()];
     argv.extend(c.args.iter().cloned());
-    let cli = match argv::parse_from(&argv) {
+    let cli: Cli = match argv::parse_from(&argv) {
         Ok(cli) => cli,
         Err(line) => return (2, line),
     };

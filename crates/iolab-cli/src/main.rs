@@ -21,6 +21,7 @@ mod progress;
 mod prop_tests;
 
 use clap::{Parser, Subcommand};
+use error::{exit_code, one_line};
 use std::process::ExitCode;
 
 /// Measure, compare and explain file I/O on this machine.
@@ -67,7 +68,7 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    let cli = match argv::parse_from(std::env::args_os()) {
+    let cli: Cli = match argv::parse_from(std::env::args_os()) {
         Ok(c) => c,
         Err(line) => {
             // Help and version go to stdout with exit 0, as clap does.
@@ -121,38 +122,4 @@ fn main() -> ExitCode {
         return ExitCode::from(sig as u8);
     }
     ExitCode::from(code as u8)
-}
-
-/// The error and its causes on one line.
-pub(crate) fn one_line(e: &anyhow::Error) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    for c in e.chain() {
-        let s = c.to_string();
-        if !parts.iter().any(|p| p.contains(&s)) {
-            parts.push(s);
-        }
-    }
-    parts.join(": ").replace('\n', " ")
-}
-
-/// Maps an error to the exit status.
-pub(crate) fn exit_code(e: &anyhow::Error) -> i32 {
-    for c in e.chain() {
-        if let Some(b) = c.downcast_ref::<iolab_bench::BenchError>() {
-            return b.exit_code();
-        }
-        if let Some(u) = c.downcast_ref::<cmd::UsageError>() {
-            let _ = u;
-            return 2;
-        }
-        if let Some(i) = c.downcast_ref::<iolab::Error>() {
-            return iolab_bench::BenchError::exit_code_of(i);
-        }
-        if let Some(io) = c.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::BrokenPipe {
-                return 0;
-            }
-        }
-    }
-    1
 }

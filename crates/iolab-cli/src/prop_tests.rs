@@ -119,12 +119,12 @@ proptest! {
         let mut argv = vec!["iolab".to_string(), "bench".to_string()];
         argv.extend(args);
         argv.extend(["--dir".into(), "/nonexistent-iolab-dir".into()]);
-        match crate::argv::parse_from(&argv) {
+        match crate::argv::parse_from::<crate::Cli, _, _>(&argv) {
             Ok(cli) => {
                 if let Some(crate::Cmd::Bench(a)) = cli.cmd {
                     if let Err(e) = crate::cmd::bench::plan(&a) {
-                        prop_assert_eq!(crate::exit_code(&e), 2);
-                        prop_assert!(!crate::one_line(&e).contains('\n'));
+                        prop_assert_eq!(crate::error::exit_code(&e), 2);
+                        prop_assert!(!crate::error::one_line(&e).contains('\n'));
                     }
                 }
             }

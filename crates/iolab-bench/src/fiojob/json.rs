@@ -323,10 +323,7 @@ pub fn document(results: &[JobResult], started_unix_ms: u64, plus: bool) -> Valu
     );
     o.insert("timestamp".into(), json!(started_unix_ms / 1000));
     o.insert("timestamp_ms".into(), json!(started_unix_ms));
-    o.insert(
-        "time".into(),
-        json!(super::report::ctime(started_unix_ms / 1000)),
-    );
+    o.insert("time".into(), json!(ctime(started_unix_ms / 1000)));
     if !globals.is_empty() {
         o.insert("global options".into(), Value::Object(globals));
     }
@@ -337,11 +334,43 @@ pub fn document(results: &[JobResult], started_unix_ms: u64, plus: bool) -> Valu
     Value::Object(o)
 }
 
+/// A Unix time as C's `ctime` prints it, in UTC (`Mon Nov 23 17:06:29 2026`).
+pub fn ctime(secs: u64) -> String {
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    const WD: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MO: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{} {} {d:2} {h:02}:{m:02}:{s:02} {y}",
+        WD[(days % 7) as usize],
+        MO[(mo - 1) as usize]
+    )
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use crate::metrics::{new_histogram, LatencySummary};
     use crate::record::IntervalSample;
+
+    #[test]
+    fn ctime_matches_c() {
+        assert_eq!(ctime(0), "Thu Jan  1 00:00:00 1970");
+        assert_eq!(ctime(1_795_979_189), "Sun Nov 29 19:06:29 2026");
+    }
 
     pub(crate) fn run_with(lat: &[u64], reads: u64, writes: u64) -> RunMetrics {
         let mut h = new_histogram();

@@ -261,10 +261,105 @@ fn percentiles_of(v: &str) -> Result<Vec<f64>, String> {
 
 /// Maps one job. `index` is its position among all jobs; `groupid` its
 /// fio group. Options iolab does not support are refused; cosmetic ones
-/// too unless `lenient` (then they are warnings).
+/// too unless `lenient` (then they are warnings). One step per family of
+/// options, in the order fio's documentation lists them.
 pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJobError> {
-    let mut warnings = Vec::new();
+    let (given, warnings) = classify(job, lenient)?;
+    let g = &given;
     let mut notes = Vec::new();
+    let (engine, opts) = engine_of_job(g)?;
+    let Direction {
+        op,
+        random,
+        bs,
+        pattern,
+        seed,
+    } = direction(g, &mut notes)?;
+    let Queue {
+        numjobs,
+        qd,
+        batch_submit,
+        batch_complete,
+    } = queue(g, engine, &mut notes)?;
+    let (direct, cache) = caching(g)?;
+    let files = files(g, job, numjobs, random, &mut notes)?;
+    let (stop, ramp_ns, startdelay_ns) = how_long(g, &files, numjobs)?;
+    let (rate_iops, thinktime_ns) = pacing(g, bs, numjobs, &mut notes)?;
+    refuse_unsupported(g)?;
+    let continue_on_error = continue_on_error(g)?;
+    let (logs, interval_ms, percentiles) = output(g, job, engine, &mut notes)?;
+    let Files {
+        file,
+        file_per_thread,
+        region,
+        size_given,
+        ..
+    } = files;
+    let spec = WorkloadSpec {
+        engine,
+        op,
+        pattern,
+        bs,
+        qd,
+        batch_submit,
+        batch_complete,
+        threads: numjobs,
+        file_per_thread,
+        file,
+        // The run covers `region` of the file; iolab's spec calls that file_size.
+        file_size: region,
+        direct,
+        cache,
+        drop_caches: false,
+        engine_opts: opts,
+        stop,
+        ramp_ns,
+        interval_ns: Some(interval_ms * 1_000_000),
+        seed,
+        verify: false,
+        continue_on_error,
+        op_timeout_ns: None,
+        rate_iops,
+        thinktime_ns,
+        place: None,
+    };
+    let spec_check = crate::prepare::validate(&spec);
+    if let Err(e) = spec_check {
+        return Err(job.loc.err(format!("job '{}': {e}", job.name)));
+    }
+    let group_reporting = g.flag("group_reporting", false)?;
+    if numjobs > 1 && !group_reporting {
+        notes.push(format!(
+            "numjobs={numjobs} without group_reporting: iolab measures its threads together and reports them as one group"
+        ));
+    }
+    Ok(FioJob {
+        name: job.name.clone(),
+        loc: job.loc.clone(),
+        groupid,
+        spec,
+        numjobs,
+        group_reporting,
+        stonewall: g.flag("stonewall", false)?,
+        startdelay_ns,
+        size_given,
+        allow_file_create: g.flag("allow_file_create", true)?,
+        unlink: g.flag("unlink", false)?,
+        clat_percentiles: g.flag("clat_percentiles", true)?,
+        lat_percentiles: g.flag("lat_percentiles", false)?,
+        percentiles,
+        logs,
+        job_options: job.opts[job.n_global..].iter().map(opt_string).collect(),
+        global_options: job.opts[..job.n_global].iter().map(opt_string).collect(),
+        notes,
+        warnings,
+    })
+}
+
+/// Sorts the job's options: mapped ones are kept (with fio's canonical
+/// name), cosmetic ones warned about (`lenient`) or refused, the rest refused.
+fn classify(job: &RawJob, lenient: bool) -> Result<(Given<'_>, Vec<String>), FioJobError> {
+    let mut warnings = Vec::new();
     let mut given = Given { opts: Vec::new() };
     for o in &job.opts {
         let key = options::canonical(&o.key);
@@ -304,9 +399,11 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
             }
         }
     }
-    let g = &given;
+    Ok((given, warnings))
+}
 
-    // Engine first: engine options depend on it.
+/// `ioengine` and the options that depend on it.
+fn engine_of_job(g: &Given) -> Result<(EngineKind, EngineOpts), FioJobError> {
     let engine = match g.val("ioengine") {
         Some((v, loc)) => engine_of(v).map_err(|e| loc.err(format!("ioengine={v}: {e}")))?,
         None => EngineKind::Pread,
@@ -338,8 +435,20 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
             _ => return Err(g.refuse("hipri", "only pvsync2 and io_uring take hipri")),
         }
     }
+    Ok((engine, opts))
+}
 
-    // Direction, pattern, block size.
+/// What `rw`, `bs`/`bsrange` and the random options decide.
+struct Direction {
+    op: OpMix,
+    random: bool,
+    bs: u64,
+    pattern: AccessPattern,
+    seed: u64,
+}
+
+/// Direction, pattern, block size and seed.
+fn direction(g: &Given, notes: &mut Vec<String>) -> Result<Direction, FioJobError> {
     let (mut op, random) = match g.val("rw") {
         Some((v, loc)) => rw_of(v).map_err(|e| loc.err(format!("rw={v}: {e}")))?,
         None => (OpMix::Read, false),
@@ -409,8 +518,25 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
             }
         }
     };
+    Ok(Direction {
+        op,
+        random,
+        bs,
+        pattern,
+        seed,
+    })
+}
 
-    // Queue.
+/// Threads, queue depth and batches.
+struct Queue {
+    numjobs: u32,
+    qd: u32,
+    batch_submit: u32,
+    batch_complete: u32,
+}
+
+/// `numjobs`, `iodepth` and the batch options.
+fn queue(g: &Given, engine: EngineKind, notes: &mut Vec<String>) -> Result<Queue, FioJobError> {
     let numjobs = g.int("numjobs")?.unwrap_or(1);
     if numjobs == 0 || numjobs > 4096 {
         return Err(g.refuse("numjobs", "must be 1..=4096"));
@@ -441,8 +567,16 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
                 .into(),
         );
     }
+    Ok(Queue {
+        numjobs,
+        qd,
+        batch_submit,
+        batch_complete,
+    })
+}
 
-    // Caching.
+/// `direct`/`buffered` and `invalidate`.
+fn caching(g: &Given) -> Result<(bool, CacheMode), FioJobError> {
     let mut direct = g.flag("direct", false)?;
     if let Some(b) = g.get("buffered") {
         let buffered =
@@ -456,8 +590,43 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
     } else {
         CacheMode::AsIs
     };
+    Ok((direct, cache))
+}
 
-    // Files.
+/// Which file a job reads and how much of it.
+struct Files {
+    file: PathBuf,
+    file_per_thread: bool,
+    /// The part of the file the run covers (all slices with `increment`).
+    region: u64,
+    size_given: bool,
+    increment: Option<u64>,
+    /// The file's length, if it exists (for sizes given in %).
+    existing: Option<u64>,
+}
+
+/// A size option in bytes, a percentage resolved against `existing`.
+fn resolve_size(g: &Given, existing: Option<u64>, k: &str) -> Result<Option<u64>, FioJobError> {
+    Ok(match g.parse(k, value::size)? {
+        None => None,
+        Some(Size::Bytes(b)) => Some(b),
+        Some(Size::Percent(p)) => {
+            let len = existing
+                .ok_or_else(|| g.refuse(k, "a percentage of a file that does not exist yet"))?;
+            Some((len as f64 * p / 100.0) as u64)
+        }
+    })
+}
+
+/// `filename`, `directory`, `filename_format`, `nrfiles`, `offset`,
+/// `offset_increment`, `size` and `filesize`.
+fn files(
+    g: &Given,
+    job: &RawJob,
+    numjobs: u32,
+    random: bool,
+    notes: &mut Vec<String>,
+) -> Result<Files, FioJobError> {
     if let Some(n) = g.int("nrfiles")? {
         if n != 1 {
             return Err(g.refuse(
@@ -542,19 +711,8 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
             iolab::file::length(&file).unwrap_or(0)
         }
     });
-    let resolve = |k: &str| -> Result<Option<u64>, FioJobError> {
-        Ok(match g.parse(k, value::size)? {
-            None => None,
-            Some(Size::Bytes(b)) => Some(b),
-            Some(Size::Percent(p)) => {
-                let len = existing
-                    .ok_or_else(|| g.refuse(k, "a percentage of a file that does not exist yet"))?;
-                Some((len as f64 * p / 100.0) as u64)
-            }
-        })
-    };
-    let filesize = resolve("filesize")?;
-    let size = resolve("size")?;
+    let filesize = resolve_size(g, existing, "filesize")?;
+    let size = resolve_size(g, existing, "size")?;
     let region = size.or(filesize);
     let size_given = region.is_some();
     if region.is_none() && existing.is_none() {
@@ -584,9 +742,21 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
             file.display()
         ));
     }
+    Ok(Files {
+        file,
+        file_per_thread,
+        region,
+        size_given,
+        increment,
+        existing,
+    })
+}
 
-    // How long.
-    let io_size = resolve("io_size")?;
+/// `io_size`, `loops`, `runtime`, `time_based`, `number_ios`, `ramp_time`
+/// and `startdelay`: the stop rule, the ramp and the start delay.
+fn how_long(g: &Given, f: &Files, numjobs: u32) -> Result<(StopRule, u64, u64), FioJobError> {
+    let (region, increment) = (f.region, f.increment);
+    let io_size = resolve_size(g, f.existing, "io_size")?;
     let loops = g.int("loops")?.unwrap_or(1).max(1);
     let runtime = g
         .parse("runtime", |v| value::time_ns(v, 1_000_000_000))?
@@ -619,8 +789,17 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
     let startdelay_ns = g
         .parse("startdelay", |v| value::time_ns(v, 1_000_000_000))?
         .unwrap_or(0);
+    Ok((stop, ramp_ns, startdelay_ns))
+}
 
-    // Pacing: fio's rates are per job; iolab's over all its threads.
+/// `rate`, `rate_iops` and `thinktime`. fio's rates are per job; iolab's
+/// over all its threads.
+fn pacing(
+    g: &Given,
+    bs: u64,
+    numjobs: u32,
+    notes: &mut Vec<String>,
+) -> Result<(Option<u64>, Option<u64>), FioJobError> {
     let one_rate = |k: &str| -> Result<Option<u64>, FioJobError> {
         let Some((v, _)) = g.val(k) else {
             return Ok(None);
@@ -657,6 +836,11 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
     let thinktime_ns = g
         .parse("thinktime", |v| value::time_ns(v, 1_000))?
         .filter(|t| *t > 0);
+    Ok((rate_iops, thinktime_ns))
+}
+
+/// Options fio has that would change what is measured and iolab does not do.
+fn refuse_unsupported(g: &Given) -> Result<(), FioJobError> {
     for k in ["fsync", "fdatasync"] {
         if g.int(k)?.unwrap_or(0) > 0 {
             return Err(g.refuse(k, "iolab issues no syncs during a job"));
@@ -685,9 +869,13 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
             ));
         }
     }
+    Ok(())
+}
 
-    // Errors: iolab counts failed ops and goes on, for any kind of error.
-    let continue_on_error = match g.val("continue_on_error") {
+/// `continue_on_error`: iolab counts failed ops and goes on, for any kind
+/// of error.
+fn continue_on_error(g: &Given) -> Result<bool, FioJobError> {
+    Ok(match g.val("continue_on_error") {
         None => false,
         Some((v, loc)) => match v.trim() {
             "0" | "none" | "false" => false,
@@ -698,9 +886,16 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
                 )))
             }
         },
-    };
+    })
+}
 
-    // Output.
+/// The logs, the averaging interval and the percentiles reported.
+fn output(
+    g: &Given,
+    job: &RawJob,
+    engine: EngineKind,
+    notes: &mut Vec<String>,
+) -> Result<(Logs, u64, Vec<f64>), FioJobError> {
     let log_avg = g.int("log_avg_msec")?.unwrap_or(0);
     let prefix = |k: &str| -> Option<String> {
         g.get(k).map(|o| match o.value.as_deref() {
@@ -736,66 +931,7 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
     } else {
         notes.push("latency: lat = submit call to completion; slat is not timed (as fio's disable_slat=1: a clock read per submit would slow the path measured), so clat is not separated from lat".into());
     }
-
-    let spec = WorkloadSpec {
-        engine,
-        op,
-        pattern,
-        bs,
-        qd,
-        batch_submit,
-        batch_complete,
-        threads: numjobs,
-        file_per_thread,
-        file,
-        // The run covers `region` of the file; iolab's spec calls that file_size.
-        file_size: region,
-        direct,
-        cache,
-        drop_caches: false,
-        engine_opts: opts,
-        stop,
-        ramp_ns,
-        interval_ns: Some(interval_ms * 1_000_000),
-        seed,
-        verify: false,
-        continue_on_error,
-        op_timeout_ns: None,
-        rate_iops,
-        thinktime_ns,
-        place: None,
-    };
-    let spec_check = crate::prepare::validate(&spec);
-    if let Err(e) = spec_check {
-        return Err(job.loc.err(format!("job '{}': {e}", job.name)));
-    }
-    let group_reporting = g.flag("group_reporting", false)?;
-    if numjobs > 1 && !group_reporting {
-        notes.push(format!(
-            "numjobs={numjobs} without group_reporting: iolab measures its threads together and reports them as one group"
-        ));
-    }
-    Ok(FioJob {
-        name: job.name.clone(),
-        loc: job.loc.clone(),
-        groupid,
-        spec,
-        numjobs,
-        group_reporting,
-        stonewall: g.flag("stonewall", false)?,
-        startdelay_ns,
-        size_given,
-        allow_file_create: g.flag("allow_file_create", true)?,
-        unlink: g.flag("unlink", false)?,
-        clat_percentiles: g.flag("clat_percentiles", true)?,
-        lat_percentiles: g.flag("lat_percentiles", false)?,
-        percentiles,
-        logs,
-        job_options: job.opts[job.n_global..].iter().map(opt_string).collect(),
-        global_options: job.opts[..job.n_global].iter().map(opt_string).collect(),
-        notes,
-        warnings,
-    })
+    Ok((logs, interval_ms, percentiles))
 }
 
 /// Maps every job, assigning fio's group ids and refusing jobs fio would

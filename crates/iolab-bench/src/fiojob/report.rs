@@ -1,36 +1,10 @@
 //! fio's human-readable summary (`--output-format=normal`) and its terse
 //! line format (version 3), from iolab's runs, followed by iolab's extras.
 
-use super::json::{lat_buckets, sample_stats, share, sync_engine, JobResult};
+use super::json::{ctime, lat_buckets, sample_stats, share, sync_engine, JobResult};
 use crate::spec::OpMix;
 use hdrhistogram::Histogram;
 use std::fmt::Write;
-
-/// A Unix time as C's `ctime` prints it, in UTC (`Mon Nov 23 17:06:29 2026`).
-pub fn ctime(secs: u64) -> String {
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(mo <= 2);
-    const WD: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MO: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!(
-        "{} {} {d:2} {h:02}:{m:02}:{s:02} {y}",
-        WD[(days % 7) as usize],
-        MO[(mo - 1) as usize]
-    )
-}
 
 /// A number with fio's 3-significant-digit style and a unit prefix
 /// (`base` 1000: k, M, G; 1024: Ki, Mi, Gi).
@@ -429,12 +403,6 @@ pub fn terse(r: &JobResult) -> String {
 mod tests {
     use super::*;
     use crate::fiojob::json::tests::{job, run_with};
-
-    #[test]
-    fn ctime_matches_c() {
-        assert_eq!(ctime(0), "Thu Jan  1 00:00:00 1970");
-        assert_eq!(ctime(1_795_979_189), "Sun Nov 29 19:06:29 2026");
-    }
 
     #[test]
     fn numbers_in_fio_style() {

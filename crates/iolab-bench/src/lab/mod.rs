@@ -7,6 +7,8 @@
 //! [`record`] and [`resume`], verdict rules in [`verdict`], drawing in
 //! [`figure`], and one file per experiment.
 
+mod config;
+mod experiment;
 pub mod figure;
 pub mod record;
 pub mod resume;
@@ -19,164 +21,20 @@ mod latency;
 mod mt_suite;
 mod readers;
 mod reasonable;
+mod squeeze;
 mod sys;
 mod syscalls;
 mod threads;
 mod util;
 
-use crate::error::{BenchError, Result};
-use crate::prepare::{self, PrepareOpts};
-use crate::record::{unix_ms, BenchRecord, RunMetrics};
-use crate::runner::{run_once, RealEngines, RunControl};
-use crate::spec::WorkloadSpec;
 pub use crate::system::Scale;
-use figure::Figure;
+pub use config::{measure_bench, Config, Ctx, Measured, Work};
+pub use experiment::{Analysis, Experiment};
+
+use crate::error::Result;
+use crate::record::unix_ms;
 use record::{LabRecord, Machine};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use verdict::Finding;
-
-/// Everything an experiment may look at to size and run its configurations.
-pub struct Ctx<'a> {
-    /// Smoke, quick or full.
-    pub scale: Scale,
-    /// Where data files go.
-    pub dir: PathBuf,
-    /// Set by Ctrl-C: stop after the configuration under way.
-    pub stop: &'a AtomicBool,
-    /// Physical memory, bytes.
-    pub mem_bytes: u64,
-    /// Online CPUs.
-    pub cores: u32,
-    /// Free space in `dir`, bytes.
-    pub free_bytes: u64,
-    /// Called the moment iolab creates a data file (so Ctrl-C removes it).
-    pub on_created: &'a (dyn Fn(&Path) + Sync),
-}
-
-impl Ctx<'_> {
-    /// A data file of `size` bytes in the lab directory, shared by every
-    /// configuration (and experiment) that wants that size.
-    pub fn data_file(&self, size: u64) -> PathBuf {
-        self.dir.join(format!("iolab-lab-{size}.dat"))
-    }
-
-    /// Picks by scale.
-    pub fn pick<T>(&self, smoke: T, quick: T, full: T) -> T {
-        self.scale.pick(smoke, quick, full)
-    }
-}
-
-/// How one configuration is measured.
-#[derive(Clone, Debug)]
-pub enum Work {
-    /// Through the runner: `repeats` runs of the spec.
-    Bench {
-        /// The workload.
-        spec: Box<WorkloadSpec>,
-        /// Runs of it.
-        repeats: u32,
-    },
-    /// By the experiment itself ([`Experiment::custom`]).
-    Custom,
-}
-
-/// One configuration of an experiment.
-#[derive(Clone, Debug)]
-pub struct Config {
-    /// Names the configuration within its experiment (tags in order).
-    pub key: String,
-    /// What distinguishes it (block size, cache state, technique...).
-    pub tags: BTreeMap<String, String>,
-    /// How to measure it.
-    pub work: Work,
-}
-
-impl Config {
-    /// A configuration from `(tag, value)` pairs.
-    pub fn new(tags: &[(&str, String)], work: Work) -> Config {
-        let key = tags
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ");
-        Config {
-            key,
-            tags: tags
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect(),
-            work,
-        }
-    }
-
-    /// The resume key: tags plus the spec with its (temporary) file path
-    /// left out, so the same configuration matches across `--dir`s.
-    pub fn resume_key(&self) -> String {
-        match &self.work {
-            Work::Bench { spec, repeats } => {
-                let mut s = (**spec).clone();
-                s.file = s.file.file_name().map(PathBuf::from).unwrap_or_default();
-                format!(
-                    "{} | repeats={repeats} | {}",
-                    self.key,
-                    serde_json::to_string(&s).unwrap_or_default()
-                )
-            }
-            Work::Custom => self.key.clone(),
-        }
-    }
-}
-
-/// What a custom measurement returns.
-#[derive(Clone, Debug, Default)]
-pub struct Measured {
-    /// The decisive value of each repeat.
-    pub samples: Vec<f64>,
-    /// Its unit.
-    pub unit: String,
-    /// Other values, by name (`name_unit`), one per repeat or per point.
-    pub extra: BTreeMap<String, Vec<f64>>,
-    /// Facts worth keeping (kernel settings read along the way).
-    pub notes: Vec<String>,
-}
-
-/// What an analysis produces from records.
-#[derive(Debug, Default)]
-pub struct Analysis {
-    /// Figures (SVG).
-    pub figures: Vec<Figure>,
-    /// The key table, plain text.
-    pub table: String,
-    /// Numeric tests of the study's claims.
-    pub findings: Vec<Finding>,
-}
-
-/// A named experiment reproducing one study's measurement.
-pub trait Experiment: Sync {
-    /// Name as `iolab lab run` spells it.
-    fn name(&self) -> &'static str;
-    /// The studies it reproduces (seed numbers).
-    fn study(&self) -> &'static str;
-    /// The question it answers, in a few words.
-    fn answers(&self) -> &'static str;
-    /// Expected time at smoke, quick and full scale on a small machine.
-    fn times(&self) -> [&'static str; 3];
-    /// The configurations at the context's scale.
-    fn configs(&self, ctx: &Ctx) -> Vec<Config>;
-    /// Measures a [`Work::Custom`] configuration.
-    fn custom(&self, cfg: &Config, _ctx: &Ctx) -> Result<Measured> {
-        Err(BenchError::Usage(format!(
-            "{}: configuration {} has no custom measurement",
-            self.name(),
-            cfg.key
-        )))
-    }
-    /// Figures, table and findings from the records (never from anything
-    /// else: the findings are computed from the data).
-    fn analyse(&self, recs: &[LabRecord]) -> Analysis;
-}
+use std::sync::atomic::Ordering;
 
 /// Every experiment, in the order `all` runs them.
 pub fn experiments() -> Vec<&'static dyn Experiment> {
@@ -211,41 +69,6 @@ pub trait Progress {
     fn skipped(&mut self, key: &str, error: &str);
 }
 
-/// Runs one configuration through the runner, `repeats` times.
-pub fn measure_bench(spec: &WorkloadSpec, repeats: u32, ctx: &Ctx) -> Result<BenchRecord> {
-    let mut created = |p: &Path| (ctx.on_created)(p);
-    let prep = prepare::prepare(
-        spec,
-        true,
-        PrepareOpts { overwrite: false },
-        ctx.stop,
-        &mut created,
-        &mut |_, _| {},
-    )?;
-    let env = crate::env::Environment::capture(&ctx.dir);
-    let started = unix_ms();
-    let mut runs: Vec<RunMetrics> = Vec::new();
-    for _ in 0..repeats.max(1) {
-        if ctx.stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let resident = prepare::set_cache(spec, &prep, spec.file_size)?;
-        let ctl = RunControl {
-            stop: ctx.stop,
-            on_interval: None,
-        };
-        runs.push(run_once(
-            spec,
-            &prep,
-            spec.file_size,
-            resident,
-            RealEngines::shared(),
-            &ctl,
-        )?);
-    }
-    Ok(BenchRecord::new(spec.clone(), env, started, runs))
-}
-
 /// Measures one configuration into a record.
 pub fn measure(
     exp: &dyn Experiment,
@@ -259,6 +82,15 @@ pub fn measure(
         Work::Bench { spec, repeats } => {
             let b = measure_bench(spec, *repeats, ctx)?;
             (record::measured_of(&b), Some(b))
+        }
+        Work::Squeezed {
+            spec,
+            repeats,
+            leave,
+            file_bytes,
+        } => {
+            let (m, b) = squeeze::measure(spec, *repeats, *leave, *file_bytes, ctx)?;
+            (m, Some(b))
         }
         Work::Custom => (exp.custom(cfg, ctx)?, None),
     };

@@ -7,13 +7,19 @@
 //! `stream` (a buffered stream). The thesis's 13 % crossover was measured
 //! against its 4 MiB-buffered reader; here it is looked for against
 //! buffered 4 KiB requests, which is what a random 4 KiB reader issues.
+//!
+//! Reading more than memory: random 4 KiB reads over regions of a file
+//! from half to several times the memory left, warm, with a balloon
+//! ([`super::squeeze`]) leaving [`LEAVE`] of memory so "more than memory"
+//! happens on a 24 GiB machine; mmap against buffered 4 KiB.
 
 use super::figure::{self, Axis, LineSeries, Pt};
 use super::record::LabRecord;
 use super::util::*;
 use super::verdict::{over_range, Finding, Verdict};
-use super::{Analysis, Config, Ctx, Experiment};
+use super::{Analysis, Config, Ctx, Experiment, Work};
 use crate::spec::{AccessPattern, CacheMode, StopRule, WorkloadSpec};
+use crate::stats::Stats;
 use iolab::engine::EngineKind;
 
 /// The experiment.
@@ -24,6 +30,16 @@ const NAME: &str = "readers";
 const THESIS: f64 = 0.13;
 /// Reproduced when the crossover is within this factor of the thesis's.
 const FACTOR: f64 = 4.0;
+/// Memory the balloon leaves available at quick and full scale (the
+/// machine stays usable for others; the page cache gets about this).
+pub(crate) const LEAVE: u64 = 2048 * MIB;
+/// Data at most this fraction of the memory left fits in it...
+const FITS: f64 = 0.6;
+/// ...and at least this multiple of it outgrows it.
+const OUTGROWS: f64 = 1.5;
+/// mmap "collapses" when out of memory it keeps at most this fraction of
+/// its in-memory throughput (the thesis saw about 1/5).
+const COLLAPSE: f64 = 0.5;
 
 fn technique(s: &mut WorkloadSpec, t: &str) {
     match t {
@@ -48,6 +64,215 @@ fn crossover(pairs: &[(f64, f64, f64)]) -> f64 {
     f64::NAN
 }
 
+/// The reading-more-than-memory sweep: random 4 KiB reads (with
+/// replacement, so pages are re-read and the cache matters) for a fixed
+/// time over regions of one file, warm, with the balloon in place.
+fn memory_configs(ctx: &Ctx) -> Vec<Config> {
+    let l = LEAVE;
+    let leave = ctx.pick(None, Some(l), Some(l));
+    let regions: Vec<u64> = ctx.pick(
+        vec![MIB, 4 * MIB],
+        vec![l / 2, l, 2 * l],
+        vec![l / 4, l / 2, 3 * l / 4, l, 3 * l / 2, 2 * l, 3 * l],
+    );
+    // Never more than a quarter of the free space.
+    let regions: Vec<u64> = regions
+        .into_iter()
+        .filter(|&r| r <= ctx.free_bytes / 4)
+        .collect();
+    let Some(&file_bytes) = regions.iter().max() else {
+        return Vec::new();
+    };
+    let file = ctx.data_file(file_bytes);
+    let time = ctx.pick(100, 3_000, 5_000) * 1_000_000;
+    let repeats = ctx.pick(1, 2, 3);
+    let mut v = Vec::new();
+    for t in ["mmap", "buffered 4 KiB"] {
+        for &r in &regions {
+            let mut s = spec(&file, r);
+            technique(&mut s, t);
+            s.pattern = AccessPattern::Rand;
+            s.cache = CacheMode::Warm;
+            s.stop = StopRule {
+                time_ns: Some(time),
+                ..StopRule::default()
+            };
+            v.push(Config::new(
+                &[
+                    ("sweep", "memory".into()),
+                    ("technique", t.into()),
+                    ("data", b(r)),
+                ],
+                Work::Squeezed {
+                    spec: Box::new(s),
+                    repeats,
+                    leave,
+                    file_bytes,
+                },
+            ));
+        }
+    }
+    v
+}
+
+/// Data size over the memory left with the balloon in place (measured;
+/// NaN without it).
+fn over_room(r: &LabRecord) -> f64 {
+    let room = st(r, "room_bytes").median;
+    if room > 0.0 {
+        r.num("data") / room
+    } else {
+        f64::NAN
+    }
+}
+
+/// The out-of-memory and in-memory records of one technique: the
+/// largest data that fits and the smallest that outgrows.
+fn in_out<'a>(g: &[&'a LabRecord]) -> (Option<&'a LabRecord>, Option<&'a LabRecord>) {
+    let fit = g
+        .iter()
+        .filter(|r| over_room(r) <= FITS)
+        .max_by(|a, b| over_room(a).total_cmp(&over_room(b)));
+    let out = g
+        .iter()
+        .filter(|r| over_room(r) >= OUTGROWS)
+        .min_by(|a, b| over_room(a).total_cmp(&over_room(b)));
+    (fit.copied(), out.copied())
+}
+
+/// Range of a ratio `a / b` of two repeated quantities: (median, low, high).
+fn ratio(a: &Stats, b: &Stats) -> (f64, f64, f64) {
+    (a.median / b.median, a.min / b.max, a.max / b.min)
+}
+
+/// Figure, table rows and findings of the memory sweep.
+fn memory_analysis(recs: &[LabRecord], out: &mut Analysis) {
+    let mem: Vec<&LabRecord> = recs.iter().filter(|r| r.tag("sweep") == "memory").collect();
+    if mem.is_empty() {
+        return;
+    }
+    let tech: std::collections::BTreeMap<String, Vec<&LabRecord>> = {
+        let mut m: std::collections::BTreeMap<String, Vec<&LabRecord>> = Default::default();
+        for r in &mem {
+            m.entry(r.tag("technique").to_string()).or_default().push(r);
+        }
+        m
+    };
+    let series: Vec<LineSeries> = tech
+        .iter()
+        .map(|(t, g)| {
+            let mut g = g.clone();
+            g.sort_by(|a, b| over_room(a).total_cmp(&over_room(b)));
+            LineSeries {
+                name: t.clone(),
+                pts: g
+                    .iter()
+                    .filter(|r| over_room(r).is_finite())
+                    .map(|r| Pt::of(over_room(r), &r.stats()))
+                    .collect(),
+            }
+        })
+        .collect();
+    out.figures.push(figure::lines(
+        "readers-memory",
+        "Random 4 KiB reads, warm, data size against the memory left (balloon)",
+        Axis::new("data read / memory left (ratio)", true, |v| {
+            format!("{v:.2}")
+        }),
+        Axis::new("throughput (MiB/s)", true, figure::num),
+        &series,
+    ));
+    let mut rows = Vec::new();
+    for (t, g) in &tech {
+        for r in sorted(g.clone(), "data") {
+            rows.push(vec![
+                t.clone(),
+                hb(r, "data"),
+                format!("{:.0} MiB", st(r, "room_bytes").median / MIB as f64),
+                format!("{:.0} %", st(r, "resident_before").median * 100.0),
+                mibs(r.stats().median),
+            ]);
+        }
+    }
+    out.table.push_str(
+        "
+Reading more than memory (balloon in place):
+",
+    );
+    out.table.push_str(&table(
+        &[
+            "technique",
+            "data",
+            "memory left",
+            "cached before",
+            "throughput",
+        ],
+        &rows,
+    ));
+    let get = |t: &str| in_out(tech.get(t).map(Vec::as_slice).unwrap_or(&[]));
+    let (m_in, m_out) = get("mmap");
+    let (b_in, b_out) = get("buffered 4 KiB");
+    let desc = |r: Option<&LabRecord>| match r {
+        Some(r) => format!("{} = {:.2}× memory left", hb(r, "data"), over_room(r)),
+        None => "none".into(),
+    };
+    let (collapse, versus) = match (m_in, m_out, b_out) {
+        (Some(mi), Some(mo), Some(bo)) => {
+            let (c, clo, chi) = ratio(&mo.stats(), &mi.stats());
+            let (d, dlo, dhi) = ratio(&mo.stats(), &bo.stats());
+            let bdrop = b_in
+                .map(|bi| format!("{:.2}", bo.stats().median / bi.stats().median))
+                .unwrap_or_else(|| "n/a".into());
+            (
+                (
+                    over_range(clo, chi, |x| x <= COLLAPSE),
+                    format!(
+                        "mmap {} in memory ({}) → {} out of it ({}): ratio {c:.2} (repeats {clo:.2}–{chi:.2}); buffered 4 KiB kept {bdrop}",
+                        mibs(mi.stats().median),
+                        desc(Some(mi)),
+                        mibs(mo.stats().median),
+                        desc(Some(mo)),
+                    ),
+                ),
+                (
+                    over_range(dlo, dhi, |x| x < 1.0),
+                    format!(
+                        "at {}: mmap {} vs buffered {}: ratio {d:.2} (repeats {dlo:.2}–{dhi:.2})",
+                        hb(mo, "data"),
+                        mibs(mo.stats().median),
+                        mibs(bo.stats().median)
+                    ),
+                ),
+            )
+        }
+        _ => {
+            let why = format!(
+                "no data size on both sides of the memory left (mmap: fits {}, outgrows {})",
+                desc(m_in),
+                desc(m_out)
+            );
+            (
+                (Verdict::Inconclusive, why.clone()),
+                (Verdict::Inconclusive, why),
+            )
+        }
+    };
+    out.findings.push(Finding::new(
+        NAME,
+        format!(
+            "mmap collapses once the data outgrows memory: random 4 KiB reads over data ≥ {OUTGROWS}× the memory left keep ≤ {COLLAPSE} of mmap's throughput on data ≤ {FITS}× it (thesis: about 1/5)"
+        ),
+        collapse.0,
+        collapse.1,
+    ));
+    out.findings.push(Finding::new(
+        NAME,
+        "out of memory, mmap is slower than buffered 4 KiB reads (mmap/buffered < 1 on the smallest data that outgrows memory)",
+        versus.0,
+        versus.1,
+    ));
+}
+
 impl Experiment for Readers {
     fn name(&self) -> &'static str {
         NAME
@@ -56,7 +281,7 @@ impl Experiment for Readers {
         "000"
     }
     fn answers(&self) -> &'static str {
-        "from which fraction of a file read in random 4 KiB requests is mmap faster than buffered reads?"
+        "from which fraction of a file read in random 4 KiB requests is mmap faster than buffered reads, and does mmap collapse once data outgrows memory?"
     }
     fn times(&self) -> [&'static str; 3] {
         ["3 s", "2 min", "20 min"]
@@ -136,6 +361,7 @@ impl Experiment for Readers {
                 ));
             }
         }
+        v.extend(memory_configs(ctx));
         v
     }
     fn analyse(&self, recs: &[LabRecord]) -> Analysis {
@@ -237,7 +463,7 @@ impl Experiment for Readers {
                 format!("{:.1} %", x * 100.0)
             }
         };
-        Analysis {
+        let mut a = Analysis {
             figures,
             table: table(&["fraction read", "mmap", "buffered 4 KiB", "mmap/buffered"], &rows),
             findings: vec![Finding::new(
@@ -251,14 +477,16 @@ impl Experiment for Readers {
                 v,
                 format!("crossover found at {} (medians), {}–{} over the repeats' range", pct(c), pct(early), pct(late)),
             )],
-        }
+        };
+        memory_analysis(recs, &mut a);
+        a
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::testing::rec;
+    use crate::lab::testing::{rec, rec_x};
 
     fn recs(cross: f64) -> Vec<LabRecord> {
         let mut v = Vec::new();
@@ -307,6 +535,66 @@ mod tests {
         assert_eq!(
             Readers.analyse(&recs(0.01)).findings[0].verdict,
             Verdict::NotReproduced
+        );
+    }
+
+    /// The memory sweep with 2 GiB left: mmap's throughput on 1 GiB and
+    /// 4 GiB of data, buffered's fixed at 100 and 40 MiB/s.
+    fn mem(m_in: f64, m_out: f64) -> Vec<LabRecord> {
+        let room = [2048.0 * MIB as f64; 2];
+        let mut v = Vec::new();
+        for (t, fit, out) in [("mmap", m_in, m_out), ("buffered 4 KiB", 100.0, 40.0)] {
+            for (d, x) in [(1024 * MIB, fit), (4096 * MIB, out)] {
+                v.push(rec_x(
+                    NAME,
+                    &[
+                        ("sweep", "memory"),
+                        ("technique", t),
+                        ("data", &d.to_string()),
+                    ],
+                    &[x * 0.95, x * 1.05],
+                    &[("room_bytes", &room), ("resident_before", &[1.0, 1.0])],
+                ));
+            }
+        }
+        v
+    }
+
+    fn memory_verdicts(v: Vec<LabRecord>) -> (Verdict, Verdict) {
+        let a = Readers.analyse(&v);
+        assert_eq!(a.findings.len(), 3, "{:?}", a.findings);
+        assert!(a.figures.iter().any(|f| f.name == "readers-memory"));
+        (a.findings[1].verdict, a.findings[2].verdict)
+    }
+
+    #[test]
+    fn memory_verdicts_follow_the_numbers() {
+        // mmap 500 → 30 MiB/s (ratio 0.06), slower than buffered's 40.
+        assert_eq!(
+            memory_verdicts(mem(500.0, 30.0)),
+            (Verdict::Reproduced, Verdict::Reproduced)
+        );
+        // mmap 500 → 400: no collapse, and faster than buffered.
+        assert_eq!(
+            memory_verdicts(mem(500.0, 400.0)),
+            (Verdict::NotReproduced, Verdict::NotReproduced)
+        );
+        // Ratio 0.5 ± 5 %: the repeats straddle the threshold; 40 vs 40 too.
+        assert_eq!(
+            memory_verdicts(mem(80.0, 40.0)),
+            (Verdict::Inconclusive, Verdict::Inconclusive)
+        );
+        // No data size outgrew memory: inconclusive, and says why.
+        let fits: Vec<LabRecord> = mem(500.0, 30.0)
+            .into_iter()
+            .filter(|r| r.num("data") < 2e9)
+            .collect();
+        let a = Readers.analyse(&fits);
+        assert_eq!(a.findings[1].verdict, Verdict::Inconclusive);
+        assert!(
+            a.findings[1].numbers.contains("outgrows none"),
+            "{}",
+            a.findings[1].numbers
         );
     }
 }

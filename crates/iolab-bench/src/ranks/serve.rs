@@ -20,7 +20,10 @@ pub const RANK_MARK: &str = "{rank}";
 /// per-rank files, its file.
 pub fn for_rank(template: &WorkloadSpec, rank: u32) -> WorkloadSpec {
     let mut s = template.clone();
-    let name = s.file.to_string_lossy().replace(RANK_MARK, &rank.to_string());
+    let name = s
+        .file
+        .to_string_lossy()
+        .replace(RANK_MARK, &rank.to_string());
     s.file = PathBuf::from(name);
     if let Some(p) = s.place.as_mut() {
         p.rank = rank;

@@ -21,7 +21,7 @@ pub mod timing;
 
 mod common;
 
-pub(crate) use crate::offsets::Rng;
+pub(crate) use crate::random::Rng;
 pub(crate) use common::{io_err, keep, meminfo_bytes, temp_dir};
 pub use common::{Config, Result, Scale, SysError};
 pub use record::{Entry, Point, Series, SysReport, SCHEMA_VERSION};

@@ -119,6 +119,15 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
     Ok(b.finish())
 }
 
+impl Trace {
+    /// Writes the trace as iolab CSV (`file,offset,len,op,thread,t_ns`);
+    /// mappings become rows with op `mmap`. (Here, beside the parser, so
+    /// the trace model needs nothing from its formats.)
+    pub fn to_csv(&self) -> Vec<u8> {
+        write(self)
+    }
+}
+
 /// Writes `t` as iolab CSV with all six columns, reads and mappings merged
 /// in time order (mappings after the reads when times are unknown).
 pub fn write(t: &Trace) -> Vec<u8> {

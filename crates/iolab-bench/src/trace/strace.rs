@@ -494,70 +494,22 @@ impl<'a> Converter<'a> {
         }
     }
 
+    /// Applies one call to the descriptor tables and the trace; the
+    /// larger cases each have their own method.
     fn run(&mut self, c: Call) -> Result<(), TraceError> {
         let args_text = c.args.clone();
         let args = split_args(&args_text);
         let ret = c.ret();
         let tid = c.tid;
         match c.name.as_str() {
-            "open" | "openat" | "openat2" | "creat" => {
-                let Some(fd) = ret else { return Ok(()) };
-                let (path_i, flags) = match c.name.as_str() {
-                    "open" => (0, self.arg(&c, &args, 1)?.to_string()),
-                    "creat" => (0, "O_CREAT|O_WRONLY|O_TRUNC".to_string()),
-                    _ => (1, self.arg(&c, &args, 2)?.to_string()),
-                };
-                let path = c
-                    .ret_path()
-                    .or_else(|| string_arg(args.get(path_i).copied().unwrap_or("")));
-                if flags.contains("O_TRUNC") {
-                    if let Some(p) = &path {
-                        self.sizes.insert(p.clone(), 0);
-                    }
-                }
-                let ofd = Rc::new(RefCell::new(Ofd {
-                    path,
-                    offset: Some(0),
-                    append: flags.contains("O_APPEND"),
-                }));
-                self.set(
-                    tid,
-                    fd,
-                    FdEntry {
-                        ofd,
-                        cloexec: flags.contains("O_CLOEXEC"),
-                    },
-                );
-            }
+            "open" | "openat" | "openat2" | "creat" => self.on_open(&c, &args, ret)?,
             "close" => {
                 let (fd, _) = self.fd(&c, &args, 0)?;
                 if let Some(t) = self.tables.get(&tid) {
                     t.borrow_mut().remove(&fd);
                 }
             }
-            "close_range" => {
-                if ret.is_none() {
-                    return Ok(());
-                }
-                let lo = self.num(&c, &args, 0)?;
-                let hi = self.arg(&c, &args, 1)?;
-                let hi: i64 = if hi.starts_with('~') || hi.starts_with("4294967295") {
-                    i64::MAX
-                } else {
-                    self.num(&c, &args, 1)?
-                };
-                let cloexec = self.arg(&c, &args, 2).unwrap_or("0").contains("CLOEXEC");
-                if let Some(t) = self.tables.get(&tid) {
-                    let mut t = t.borrow_mut();
-                    if cloexec {
-                        for (_, e) in t.iter_mut().filter(|(fd, _)| (lo..=hi).contains(*fd)) {
-                            e.cloexec = true;
-                        }
-                    } else {
-                        t.retain(|fd, _| !(lo..=hi).contains(fd));
-                    }
-                }
-            }
+            "close_range" => self.on_close_range(&c, &args, ret)?,
             "dup" | "dup2" | "dup3" => {
                 let Some(new) = ret else { return Ok(()) };
                 let (old, path) = self.fd(&c, &args, 0)?;
@@ -565,33 +517,7 @@ impl<'a> Converter<'a> {
                 let cloexec = c.name == "dup3" && self.arg(&c, &args, 2)?.contains("O_CLOEXEC");
                 self.set(tid, new, FdEntry { ofd, cloexec });
             }
-            "fcntl" | "fcntl64" => {
-                let Some(r) = ret else { return Ok(()) };
-                let (fd, path) = self.fd(&c, &args, 0)?;
-                let cmd = self.arg(&c, &args, 1)?;
-                if cmd.starts_with("F_DUPFD") {
-                    let ofd = self.ofd(tid, fd, &path);
-                    self.set(
-                        tid,
-                        r,
-                        FdEntry {
-                            ofd,
-                            cloexec: cmd == "F_DUPFD_CLOEXEC",
-                        },
-                    );
-                } else if cmd == "F_SETFD" {
-                    let v = self.arg(&c, &args, 2)?;
-                    let on = v.contains("FD_CLOEXEC") || v == "1";
-                    if let Some(t) = self.tables.get(&tid) {
-                        if let Some(e) = t.borrow_mut().get_mut(&fd) {
-                            e.cloexec = on;
-                        }
-                    }
-                } else if cmd == "F_SETFL" {
-                    let v = self.arg(&c, &args, 2)?.contains("O_APPEND");
-                    self.ofd(tid, fd, &path).borrow_mut().append = v;
-                }
-            }
+            "fcntl" | "fcntl64" => self.on_fcntl(&c, &args, ret)?,
             "lseek" => {
                 let Some(off) = ret else { return Ok(()) };
                 let (fd, path) = self.fd(&c, &args, 0)?;
@@ -607,18 +533,7 @@ impl<'a> Converter<'a> {
                 };
                 self.read(&c, fd, path, None, n as u64, op);
             }
-            "pread64" | "preadv" | "preadv2" => {
-                let Some(n) = ret else { return Ok(()) };
-                let (fd, path) = self.fd(&c, &args, 0)?;
-                let off = self.num(&c, &args, 3)?;
-                let op = match c.name.as_str() {
-                    "pread64" => TraceOp::Pread,
-                    "preadv" => TraceOp::Preadv,
-                    _ => TraceOp::Preadv2,
-                };
-                let at = if off < 0 { None } else { Some(off as u64) };
-                self.read(&c, fd, path, at, n as u64, op);
-            }
+            "pread64" | "preadv" | "preadv2" => self.on_pread(&c, &args, ret)?,
             "write" | "writev" | "pwrite64" => {
                 let Some(n) = ret else { return Ok(()) };
                 let (fd, path) = self.fd(&c, &args, 0)?;
@@ -637,54 +552,9 @@ impl<'a> Converter<'a> {
                 self.read(&c, inp, in_path, at, n as u64, TraceOp::Sendfile);
                 self.write(&c, out, out_path, None, n as u64);
             }
-            "copy_file_range" => {
-                let Some(n) = ret else { return Ok(()) };
-                let (inp, in_path) = self.fd(&c, &args, 0)?;
-                let at = offset_ptr(self.arg(&c, &args, 1)?);
-                let (out, out_path) = self.fd(&c, &args, 2)?;
-                let out_at = offset_ptr(self.arg(&c, &args, 3)?);
-                self.read(&c, inp, in_path, at, n as u64, TraceOp::CopyFileRange);
-                self.write(&c, out, out_path, out_at, n as u64);
-            }
-            "mmap" => {
-                if ret.is_none() {
-                    return Ok(());
-                }
-                let (fd, path) = self.fd(&c, &args, 4)?;
-                if fd < 0 {
-                    return Ok(());
-                }
-                let len = self.num(&c, &args, 1)? as u64;
-                let off = self.num(&c, &args, 5)? as u64;
-                let path = path.or_else(|| {
-                    self.entry(tid, fd)
-                        .and_then(|e| e.ofd.borrow().path.clone())
-                });
-                match path {
-                    Some(p) if kind_of(&p).is_none() => self.b.map(&p, off, len, tid, c.t_ns),
-                    _ => {}
-                }
-            }
-            "fstat" | "newfstatat" => {
-                if ret != Some(0) {
-                    return Ok(());
-                }
-                let Some((_, Some(path))) = args.first().and_then(|a| fd_arg(a)) else {
-                    return Ok(());
-                };
-                if !(c.name == "fstat" || args.get(1) == Some(&"\"\"")) {
-                    return Ok(());
-                }
-                if c.args.contains("S_IFREG") {
-                    if let Some(i) = c.args.find("st_size=") {
-                        let s = &c.args[i + 8..];
-                        let end = s.find(|ch: char| !ch.is_ascii_digit()).unwrap_or(s.len());
-                        if let Ok(v) = s[..end].parse::<u64>() {
-                            self.sizes.insert(path, v);
-                        }
-                    }
-                }
-            }
+            "copy_file_range" => self.on_copy_file_range(&c, &args, ret)?,
+            "mmap" => self.on_mmap(&c, &args, ret)?,
+            "fstat" | "newfstatat" => self.on_fstat(&c, &args, ret)?,
             "clone" | "clone3" | "fork" | "vfork" => {
                 if let Some(child) = ret.filter(|&v| v > 0) {
                     let share = c.args.contains("CLONE_FILES");
@@ -697,6 +567,180 @@ impl<'a> Converter<'a> {
                 }
             }
             _ => {}
+        }
+        Ok(())
+    }
+
+    /// `open`, `openat`, `openat2`, `creat`: a new descriptor on a new open file.
+    fn on_open(&mut self, c: &Call, args: &[&str], ret: Option<i64>) -> Result<(), TraceError> {
+        let tid = c.tid;
+        let Some(fd) = ret else { return Ok(()) };
+        let (path_i, flags) = match c.name.as_str() {
+            "open" => (0, self.arg(c, args, 1)?.to_string()),
+            "creat" => (0, "O_CREAT|O_WRONLY|O_TRUNC".to_string()),
+            _ => (1, self.arg(c, args, 2)?.to_string()),
+        };
+        let path = c
+            .ret_path()
+            .or_else(|| string_arg(args.get(path_i).copied().unwrap_or("")));
+        if flags.contains("O_TRUNC") {
+            if let Some(p) = &path {
+                self.sizes.insert(p.clone(), 0);
+            }
+        }
+        let ofd = Rc::new(RefCell::new(Ofd {
+            path,
+            offset: Some(0),
+            append: flags.contains("O_APPEND"),
+        }));
+        self.set(
+            tid,
+            fd,
+            FdEntry {
+                ofd,
+                cloexec: flags.contains("O_CLOEXEC"),
+            },
+        );
+        Ok(())
+    }
+
+    /// `close_range`: closes (or marks close-on-exec) a range of descriptors.
+    fn on_close_range(
+        &mut self,
+        c: &Call,
+        args: &[&str],
+        ret: Option<i64>,
+    ) -> Result<(), TraceError> {
+        let tid = c.tid;
+        if ret.is_none() {
+            return Ok(());
+        }
+        let lo = self.num(c, args, 0)?;
+        let hi = self.arg(c, args, 1)?;
+        let hi: i64 = if hi.starts_with('~') || hi.starts_with("4294967295") {
+            i64::MAX
+        } else {
+            self.num(c, args, 1)?
+        };
+        let cloexec = self.arg(c, args, 2).unwrap_or("0").contains("CLOEXEC");
+        if let Some(t) = self.tables.get(&tid) {
+            let mut t = t.borrow_mut();
+            if cloexec {
+                for (_, e) in t.iter_mut().filter(|(fd, _)| (lo..=hi).contains(*fd)) {
+                    e.cloexec = true;
+                }
+            } else {
+                t.retain(|fd, _| !(lo..=hi).contains(fd));
+            }
+        }
+        Ok(())
+    }
+
+    /// `fcntl`: duplicates, close-on-exec and append mode.
+    fn on_fcntl(&mut self, c: &Call, args: &[&str], ret: Option<i64>) -> Result<(), TraceError> {
+        let tid = c.tid;
+        let Some(r) = ret else { return Ok(()) };
+        let (fd, path) = self.fd(c, args, 0)?;
+        let cmd = self.arg(c, args, 1)?;
+        if cmd.starts_with("F_DUPFD") {
+            let ofd = self.ofd(tid, fd, &path);
+            self.set(
+                tid,
+                r,
+                FdEntry {
+                    ofd,
+                    cloexec: cmd == "F_DUPFD_CLOEXEC",
+                },
+            );
+        } else if cmd == "F_SETFD" {
+            let v = self.arg(c, args, 2)?;
+            let on = v.contains("FD_CLOEXEC") || v == "1";
+            if let Some(t) = self.tables.get(&tid) {
+                if let Some(e) = t.borrow_mut().get_mut(&fd) {
+                    e.cloexec = on;
+                }
+            }
+        } else if cmd == "F_SETFL" {
+            let v = self.arg(c, args, 2)?.contains("O_APPEND");
+            self.ofd(tid, fd, &path).borrow_mut().append = v;
+        }
+        Ok(())
+    }
+
+    /// `pread64`, `preadv`, `preadv2`: reads at an offset (-1: the file's own).
+    fn on_pread(&mut self, c: &Call, args: &[&str], ret: Option<i64>) -> Result<(), TraceError> {
+        let Some(n) = ret else { return Ok(()) };
+        let (fd, path) = self.fd(c, args, 0)?;
+        let off = self.num(c, args, 3)?;
+        let op = match c.name.as_str() {
+            "pread64" => TraceOp::Pread,
+            "preadv" => TraceOp::Preadv,
+            _ => TraceOp::Preadv2,
+        };
+        let at = if off < 0 { None } else { Some(off as u64) };
+        self.read(c, fd, path, at, n as u64, op);
+        Ok(())
+    }
+
+    /// `copy_file_range`: a read from one file and a write to another.
+    fn on_copy_file_range(
+        &mut self,
+        c: &Call,
+        args: &[&str],
+        ret: Option<i64>,
+    ) -> Result<(), TraceError> {
+        let Some(n) = ret else { return Ok(()) };
+        let (inp, in_path) = self.fd(c, args, 0)?;
+        let at = offset_ptr(self.arg(c, args, 1)?);
+        let (out, out_path) = self.fd(c, args, 2)?;
+        let out_at = offset_ptr(self.arg(c, args, 3)?);
+        self.read(c, inp, in_path, at, n as u64, TraceOp::CopyFileRange);
+        self.write(c, out, out_path, out_at, n as u64);
+        Ok(())
+    }
+
+    /// `mmap` of a regular file: a mapping.
+    fn on_mmap(&mut self, c: &Call, args: &[&str], ret: Option<i64>) -> Result<(), TraceError> {
+        let tid = c.tid;
+        if ret.is_none() {
+            return Ok(());
+        }
+        let (fd, path) = self.fd(c, args, 4)?;
+        if fd < 0 {
+            return Ok(());
+        }
+        let len = self.num(c, args, 1)? as u64;
+        let off = self.num(c, args, 5)? as u64;
+        let path = path.or_else(|| {
+            self.entry(tid, fd)
+                .and_then(|e| e.ofd.borrow().path.clone())
+        });
+        match path {
+            Some(p) if kind_of(&p).is_none() => self.b.map(&p, off, len, tid, c.t_ns),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `fstat` of a regular file: its size.
+    fn on_fstat(&mut self, c: &Call, args: &[&str], ret: Option<i64>) -> Result<(), TraceError> {
+        if ret != Some(0) {
+            return Ok(());
+        }
+        let Some((_, Some(path))) = args.first().and_then(|a| fd_arg(a)) else {
+            return Ok(());
+        };
+        if !(c.name == "fstat" || args.get(1) == Some(&"\"\"")) {
+            return Ok(());
+        }
+        if c.args.contains("S_IFREG") {
+            if let Some(i) = c.args.find("st_size=") {
+                let s = &c.args[i + 8..];
+                let end = s.find(|ch: char| !ch.is_ascii_digit()).unwrap_or(s.len());
+                if let Ok(v) = s[..end].parse::<u64>() {
+                    self.sizes.insert(path, v);
+                }
+            }
         }
         Ok(())
     }

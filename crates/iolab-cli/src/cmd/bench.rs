@@ -1,207 +1,20 @@
 //! `iolab bench`: one measurement, or the cartesian product of the
 //! comma-separated values of `--engine --bs --qd --batch --threads --pattern`.
 
+pub use super::bench_args::{BenchArgs, OpArg};
 use super::session::{prepare_files, temp_path, Session};
 use crate::output::{self, Exporter};
-use crate::parse;
 use anyhow::Result;
 use iolab::engine::{EngineKind, EngineOpts, UringOpts};
 use iolab_bench::env::Environment;
 use iolab_bench::prepare;
 use iolab_bench::record::{unix_ms, BenchRecord, IntervalSample};
 use iolab_bench::runner::{run_once, RealEngines, RunControl};
-use iolab_bench::spec::{AccessPattern, CacheMode, OpMix, StopRule, WorkloadSpec};
+use iolab_bench::spec::{CacheMode, OpMix, StopRule, WorkloadSpec};
 use iolab_bench::BenchError;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-
-fn engine(s: &str) -> Result<EngineKind, String> {
-    s.parse()
-}
-fn pattern(s: &str) -> Result<AccessPattern, String> {
-    s.parse()
-}
-fn cache(s: &str) -> Result<CacheMode, String> {
-    s.parse()
-}
-fn mem(s: &str) -> Result<iolab::mem::MemKind, String> {
-    s.parse()
-}
-
-/// Reads, writes or both.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OpArg {
-    /// Only reads.
-    Read,
-    /// Only writes.
-    Write,
-    /// Reads and writes, `--read-pct` % reads.
-    Rw,
-}
-
-/// Arguments of `iolab bench`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct BenchArgs {
-    /// Engine(s): read, pread, preadv2, stream, mmap, uring, libaio, posixaio, threadpool, null.
-    #[arg(long, value_delimiter = ',', default_value = "pread", value_parser = engine)]
-    pub engine: Vec<EngineKind>,
-    /// Operation.
-    #[arg(long, value_enum, default_value = "read")]
-    pub op: OpArg,
-    /// Percentage of reads with `--op rw`.
-    #[arg(long, default_value_t = 70, value_parser = clap::value_parser!(u8).range(0..=100))]
-    pub read_pct: u8,
-    /// Access pattern(s): seq, rand (uniform, with replacement), shuffle (every
-    /// block once), or skewed like fio's random_distribution: zipf:THETA,
-    /// pareto:H, normal:DEV (standard deviation in % of the file).
-    #[arg(long, value_delimiter = ',', default_value = "seq", value_parser = pattern)]
-    pub pattern: Vec<AccessPattern>,
-    /// Block size(s), binary units (4k, 1m).
-    #[arg(long, value_delimiter = ',', default_value = "4k", value_parser = parse::size)]
-    pub bs: Vec<u64>,
-    /// Ops in flight per thread (asynchronous engines).
-    #[arg(long, value_delimiter = ',', default_value = "1")]
-    pub qd: Vec<u32>,
-    /// Ops handed to the engine per submit call.
-    #[arg(
-        long,
-        alias = "batch-submit",
-        value_delimiter = ',',
-        default_value = "1"
-    )]
-    pub batch: Vec<u32>,
-    /// Completions waited for before submitting again when the queue is full.
-    #[arg(long, default_value_t = 1)]
-    pub batch_complete: u32,
-    /// Worker threads (0 = the main thread does the work).
-    #[arg(long, value_delimiter = ',', default_value = "1")]
-    pub threads: Vec<u32>,
-    /// One file per thread (FILE.0, FILE.1, ...) instead of one shared file.
-    #[arg(long)]
-    pub file_per_thread: bool,
-    /// The file to read (created with the verifiable pattern if missing and
-    /// --size is given). Without it, a temporary file in --dir is used and removed.
-    #[arg(long)]
-    pub file: Option<PathBuf>,
-    /// File size, and the amount a run moves when no other limit is given.
-    #[arg(long, value_parser = parse::size)]
-    pub size: Option<u64>,
-    /// Directory for the temporary file when --file is not given.
-    #[arg(long, default_value = ".")]
-    pub dir: PathBuf,
-    /// Bypass the page cache (O_DIRECT).
-    #[arg(long)]
-    pub direct: bool,
-    /// Page-cache state before each run: cold, warm, as-is.
-    #[arg(long, default_value = "cold", value_parser = cache)]
-    pub cache: CacheMode,
-    /// With --cache cold: also drop the whole page cache (root).
-    #[arg(long)]
-    pub drop_caches: bool,
-    /// Stop after this long (e.g. 10s); sequential runs wrap around.
-    #[arg(long, value_parser = parse::duration)]
-    pub time: Option<Duration>,
-    /// Stop after this many ops (all threads).
-    #[arg(long, value_parser = parse::count)]
-    pub ops: Option<u64>,
-    /// Stop after moving this many bytes (default: --size once).
-    #[arg(long, value_parser = parse::size)]
-    pub io_size: Option<u64>,
-    /// Run this long before measuring.
-    #[arg(long, value_parser = parse::duration)]
-    pub ramp: Option<Duration>,
-    /// Record and show per-interval samples (e.g. 1s).
-    #[arg(long, value_parser = parse::duration)]
-    pub interval: Option<Duration>,
-    /// Run each configuration this many times.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub repeat: u32,
-    /// Check every byte read against the pattern.
-    #[arg(long)]
-    pub verify: bool,
-    /// preadv2: set RWF_HIPRI (polled completion).
-    #[arg(long)]
-    pub hipri: bool,
-    /// mmap: only fault pages in, copy nothing.
-    #[arg(long)]
-    pub mmap_touch: bool,
-    /// uring: register the files.
-    #[arg(long)]
-    pub reg_files: bool,
-    /// uring: register the buffers (READ_FIXED/WRITE_FIXED).
-    #[arg(long)]
-    pub fixed_bufs: bool,
-    /// uring: kernel submission polling thread.
-    #[arg(long)]
-    pub sqpoll: bool,
-    /// uring: SQPOLL idle time before sleeping, ms.
-    #[arg(long)]
-    pub sqpoll_idle: Option<u32>,
-    /// uring: CPU for the SQPOLL thread.
-    #[arg(long)]
-    pub sqpoll_cpu: Option<u32>,
-    /// uring: busy-poll for completions (O_DIRECT, device with poll queues).
-    #[arg(long)]
-    pub iopoll: bool,
-    /// threadpool: helper threads (default: one per op in flight).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
-    pub pool_threads: Option<u32>,
-    /// Buffer memory: thp (2 MiB-aligned, MADV_HUGEPAGE; default, chosen by
-    /// measurement), malloc (ordinary pages), hugetlb (reserved huge pages,
-    /// /proc/sys/vm/nr_hugepages). fio's mem=.
-    #[arg(long, default_value = "thp", value_parser = mem)]
-    pub mem: iolab::mem::MemKind,
-    /// Seed of the offsets (and of the pattern of files created now).
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-    /// With --jsonl: skip configurations already recorded in that file (same
-    /// spec, iolab version, host, kernel and device).
-    #[arg(long)]
-    pub resume: bool,
-    /// Count failed ops and keep going (fio's continue_on_error); the record
-    /// keeps the count and the first errors.
-    #[arg(long)]
-    pub continue_on_error: bool,
-    /// End the run with an error naming the op when one is in flight longer
-    /// than this (e.g. 5s; default: no limit).
-    #[arg(long, value_parser = parse::duration)]
-    pub op_timeout: Option<Duration>,
-    /// Paced submission: at most this many ops per second over all threads
-    /// (fio's rate_iops), to measure latency under a given load.
-    #[arg(long, value_parser = parse::count, conflicts_with = "rate")]
-    pub rate_iops: Option<u64>,
-    /// Paced submission in bytes per second over all threads (fio's rate;
-    /// e.g. 100m): --rate-iops = RATE / --bs.
-    #[arg(long, value_parser = parse::size)]
-    pub rate: Option<u64>,
-    /// Pause after each completion before issuing the next op (fio's
-    /// thinktime; e.g. 100us).
-    #[arg(long, value_parser = parse::duration)]
-    pub thinktime: Option<Duration>,
-    /// Compare with another tool on the same file: `fio`.
-    #[arg(long, value_name = "TOOL", value_parser = ["fio"])]
-    pub vs: Option<String>,
-    /// Print the fio job file of each configuration (the translation
-    /// `--vs fio` runs) and exit without measuring.
-    #[arg(long)]
-    pub fio_job: bool,
-    /// With --vs: pairs of runs, alternating who goes first.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub pairs: u32,
-    /// Print the fio command `--vs fio` would run for each configuration and
-    /// exit, measuring nothing (`fair`: the null engine's fair-accounting
-    /// command). Scripts use this so fio's options come from one translation.
-    #[arg(long, hide = true, value_name = "WHICH", num_args = 0..=1,
-          default_missing_value = "default", value_parser = ["default", "fair"])]
-    pub print_fio: Option<String>,
-    /// Outputs: --json, --jsonl, --csv, --overwrite.
-    #[command(flatten)]
-    pub out: output::flags::OutputArgs,
-    /// Multi-rank runs under mpirun: --layout, --region, --segments, ...
-    #[command(flatten)]
-    pub ranks: super::ranks::RankArgs,
-}
 
 fn check_flags(a: &BenchArgs) -> Result<()> {
     let uring_only = [
@@ -493,18 +306,6 @@ pub(crate) struct Plan {
     targets: Option<output::flags::Targets>,
 }
 
-impl Plan {
-    /// The valid configurations.
-    pub(crate) fn specs(&self) -> &[WorkloadSpec] {
-        &self.all
-    }
-
-    /// The checked output files (None with --print-fio or --fio-job).
-    pub(crate) fn into_targets(self) -> Option<output::flags::Targets> {
-        self.targets
-    }
-}
-
 /// Checks `a` and plans the run (see [`Plan`]).
 pub(crate) fn plan(a: &BenchArgs) -> Result<Plan> {
     check_flags(a)?;
@@ -556,7 +357,8 @@ pub(crate) fn plan(a: &BenchArgs) -> Result<Plan> {
 // Long on purpose: the command's outline, from flags to printed table;
 // each step is a call into a named function.
 pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
-    if let Some(code) = super::ranks::maybe_run(a, stop)? {
+    let planner = |b: &BenchArgs| plan(b).map(|p| (p.all, p.targets));
+    if let Some(code) = super::ranks::maybe_run(a, stop, &planner)? {
         return Ok(code);
     }
     let Plan {

@@ -3,7 +3,7 @@
 //! deeper than the queue, blocks larger than the file, and paths that
 //! cannot be created. All before anything is made or measured.
 
-use super::bench::{BenchArgs, OpArg};
+use super::bench_args::{BenchArgs, OpArg};
 use super::usage;
 use anyhow::Result;
 use iolab::engine::EngineKind;

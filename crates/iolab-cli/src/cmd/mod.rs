@@ -1,6 +1,7 @@
 //! The subcommands, one file each.
 
 pub mod bench;
+pub mod bench_args;
 pub mod cat;
 pub mod fio;
 pub mod lab;
@@ -18,4 +19,4 @@ pub mod tune;
 pub mod vs;
 pub mod xor;
 
-pub use crate::error::{usage, UsageError};
+pub use crate::error::usage;

@@ -5,7 +5,7 @@
 //! the only one that prints or writes. A rank that fails names itself and
 //! ends every rank (MPI_Abort) instead of leaving them in a barrier.
 
-use super::bench::BenchArgs;
+use super::bench_args::BenchArgs;
 use super::session::Session;
 use anyhow::{Context, Result};
 use iolab_bench::ranks::run::{self, RankRun};
@@ -16,53 +16,6 @@ use iolab_bench::BenchError;
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
-
-/// Flags of multi-rank runs (used only under `mpirun`).
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct RankArgs {
-    /// How ranks share files: per-rank (`--file 'data.{rank}'`), segmented
-    /// or strided (one shared file, IOR's layouts).
-    #[arg(long, value_parser = |s: &str| s.parse::<Layout>())]
-    pub layout: Option<Layout>,
-    /// Bytes of one rank's region per segment (IOR's -b; not --bs, the
-    /// transfer size). Default: --size (per-rank) or --size / ranks (shared).
-    #[arg(long, value_parser = crate::parse::size)]
-    pub region: Option<u64>,
-    /// Segments (IOR's -s).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
-    pub segments: u64,
-    /// IOR's stonewalling deadline (-D): every rank stops its I/O this long
-    /// after the common start (not fio's stonewall).
-    #[arg(long, value_parser = crate::parse::duration)]
-    pub deadline: Option<Duration>,
-    /// After the deadline, every rank goes on until it has done as many ops
-    /// as the busiest rank had (IOR's stoneWallingWearOut): both the
-    /// figure at the deadline and the whole run's are reported.
-    #[arg(long)]
-    pub wearout: bool,
-    /// Each rank works on the data of the next rank (IOR's -C): a read that
-    /// follows a write then reads what another rank wrote.
-    #[arg(long)]
-    pub reorder: bool,
-    /// fsync every written file before the I/O phase ends (fio's end_fsync;
-    /// counted in the phase's time, as IOR's -e).
-    #[arg(long)]
-    pub fsync_on_close: bool,
-}
-
-impl RankArgs {
-    /// Whether any multi-rank flag was given.
-    pub fn any(&self) -> bool {
-        self.layout.is_some()
-            || self.region.is_some()
-            || self.segments != 1
-            || self.deadline.is_some()
-            || self.wearout
-            || self.reorder
-            || self.fsync_on_close
-    }
-}
 
 /// What rank 0 writes: the merged run and every rank's detail.
 #[derive(Serialize)]
@@ -91,9 +44,16 @@ struct RankDetail<'a> {
     metrics: &'a RunMetrics,
 }
 
+/// What `iolab bench` decides before measuring: the valid configurations
+/// and, unless it only prints, the checked output files.
+pub type Planner<'a> =
+    &'a dyn Fn(&BenchArgs) -> Result<(Vec<WorkloadSpec>, Option<crate::output::flags::Targets>)>;
+
 /// Runs `a` as one rank of a multi-rank run when started by an MPI
 /// launcher; `Ok(None)` when this is a plain single process.
-pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool) -> Result<Option<i32>> {
+/// `plan` is how `iolab bench` plans a run (passed in by `bench`, which
+/// this file does not import).
+pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool, plan: Planner) -> Result<Option<i32>> {
     let world = match World::join() {
         Ok(Some(w)) => w,
         Ok(None) => {
@@ -137,7 +97,7 @@ pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool) -> Result<Option<i32>> {
     }
     // Bad input: each rank finds the same problem and rank 0 says it once;
     // a problem only some ranks have (their own file) they say themselves.
-    let planned = plan_rank(a, &world);
+    let planned = plan_rank(a, &world, plan);
     let root_failed = world.broadcast_i64(i64::from(planned.is_err())) != 0;
     let any_failed = world.all_max_u64(u64::from(planned.is_err())) != 0;
     let (spec, targets) = match planned {
@@ -151,12 +111,15 @@ pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool) -> Result<Option<i32>> {
             // was bad), before anyone exits: the launcher ends every rank
             // as soon as one exits with an error.
             if world.is_root() {
-                eprintln!("error: {}", crate::one_line(&e));
+                eprintln!("error: {}", crate::error::one_line(&e));
             } else if !root_failed {
-                eprintln!("iolab: rank {rank} on {host}: {}", crate::one_line(&e));
+                eprintln!(
+                    "iolab: rank {rank} on {host}: {}",
+                    crate::error::one_line(&e)
+                );
             }
             world.barrier();
-            return Ok(Some(crate::exit_code(&e)));
+            return Ok(Some(crate::error::exit_code(&e)));
         }
     };
     match run_rank(a, &world, &spec, stop) {
@@ -167,7 +130,10 @@ pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool) -> Result<Option<i32>> {
             Ok(Some(0))
         }
         Err(e) => {
-            eprintln!("iolab: rank {rank} on {host}: {}", crate::one_line(&e));
+            eprintln!(
+                "iolab: rank {rank} on {host}: {}",
+                crate::error::one_line(&e)
+            );
             world.abort(1)
         }
     }
@@ -178,6 +144,7 @@ pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool) -> Result<Option<i32>> {
 fn plan_rank(
     a: &BenchArgs,
     world: &World,
+    plan: Planner,
 ) -> Result<(WorkloadSpec, Option<crate::output::flags::Targets>)> {
     let (rank, ranks) = (world.rank(), world.size());
     let layout = a.ranks.layout.unwrap_or(Layout::PerRank);
@@ -229,8 +196,7 @@ fn plan_rank(
     };
     place.validate().map_err(super::usage)?;
     b.size = Some(place.file_bytes());
-    let planned = super::bench::plan(&b)?;
-    let all = planned.specs();
+    let (all, targets) = plan(&b)?;
     if all.len() != 1 {
         return Err(super::usage(
             "under mpirun give one configuration (no comma-separated sweeps)",
@@ -255,7 +221,7 @@ fn plan_rank(
             spec.stop.bytes = Some(place.rank_bytes());
         }
     }
-    Ok((spec, planned.into_targets()))
+    Ok((spec, targets))
 }
 
 /// Prepares, runs and checks this rank's part; the report for rank 0.

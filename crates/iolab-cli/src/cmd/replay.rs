@@ -10,7 +10,7 @@ use iolab_bench::trace::place::{self, Placed};
 use iolab_bench::trace::readers;
 use iolab_bench::trace::replay::{self as rp, ReplayReader, Threads, Timing};
 use iolab_bench::trace::session::{self, Cache, ReaderResult, SessionOpts};
-use iolab_bench::trace::stats::{self, Advice, FileStats};
+use iolab_bench::trace::stats;
 use iolab_bench::trace::{self as tr, TraceFormat};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -113,11 +113,6 @@ pub fn build_readers(
         return Err(super::usage("--reader: name at least one reader"));
     }
     Ok(out)
-}
-
-/// What the policies would choose for a file.
-pub fn advise(f: &FileStats) -> Vec<Advice> {
-    readers::advise(f)
 }
 
 /// The whole result, as `--json` prints it.

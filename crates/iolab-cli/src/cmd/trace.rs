@@ -44,7 +44,7 @@ pub fn parse_format(s: &str) -> Result<TraceFormat, String> {
 
 /// What the policies would choose for a file.
 pub fn advise(f: &FileStats) -> Vec<Advice> {
-    super::replay::advise(f)
+    iolab_bench::trace::readers::advise(f)
 }
 
 fn pct(x: f64) -> String {

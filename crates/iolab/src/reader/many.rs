@@ -2,32 +2,10 @@
 //! and merges neighbours into vectored reads, and the fallback that reads
 //! a batch with a few threads where io_uring is missing.
 
-use super::{Backend, ReadError, Result, Src};
+use super::backend::{Backend, Src};
+use super::error::ReadError;
+pub use super::request::ReadReq;
 use crate::sys::ring::{Piece, Seg};
-
-/// One piece of a batch for [`Reader::read_many`](super::Reader::read_many):
-/// read `buf.len()` bytes at `offset` into `buf`.
-#[derive(Debug)]
-pub struct ReadReq<'a> {
-    /// File offset.
-    pub offset: u64,
-    /// Destination; its length is the size of the read.
-    pub buf: &'a mut [u8],
-    /// Filled in when done: the bytes read (fewer than asked only where the
-    /// file ends), or the error.
-    pub result: Option<Result<usize>>,
-}
-
-impl<'a> ReadReq<'a> {
-    /// A request for `buf.len()` bytes at `offset`.
-    pub fn new(offset: u64, buf: &'a mut [u8]) -> Self {
-        ReadReq {
-            offset,
-            buf,
-            result: None,
-        }
-    }
-}
 
 /// Largest piece one op reads; larger requests are split so the ring's
 /// depth works within one request too.

@@ -8,12 +8,18 @@
 //! the piece (end of file). The call returns only when nothing is in
 //! flight, so the borrowed buffers are never written after it returns.
 
-use crate::reader::ReadReq;
 use io_uring::{opcode, types, IoUring};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::os::fd::AsRawFd;
+
+/// A request the ring reads into: it lends its buffer. The reader's
+/// `ReadReq` implements it, so this file needs nothing from the reader.
+pub(crate) trait Dest {
+    /// The buffer the request's bytes go to.
+    fn dest(&mut self) -> &mut [u8];
+}
 
 /// Part of one request's buffer: `len` bytes from `start` of request `req`.
 #[derive(Clone, Copy, Debug)]
@@ -58,17 +64,17 @@ fn ensure(slot: &mut Option<(IoUring, u32)>, depth: u32) -> std::io::Result<()> 
 /// its last piece finishes (result: bytes read from its start until the
 /// first short piece, or the first error). Errs only if the ring cannot be
 /// set up; then nothing was read and no callback ran.
-pub(crate) fn read_plan(
+pub(crate) fn read_plan<R: Dest>(
     file: &File,
-    reqs: &mut [ReadReq<'_>],
+    reqs: &mut [R],
     plan: &[Piece],
     depth: u32,
-    on_done: &mut dyn FnMut(usize, &mut ReadReq<'_>, std::io::Result<usize>),
+    on_done: &mut dyn FnMut(usize, &mut R, std::io::Result<usize>),
 ) -> std::io::Result<()> {
     for p in plan {
         for s in &p.segs {
             assert!(
-                s.start + s.len <= reqs[s.req].buf.len(),
+                s.start + s.len <= reqs[s.req].dest().len(),
                 "plan outside its buffer"
             );
         }
@@ -92,13 +98,13 @@ struct ReqState {
     err: Option<std::io::Error>,
 }
 
-fn finish_piece(
+fn finish_piece<R: Dest>(
     p: &Piece,
     run: &Run,
     err: Option<i32>,
-    reqs: &mut [ReadReq<'_>],
+    reqs: &mut [R],
     st: &mut [ReqState],
-    on_done: &mut dyn FnMut(usize, &mut ReadReq<'_>, std::io::Result<usize>),
+    on_done: &mut dyn FnMut(usize, &mut R, std::io::Result<usize>),
 ) {
     let mut at = 0usize;
     for s in &p.segs {
@@ -130,13 +136,13 @@ fn finish_piece(
     }
 }
 
-fn run(
+fn run<R: Dest>(
     ring: &mut IoUring,
     fd: i32,
-    reqs: &mut [ReadReq<'_>],
+    reqs: &mut [R],
     plan: &[Piece],
     depth: usize,
-    on_done: &mut dyn FnMut(usize, &mut ReadReq<'_>, std::io::Result<usize>),
+    on_done: &mut dyn FnMut(usize, &mut R, std::io::Result<usize>),
 ) {
     let mut st: Vec<ReqState> = (0..reqs.len()).map(|_| ReqState::default()).collect();
     for p in plan {
@@ -164,7 +170,7 @@ fn run(
         .map(|p| {
             p.segs
                 .iter()
-                .map(|s| (reqs[s.req].buf[s.start..].as_mut_ptr(), s.len))
+                .map(|s| (reqs[s.req].dest()[s.start..].as_mut_ptr(), s.len))
                 .collect()
         })
         .collect();

@@ -1,0 +1,175 @@
+//! What an experiment is made of: the context it sizes itself by
+//! ([`Ctx`]), its configurations ([`Config`], each measured as [`Work`]),
+//! what a custom measurement returns ([`Measured`]), and
+//! [`measure_bench`], which measures a configuration through the runner.
+//! Records, experiments and the driving loop build on this file.
+
+use crate::error::Result;
+use crate::prepare::{self, PrepareOpts};
+use crate::record::{unix_ms, BenchRecord, RunMetrics};
+use crate::runner::{run_once, RealEngines, RunControl};
+use crate::spec::WorkloadSpec;
+use crate::system::Scale;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Everything an experiment may look at to size and run its configurations.
+pub struct Ctx<'a> {
+    /// Smoke, quick or full.
+    pub scale: Scale,
+    /// Where data files go.
+    pub dir: PathBuf,
+    /// Set by Ctrl-C: stop after the configuration under way.
+    pub stop: &'a AtomicBool,
+    /// Physical memory, bytes.
+    pub mem_bytes: u64,
+    /// Online CPUs.
+    pub cores: u32,
+    /// Free space in `dir`, bytes.
+    pub free_bytes: u64,
+    /// Called the moment iolab creates a data file (so Ctrl-C removes it).
+    pub on_created: &'a (dyn Fn(&Path) + Sync),
+}
+
+impl Ctx<'_> {
+    /// A data file of `size` bytes in the lab directory, shared by every
+    /// configuration (and experiment) that wants that size.
+    pub fn data_file(&self, size: u64) -> PathBuf {
+        self.dir.join(format!("iolab-lab-{size}.dat"))
+    }
+
+    /// Picks by scale.
+    pub fn pick<T>(&self, smoke: T, quick: T, full: T) -> T {
+        self.scale.pick(smoke, quick, full)
+    }
+}
+
+/// How one configuration is measured.
+#[derive(Clone, Debug)]
+pub enum Work {
+    /// Through the runner: `repeats` runs of the spec.
+    Bench {
+        /// The workload.
+        spec: Box<WorkloadSpec>,
+        /// Runs of it.
+        repeats: u32,
+    },
+    /// Through the runner with less memory: a balloon leaves `leave`
+    /// bytes of memory available (`None`: a token balloon, for smoke
+    /// runs); the data file is made `file_bytes` long first.
+    Squeezed {
+        /// The workload.
+        spec: Box<WorkloadSpec>,
+        /// Runs of it.
+        repeats: u32,
+        /// Memory left available, bytes.
+        leave: Option<u64>,
+        /// Length of the data file (the spec may read a region of it).
+        file_bytes: u64,
+    },
+    /// By the experiment itself ([`Experiment::custom`](super::Experiment::custom)).
+    Custom,
+}
+
+/// One configuration of an experiment.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Names the configuration within its experiment (tags in order).
+    pub key: String,
+    /// What distinguishes it (block size, cache state, technique...).
+    pub tags: BTreeMap<String, String>,
+    /// How to measure it.
+    pub work: Work,
+}
+
+impl Config {
+    /// A configuration from `(tag, value)` pairs.
+    pub fn new(tags: &[(&str, String)], work: Work) -> Config {
+        let key = tags
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        Config {
+            key,
+            tags: tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+            work,
+        }
+    }
+
+    /// The resume key: tags plus the spec with its (temporary) file path
+    /// left out, so the same configuration matches across `--dir`s.
+    pub fn resume_key(&self) -> String {
+        let of = |spec: &WorkloadSpec, repeats: u32| {
+            let mut s = spec.clone();
+            s.file = s.file.file_name().map(PathBuf::from).unwrap_or_default();
+            format!(
+                "{} | repeats={repeats} | {}",
+                self.key,
+                serde_json::to_string(&s).unwrap_or_default()
+            )
+        };
+        match &self.work {
+            Work::Bench { spec, repeats } => of(spec, *repeats),
+            Work::Squeezed {
+                spec,
+                repeats,
+                leave,
+                file_bytes,
+            } => format!("{} | leave={leave:?} file={file_bytes}", of(spec, *repeats)),
+            Work::Custom => self.key.clone(),
+        }
+    }
+}
+
+/// What a custom measurement returns.
+#[derive(Clone, Debug, Default)]
+pub struct Measured {
+    /// The decisive value of each repeat.
+    pub samples: Vec<f64>,
+    /// Its unit.
+    pub unit: String,
+    /// Other values, by name (`name_unit`), one per repeat or per point.
+    pub extra: BTreeMap<String, Vec<f64>>,
+    /// Facts worth keeping (kernel settings read along the way).
+    pub notes: Vec<String>,
+}
+
+/// Runs one configuration through the runner, `repeats` times.
+pub fn measure_bench(spec: &WorkloadSpec, repeats: u32, ctx: &Ctx) -> Result<BenchRecord> {
+    let mut created = |p: &Path| (ctx.on_created)(p);
+    let prep = prepare::prepare(
+        spec,
+        true,
+        PrepareOpts { overwrite: false },
+        ctx.stop,
+        &mut created,
+        &mut |_, _| {},
+    )?;
+    let env = crate::env::Environment::capture(&ctx.dir);
+    let started = unix_ms();
+    let mut runs: Vec<RunMetrics> = Vec::new();
+    for _ in 0..repeats.max(1) {
+        if ctx.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let resident = prepare::set_cache(spec, &prep, spec.file_size)?;
+        let ctl = RunControl {
+            stop: ctx.stop,
+            on_interval: None,
+        };
+        runs.push(run_once(
+            spec,
+            &prep,
+            spec.file_size,
+            resident,
+            RealEngines::shared(),
+            &ctl,
+        )?);
+    }
+    Ok(BenchRecord::new(spec.clone(), env, started, runs))
+}
