@@ -261,6 +261,49 @@ fn wearout_evens_the_ranks_out_and_keeps_the_deadline_figure() {
 }
 
 #[test]
+fn the_lab_s_mt_suite_runs_its_tests_with_ranks_too() {
+    if !ready("the_lab_s_mt_suite_runs_its_tests_with_ranks_too") {
+        return;
+    }
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = d.path().join("out");
+    let o = Command::new("mpirun")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl", "self,vader")
+        .current_dir(d.path())
+        .args(["--oversubscribe", "-n", "2", BIN, "lab", "run", "mt-suite"])
+        .args(["--scale", "smoke", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Rank 0 alone reports, and its table has the ranks next to threads.
+    assert_eq!(text.matches("== mt-suite").count(), 1, "{text}");
+    assert_eq!(text.matches("(2 ranks)").count(), 8, "{text}");
+    let recs: Vec<Value> = std::fs::read_to_string(out.join("mt-suite.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ranked: Vec<&Value> = recs.iter().filter(|r| r["tags"]["ranks"] == "2").collect();
+    assert_eq!(ranked.len(), 8, "one record per test with 2 ranks");
+    for r in &ranked {
+        let mib = r["samples"][0].as_f64().unwrap();
+        assert!(mib > 0.0, "{r}");
+        assert!(r["tags"].get("threads").is_none());
+    }
+    // Threads and processes on the same figure.
+    let svg = std::fs::read_to_string(out.join("mt-suite-read-shared-seq.svg")).unwrap();
+    assert!(svg.contains("processes (MPI ranks)") && svg.contains(", threads"));
+}
+
+#[test]
 fn ranks_that_disagree_are_refused_before_any_io() {
     if !ready("ranks_that_disagree_are_refused_before_any_io") {
         return;

@@ -177,6 +177,11 @@ pub fn marked_svg(svg: &str) -> String {
 }
 
 fn run_experiments(a: &RunArgs, stop: &'static AtomicBool) -> Result<i32> {
+    // Under mpirun rank 0 runs the lab; the other ranks follow it here.
+    let ranks = match super::lab_ranks::join(stop)? {
+        super::lab_ranks::Joined::Followed(code) => return Ok(code),
+        j => j,
+    };
     let exps = select(&a.names)?;
     // Output directory: made if missing (a directory, never a file).
     match std::fs::metadata(&a.out) {
@@ -238,6 +243,7 @@ fn run_experiments(a: &RunArgs, stop: &'static AtomicBool) -> Result<i32> {
         cores: env.cores as u32,
         free_bytes: iolab::file::free_space(&dir).unwrap_or(u64::MAX),
         on_created: &on_created,
+        ranks: ranks.world(),
     };
     let command = std::env::args()
         .map(|s| shlex::try_quote(&s).map(|c| c.into_owned()).unwrap_or(s))
