@@ -246,7 +246,7 @@ fn run_rank(
     };
     let mut prepare = |s: &WorkloadSpec| {
         super::session::prepare_files(s, &ses, false)
-            .map_err(|e| BenchError::Usage(crate::one_line(&e)))
+            .map_err(|e| BenchError::Usage(crate::error::one_line(&e)))
     };
     Ok(run::run_rank(&r, spec, &mut prepare)?)
 }
