@@ -7,7 +7,7 @@ command -v fio >/dev/null 2>&1 || need+=(fio)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 # scripts/vs-cat.sh times runs with bc; the reader's run tests compile a C reference.
 command -v bc >/dev/null 2>&1 || need+=(bc)
-command -v cc >/dev/null 2>&1 || need+=(gcc)
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
 # iolab record runs programs under strace (and its tests record a child).
 command -v strace >/dev/null 2>&1 || need+=(strace)
 # scripts/trace-speed.sh records SQLite queries (and grep, python3: always there).

@@ -3,12 +3,12 @@
 //! that fits in memory, a third small random reads over a file that does
 //! not fit the memory left to it.
 //!
-//! "The memory left to it" is simulated, not taken from other users of
-//! this shared machine: every reader is told (`Options::memory_budget`)
-//! that `budget` bytes are free for the page cache, and each phase starts
-//! with its file evicted, so the random reads over the big file (which
-//! touch about 2 % of it) miss the cache as they would if it were larger
-//! than memory.
+//! "The memory left to it" is either simulated (`budget: Some(b)`: every
+//! reader is told `b` bytes are free for the page cache) or real (`None`:
+//! the readers read MemAvailable while `iolab mixed --balloon-leave SIZE`
+//! holds the rest of memory in an mlock balloon, as
+//! `scripts/adaptive-vs-fixed.sh` does). Each phase starts with its file
+//! evicted.
 
 use iolab::reader::profile::Profile;
 use iolab::reader::{Hints, Options, ReadReq, Reader, Technique};
@@ -36,8 +36,9 @@ pub struct MixedSpec {
     pub small: usize,
     /// Random reads are issued in batches of this many (`read_many`).
     pub batch: usize,
-    /// Memory the readers are told is free for the page cache.
-    pub budget: u64,
+    /// Memory the readers are told is free for the page cache (None: what
+    /// /proc/meminfo says, for runs under a real memory balloon).
+    pub budget: Option<u64>,
 }
 
 impl Default for MixedSpec {
@@ -51,7 +52,7 @@ impl Default for MixedSpec {
             big_reads: 16_384,
             small: 4096,
             batch: 32,
-            budget: 1 << 30,
+            budget: Some(1 << 30),
         }
     }
 }
@@ -139,8 +140,9 @@ fn offsets(n: usize, len: u64, small: usize, seed: u64) -> Vec<u64> {
         .collect()
 }
 
-fn opts(t: Technique, p: &Option<Arc<Profile>>, budget: u64, hints: Hints) -> Options {
-    let mut o = Options::new(t).memory_budget(budget).hints(hints);
+fn opts(t: Technique, p: &Option<Arc<Profile>>, budget: Option<u64>, hints: Hints) -> Options {
+    let mut o = Options::new(t).hints(hints);
+    o.memory_budget = budget;
     o.profile = p.clone();
     o
 }
@@ -148,11 +150,7 @@ fn opts(t: Technique, p: &Option<Arc<Profile>>, budget: u64, hints: Hints) -> Op
 fn random_phase(r: &Reader, offs: &[u64], small: usize, batch: usize) -> Result<(), String> {
     let mut bufs: Vec<Vec<u8>> = (0..batch).map(|_| vec![0u8; small]).collect();
     for chunk in offs.chunks(batch) {
-        let mut reqs: Vec<ReadReq<'_>> = chunk
-            .iter()
-            .zip(bufs.iter_mut())
-            .map(|(&o, b)| ReadReq::new(o, b))
-            .collect();
+        let mut reqs = ReadReq::batch(chunk, &mut bufs);
         r.read_many(&mut reqs);
         for q in &reqs {
             match &q.result {

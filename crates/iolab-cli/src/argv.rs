@@ -39,10 +39,14 @@ pub fn is_display(e: &clap::Error) -> bool {
 /// Clap's first line (it names the flag and the problem).
 fn one_line(e: &clap::Error) -> String {
     let text = e.render().to_string();
-    text.lines()
-        .next()
-        .unwrap_or("error: bad arguments")
-        .to_string()
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let first = lines.next().unwrap_or("error: bad arguments").to_string();
+    // "the following required arguments were not provided:" names them on
+    // the next lines: bring the first of them up.
+    match lines.next() {
+        Some(next) if first.ends_with(':') => format!("{first} {}", next.trim()),
+        _ => first,
+    }
 }
 
 /// `--flag -N...`: a negative number given to a flag that takes a value.

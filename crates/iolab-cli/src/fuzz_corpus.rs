@@ -128,6 +128,8 @@ pub fn scratch(dir: &Path) -> Paths {
 /// The whole corpus, for a scratch directory made by [`scratch`].
 /// `value_flags(sub)` lists the subcommand's value-taking flags (the flag
 /// table: clap's own in process, `--help` for the binary).
+// Long on purpose: the corpus is a table of bad inputs, family after
+// family; split, the families would only move apart.
 pub fn corpus(paths: &Paths, value_flags: &dyn Fn(&str) -> Vec<String>) -> Vec<Case> {
     let d = paths.dir.to_str().unwrap().to_string();
     let mut v = Vec::new();
@@ -215,6 +217,23 @@ pub fn corpus(paths: &Paths, value_flags: &dyn Fn(&str) -> Vec<String>) -> Vec<C
             args: vec!["xor".into(), p.clone()],
             names: if p.is_empty() { "FILE" } else { "xor" }.into(),
         });
+        // The course's program: read or write a wrong path.
+        for mode in ["-r", "-w"] {
+            v.push(Case {
+                args: vec![
+                    "run".into(),
+                    p.clone(),
+                    mode.into(),
+                    "4096".into(),
+                    "2".into(),
+                ],
+                names: if p.is_empty() {
+                    "FILE".into()
+                } else {
+                    format!("run {mode}")
+                },
+            });
+        }
     }
     // An existing file of the user's, as an output without --overwrite or
     // as a --jsonl that holds no iolab records; a block device written.
@@ -239,6 +258,39 @@ pub fn corpus(paths: &Paths, value_flags: &dyn Fn(&str) -> Vec<String>) -> Vec<C
             "--csv",
         ));
     }
+    // The course's program: bad block sizes and counts, no mode, both modes.
+    let theirs_s = paths.theirs.to_str().unwrap().to_string();
+    for mode in ["-r", "-w"] {
+        let out = format!("{d}/run-out");
+        let file = if mode == "-r" { &theirs_s } else { &out };
+        // "-4k" is no number: clap takes it for flags and names the first (-4).
+        let named = |val: &str, arg: &str| {
+            if val == "-4k" {
+                "-4".to_string()
+            } else {
+                arg.to_string()
+            }
+        };
+        for val in BAD_VALUES.iter().chain(&["0", "2g"]) {
+            v.push(case(
+                &["run", file, mode, val, "2"],
+                &named(val, "BLOCK_SIZE"),
+            ));
+        }
+        for val in BAD_VALUES.iter().chain(&["0"]) {
+            v.push(case(
+                &["run", file, mode, "4096", val],
+                &named(val, "BLOCK_COUNT"),
+            ));
+        }
+    }
+    v.push(case(
+        &["run", &format!("{d}/run-out"), "-w", "1g", "10m"],
+        "run -w",
+    ));
+    v.push(case(&["run", &theirs_s, "4096", "2"], "-r"));
+    v.push(case(&["run", &theirs_s, "-r", "-w", "4096", "2"], "-w"));
+    v.push(case(&["run2", &theirs_s, "0"], "BLOCK_SIZE"));
     // Conflicting combinations.
     let c = |a: &[&str], n: &str| {
         let mut a: Vec<&str> = a.to_vec();

@@ -35,6 +35,7 @@ fn check_in_process(c: &Case) -> (i32, String) {
     let res = match cli.cmd {
         Some(Cmd::Bench(a)) => crate::cmd::bench::plan(&a).map(|_| ()),
         Some(Cmd::Xor(a)) => crate::cmd::xor::check(&a),
+        Some(Cmd::Run(a)) => crate::cmd::run::check(&a),
         Some(Cmd::Survey(a)) => crate::cmd::survey::check(&a),
         None => crate::cmd::survey::check(&cli.survey),
         Some(Cmd::Sys(_)) => return (-1, "sys: checked by running the binary".into()),

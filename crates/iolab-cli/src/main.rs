@@ -49,6 +49,10 @@ enum Cmd {
     Cat(cmd::cat::CatArgs),
     /// XOR of a whole file's 4-byte words (final partial word dropped), as 8 hex digits.
     Fast(cmd::cat::FastArgs),
+    /// The course's reader/writer: `run FILE -r|-w BLOCK_SIZE BLOCK_COUNT`.
+    Run(cmd::run::RunArgs),
+    /// The course's block-count search: double until one read takes 5 s.
+    Run2(cmd::run::Run2Args),
     /// Measure how this machine reads and write the profile `Auto` uses.
     Tune(cmd::tune::TuneArgs),
     /// One pass of the mixed workload (adaptive against fixed techniques).
@@ -94,6 +98,8 @@ fn main() -> ExitCode {
         Some(Cmd::Sys(a)) => cmd::sys::run(&a, stop),
         Some(Cmd::Cat(a)) => cmd::cat::run(&a, stop),
         Some(Cmd::Fast(a)) => cmd::cat::run_fast(&a, stop),
+        Some(Cmd::Run(a)) => cmd::run::run(&a, stop),
+        Some(Cmd::Run2(a)) => cmd::run::run2(&a, stop),
         Some(Cmd::Tune(a)) => cmd::tune::run(&a, stop),
         Some(Cmd::Mixed(a)) => cmd::mixed::run(&a, stop),
         Some(Cmd::Record(a)) => cmd::record::run(&a, stop),

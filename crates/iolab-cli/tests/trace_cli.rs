@@ -2,36 +2,11 @@
 //! conversions, bad input (one line, exit 2, nothing made), replay reading
 //! exactly the traced bytes, and traces that name paths outside `--dir`.
 
+mod common;
+
+use common::{iolab, listing, stderr as err};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn iolab(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run iolab")
-}
-
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn listing(d: &Path) -> Vec<String> {
-    let mut v = Vec::new();
-    fn walk(d: &Path, base: &Path, v: &mut Vec<String>) {
-        for e in std::fs::read_dir(d).unwrap() {
-            let p = e.unwrap().path();
-            v.push(p.strip_prefix(base).unwrap().display().to_string());
-            if p.is_dir() && !p.is_symlink() {
-                walk(&p, base, v);
-            }
-        }
-    }
-    walk(d, d, &mut v);
-    v.sort();
-    v
-}
+use std::process::Command;
 
 /// Exit 2, one line on stderr containing `needle`, and `dir` unchanged.
 fn assert_refused(args: &[&str], dir: &Path, needle: &str) {

@@ -49,7 +49,9 @@ pub struct FastArgs {
     pub file: PathBuf,
 }
 
-fn check_input(cmd: &str, f: &Path) -> Result<()> {
+/// Refuses, without opening it, a missing input or one that is not a
+/// regular file or block device (usage error naming `cmd`).
+pub(crate) fn check_input(cmd: &str, f: &Path) -> Result<()> {
     if std::fs::metadata(f).is_err() {
         return Err(super::usage(format!(
             "{cmd}: {}: no such file",

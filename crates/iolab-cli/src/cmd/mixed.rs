@@ -7,7 +7,7 @@ use iolab::reader::profile::Profile;
 use iolab::reader::Technique;
 use iolab_bench::mixed::{self, MixedFiles, MixedSpec};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Arguments of `iolab mixed`.
@@ -27,6 +27,44 @@ pub struct MixedArgs {
     /// Only create the files.
     #[arg(long)]
     pub prepare: bool,
+    /// Memory the readers are told is free for the page cache: a size, or
+    /// "real" for what /proc/meminfo says (with a balloon holding the rest).
+    #[arg(long, default_value = "1g")]
+    pub budget: String,
+    /// Hold an mlock memory balloon that leaves about SIZE of memory
+    /// available, until interrupted (Ctrl-C or SIGTERM); runs nothing else.
+    /// `scripts/adaptive-vs-fixed.sh` keeps one up while it measures.
+    #[arg(long, value_name = "SIZE", value_parser = crate::parse::size)]
+    pub balloon_leave: Option<u64>,
+}
+
+/// Holds a balloon leaving `leave` bytes of memory available until `stop`.
+fn hold_balloon(leave: u64, stop: &AtomicBool) -> Result<i32> {
+    const MIB: u64 = 1 << 20;
+    let avail = iolab::reader::mem_available()
+        .ok_or_else(|| super::usage("mixed: --balloon-leave: no MemAvailable in /proc/meminfo"))?;
+    if avail < leave + 256 * MIB {
+        return Err(super::usage(format!(
+            "mixed: --balloon-leave {} MiB: only {} MiB are available; nothing to lock",
+            leave / MIB,
+            avail / MIB
+        )));
+    }
+    let balloon = iolab::prim::Balloon::inflate(avail - leave)?;
+    crate::output::stdout(&format!(
+        "balloon: {} MiB locked, {} MiB available\n",
+        balloon.bytes() / MIB,
+        iolab::reader::mem_available().unwrap_or(0) / MIB
+    ))?;
+    while !stop.load(Ordering::Relaxed) {
+        if !balloon.alive() {
+            anyhow::bail!(
+                "mixed: the balloon helper died (memory pressure: the OOM killer takes it first)"
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Ok(0)
 }
 
 /// Runs `iolab mixed`.
@@ -48,7 +86,20 @@ pub fn run(a: &MixedArgs, stop: &AtomicBool) -> Result<i32> {
             })?))
         }
     };
-    let spec = MixedSpec::default();
+    if let Some(leave) = a.balloon_leave {
+        return hold_balloon(leave, stop);
+    }
+    let budget = match a.budget.as_str() {
+        "real" => None,
+        b => Some(
+            crate::parse::size(b)
+                .map_err(|e| super::usage(format!("mixed: --budget: {e}, or real")))?,
+        ),
+    };
+    let spec = MixedSpec {
+        budget,
+        ..MixedSpec::default()
+    };
     let files = MixedFiles::in_dir(&a.dir);
     mixed::prepare(&files, &spec, stop).map_err(|e| super::usage(format!("mixed: {e}")))?;
     if a.prepare {
