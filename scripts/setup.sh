@@ -10,6 +10,8 @@ command -v bc >/dev/null 2>&1 || need+=(bc)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
 # iolab record runs programs under strace (and its tests record a child).
 command -v strace >/dev/null 2>&1 || need+=(strace)
+# scripts/trace-speed.sh records SQLite queries (and grep, python3: always there).
+command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 # The fault-injecting FUSE file system of the hardening tests mounts with
 # fuse3 (fusermount3 when not root); pkg-config and libfuse3-dev let a FUSE
 # crate link libfuse if it is ever built with that feature.

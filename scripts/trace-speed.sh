@@ -2,8 +2,7 @@
 # Records three real programs with `iolab record` and replays each trace
 # against every reader (cold cache, as fast as possible, REPEAT rounds in
 # rotating order). Usage: scripts/trace-speed.sh WORKDIR [REPEAT]
-# Needs strace and sqlite3 (scripts/setup.sh installs strace; sqlite3 is
-# `apt-get install sqlite3`). Results: WORKDIR/replay.jsonl and the tables.
+# Needs strace and sqlite3 (scripts/setup.sh installs both). Results: WORKDIR/replay.jsonl and the tables.
 set -euo pipefail
 work=${1:?usage: scripts/trace-speed.sh WORKDIR [REPEAT]}
 repeat=${2:-5}

@@ -249,16 +249,7 @@ pub fn device_tree(sys_block: &Path, name: &str) -> Vec<String> {
 
 /// The block device (disk, partition, md or dm) holding `path`, by name.
 pub fn device_name_of(path: &Path) -> Option<String> {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    let md = std::fs::metadata(path).ok()?;
-    let dev = if md.file_type().is_block_device() {
-        md.rdev()
-    } else {
-        md.dev()
-    };
-    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
-    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
-    let link = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    let link = iolab::file::sys_block_dir(path)?;
     Some(link.file_name()?.to_string_lossy().into_owned())
 }
 

@@ -65,12 +65,47 @@ fn secs(ns: u64) -> String {
     }
 }
 
-/// The fio command equivalent to `spec`, or why there is none.
+/// The fio command equivalent to `spec`, or why there is none. One step
+/// per family of fio options.
 pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
     let mut a: Vec<String> = vec!["--name=iolab".into()];
     let mut notes = Vec::new();
-    let u = &spec.engine_opts.uring;
-    let engine = match spec.engine {
+    let engine = fio_engine(spec)?;
+    refuse_untranslatable(spec)?;
+    if spec.op.writes() {
+        notes.push("writes: fio writes its own data into the file (iolab writes its pattern back on its next run; nothing here verifies)".into());
+    }
+    let workers = spec.workers() as u64;
+    if spec.file_per_thread {
+        let stem = spec.file.display().to_string();
+        a.push(format!("--filename_format={stem}.$jobnum"));
+    } else {
+        a.push(format!("--filename={}", spec.file.display()));
+    }
+    a.push(format!("--ioengine={engine}"));
+    pattern_args(spec, &mut a, &mut notes);
+    a.push(format!("--direct={}", u8::from(spec.direct)));
+    queue_args(spec, &mut a);
+    engine_args(spec, &mut a, &mut notes);
+    size_args(spec, workers, &mut a);
+    cache_args(spec, &mut a, &mut notes);
+    stop_args(spec, workers, &mut a);
+    a.push("--lat_percentiles=1".into());
+    a.push("--percentile_list=50:90:99:99.9:99.99".into());
+    a.push("--output-format=json".into());
+    notes.push(
+        "latency: iolab's submit-to-completion = fio's lat (percentiles via --lat_percentiles=1)"
+            .into(),
+    );
+    if let Some(why) = cpu_offload(spec) {
+        notes.push(format!("cpu: {why}"));
+    }
+    Ok(FioCommand { args: a, notes })
+}
+
+/// fio's name for the engine, or why fio has none like it.
+fn fio_engine(spec: &WorkloadSpec) -> Result<&'static str, String> {
+    Ok(match spec.engine {
         EngineKind::Read => "sync",
         EngineKind::Pread => "psync",
         EngineKind::Preadv2 => "pvsync2",
@@ -85,7 +120,11 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
         EngineKind::Stream => {
             return Err("fio has no buffered-stream engine like iolab's stream".into())
         }
-    };
+    })
+}
+
+/// What fio cannot do that `spec` asks for.
+fn refuse_untranslatable(spec: &WorkloadSpec) -> Result<(), String> {
     if spec.engine_opts.mmap_touch {
         return Err(
             "fio's mmap engine always copies; it has no touch-only mode (--mmap-touch)".into(),
@@ -96,20 +135,14 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
             "fio cannot check iolab's data pattern (--verify); drop --verify to compare".into(),
         );
     }
-    if spec.op.writes() {
-        notes.push("writes: fio writes its own data into the file (iolab writes its pattern back on its next run; nothing here verifies)".into());
-    }
-    if u.sqpoll_idle_ms.is_some() {
+    if spec.engine_opts.uring.sqpoll_idle_ms.is_some() {
         return Err("fio has no option for the SQPOLL idle time (--sqpoll-idle)".into());
     }
-    let workers = spec.workers() as u64;
-    if spec.file_per_thread {
-        let stem = spec.file.display().to_string();
-        a.push(format!("--filename_format={stem}.$jobnum"));
-    } else {
-        a.push(format!("--filename={}", spec.file.display()));
-    }
-    a.push(format!("--ioengine={engine}"));
+    Ok(())
+}
+
+/// `--rw`, `--rwmixread`, `--bs` and the random-offset options.
+fn pattern_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String>) {
     let rw = match (spec.op, spec.pattern) {
         (OpMix::Read, AccessPattern::Seq) => "read",
         (OpMix::Read, _) => "randread",
@@ -143,7 +176,10 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
         a.push("--randrepeat=1".into());
         notes.push("random offsets repeat from run to run on both sides (iolab --seed, fio --randrepeat=1)".into());
     }
-    a.push(format!("--direct={}", u8::from(spec.direct)));
+}
+
+/// Queue depth and batches (asynchronous engines only).
+fn queue_args(spec: &WorkloadSpec, a: &mut Vec<String>) {
     if !spec.engine.is_sync() {
         a.push(format!("--iodepth={}", spec.qd));
         if spec.batch_submit != 1 {
@@ -156,6 +192,11 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
             ));
         }
     }
+}
+
+/// io_uring's options, the buffer memory and polled I/O.
+fn engine_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String>) {
+    let u = &spec.engine_opts.uring;
     if spec.engine == EngineKind::Uring {
         if u.fixed_bufs {
             a.push("--fixedbufs".into());
@@ -183,6 +224,10 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
     if spec.engine_opts.hipri || u.iopoll {
         a.push("--hipri".into());
     }
+}
+
+/// `--size`, `--offset_increment` and the threads.
+fn size_args(spec: &WorkloadSpec, workers: u64, a: &mut Vec<String>) {
     // Sizes: a shared file's sequential work is sliced per thread.
     if !spec.file_per_thread && workers > 1 && !spec.pattern.with_replacement() {
         let slice = spec.file_size / workers / spec.bs * spec.bs;
@@ -196,6 +241,10 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
         a.push("--thread".into());
         a.push("--group_reporting".into());
     }
+}
+
+/// `--invalidate`, as iolab's cache mode.
+fn cache_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String>) {
     match spec.cache {
         CacheMode::Cold => {
             a.push("--invalidate=1".into());
@@ -207,6 +256,10 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
         }
         CacheMode::AsIs => a.push("--invalidate=0".into()),
     }
+}
+
+/// When the run stops, and its ramp.
+fn stop_args(spec: &WorkloadSpec, workers: u64, a: &mut Vec<String>) {
     if let Some(t) = spec.stop.time_ns {
         a.push("--time_based".into());
         a.push(format!("--runtime={}", secs(t)));
@@ -218,17 +271,6 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
     if spec.ramp_ns > 0 {
         a.push(format!("--ramp_time={}", secs(spec.ramp_ns)));
     }
-    a.push("--lat_percentiles=1".into());
-    a.push("--percentile_list=50:90:99:99.9:99.99".into());
-    a.push("--output-format=json".into());
-    notes.push(
-        "latency: iolab's submit-to-completion = fio's lat (percentiles via --lat_percentiles=1)"
-            .into(),
-    );
-    if let Some(why) = cpu_offload(spec) {
-        notes.push(format!("cpu: {why}"));
-    }
-    Ok(FioCommand { args: a, notes })
 }
 
 /// The fio job file equivalent to `spec` (`iolab bench ... --fio-job`):

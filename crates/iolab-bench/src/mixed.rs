@@ -150,11 +150,7 @@ fn opts(t: Technique, p: &Option<Arc<Profile>>, budget: Option<u64>, hints: Hint
 fn random_phase(r: &Reader, offs: &[u64], small: usize, batch: usize) -> Result<(), String> {
     let mut bufs: Vec<Vec<u8>> = (0..batch).map(|_| vec![0u8; small]).collect();
     for chunk in offs.chunks(batch) {
-        let mut reqs: Vec<ReadReq<'_>> = chunk
-            .iter()
-            .zip(bufs.iter_mut())
-            .map(|(&o, b)| ReadReq::new(o, b))
-            .collect();
+        let mut reqs = ReadReq::batch(chunk, &mut bufs);
         r.read_many(&mut reqs);
         for q in &reqs {
             match &q.result {

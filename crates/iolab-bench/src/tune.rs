@@ -96,6 +96,7 @@ fn whole(direct: bool, chunk: usize, depth: u32) -> Option<WholePlan> {
 }
 
 /// The configurations `iolab tune` measures (`quick`: fewer).
+// Long on purpose: the table of configurations `iolab tune` measures.
 pub fn cases(quick: bool) -> Vec<Case> {
     let c = |pattern, cache, technique, block, depth, threads| Case {
         pattern,
@@ -318,11 +319,7 @@ fn worker(
                 Err(_) => break,
             }
         } else {
-            let mut reqs: Vec<ReadReq<'_>> = offs
-                .iter()
-                .zip(bufs.iter_mut())
-                .map(|(&o, b)| ReadReq::new(o, b))
-                .collect();
+            let mut reqs = ReadReq::batch(&offs, &mut bufs);
             r.read_many(&mut reqs);
             for q in &reqs {
                 if let Some(Ok(n)) = q.result {

@@ -4,7 +4,10 @@
 
 use iolab::buf::BufPool;
 use iolab::engine::{self, Caps, Done, Engine, EngineConfig, EngineKind, Op};
-use iolab_bench::prepare::{prepare, set_cache, PrepareOpts, Prepared};
+mod common;
+
+use common::prep;
+use iolab_bench::prepare::{set_cache, Prepared};
 use iolab_bench::runner::{run_once, EngineFactory, RealEngines, RunControl};
 use iolab_bench::spec::{AccessPattern, CacheMode, OpMix, WorkloadSpec};
 use iolab_bench::BenchError;
@@ -23,19 +26,6 @@ fn spec(file: &Path, engine: EngineKind) -> WorkloadSpec {
         verify: true,
         ..WorkloadSpec::default()
     }
-}
-
-fn prep(s: &WorkloadSpec) -> Prepared {
-    let stop = AtomicBool::new(false);
-    prepare(
-        s,
-        true,
-        PrepareOpts::default(),
-        &stop,
-        &mut |_| {},
-        &mut |_, _| {},
-    )
-    .unwrap()
 }
 
 fn run(

@@ -12,15 +12,6 @@ use std::io::{IoSliceMut, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-/// Skips (printing why) or, under `CI=true`, fails: a local stand-in for
-/// `iolab::require!` until that macro is on main.
-fn skip(test: &str, why: &str) {
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{test}: cannot run under CI: {why}");
-    }
-    eprintln!("SKIPPED: {test}: {why}");
-}
-
 const ENV: &str = "IOLAB_TRACE_CHILD";
 
 /// The reads the recorded child makes (does nothing unless run as the child).
@@ -67,13 +58,10 @@ fn reads_of(t: &Trace, name: &str) -> Vec<(u64, u64, TraceOp, u64)> {
 
 #[test]
 fn records_exactly_the_reads_of_a_real_child() {
-    let test = "records_exactly_the_reads_of_a_real_child";
-    if record::find_strace().is_none() {
-        return skip(
-            test,
-            "strace is not installed (scripts/setup.sh installs it)",
-        );
-    }
+    iolab::require!(
+        record::find_strace().is_some(),
+        "strace is not installed (scripts/setup.sh installs it)"
+    );
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("a.dat"), vec![7u8; 8192]).unwrap();
     std::fs::write(d.path().join("b.dat"), vec![9u8; 8192]).unwrap();
@@ -92,13 +80,14 @@ fn records_exactly_the_reads_of_a_real_child() {
         &log,
     );
     std::env::remove_var(ENV);
-    let r = match r {
-        Ok(r) => r,
-        Err(e) if e.to_string().contains("strace wrote nothing") => {
-            return skip(test, &format!("strace cannot trace here: {e}"));
-        }
-        Err(e) => panic!("{e}"),
-    };
+    if let Err(e) = &r {
+        let e = e.to_string();
+        iolab::require!(
+            !e.contains("strace wrote nothing"),
+            "strace cannot trace here: {e}"
+        );
+    }
+    let r = r.unwrap();
     assert_eq!(r.status, Some(0), "the child failed");
     let t = r.trace;
     let a = reads_of(&t, "/a.dat");

@@ -4,7 +4,10 @@
 //! files, real engines.
 
 use iolab::engine::EngineKind;
-use iolab_bench::prepare::{prepare, set_cache, PrepareOpts, Prepared};
+mod common;
+
+use common::prep;
+use iolab_bench::prepare::{set_cache, Prepared};
 use iolab_bench::record::RunMetrics;
 use iolab_bench::residency::{cold_ops_limit, COLD_MAX_RESIDENT_AFTER};
 use iolab_bench::runner::{run_once, RealEngines, RunControl};
@@ -26,19 +29,6 @@ fn spec(file: &Path, engine: EngineKind, pattern: AccessPattern) -> WorkloadSpec
         seed: 11,
         ..WorkloadSpec::default()
     }
-}
-
-fn prep(s: &WorkloadSpec) -> Prepared {
-    let stop = AtomicBool::new(false);
-    prepare(
-        s,
-        true,
-        PrepareOpts::default(),
-        &stop,
-        &mut |_| {},
-        &mut |_, _| {},
-    )
-    .unwrap()
 }
 
 fn run(s: &WorkloadSpec, p: &Prepared) -> RunMetrics {

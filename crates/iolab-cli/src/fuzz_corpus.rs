@@ -128,6 +128,8 @@ pub fn scratch(dir: &Path) -> Paths {
 /// The whole corpus, for a scratch directory made by [`scratch`].
 /// `value_flags(sub)` lists the subcommand's value-taking flags (the flag
 /// table: clap's own in process, `--help` for the binary).
+// Long on purpose: the corpus is a table of bad inputs, family after
+// family; split, the families would only move apart.
 pub fn corpus(paths: &Paths, value_flags: &dyn Fn(&str) -> Vec<String>) -> Vec<Case> {
     let d = paths.dir.to_str().unwrap().to_string();
     let mut v = Vec::new();

@@ -2,21 +2,11 @@
 //! are valid JSON/CSV, `xor` matches an independent fold, Ctrl-C stops
 //! cleanly with what was measured.
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+mod common;
+
+use common::{iolab, stderr};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn iolab(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run iolab")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// Exit 2, exactly one line on stderr, naming `flag`.
 fn assert_bad(args: &[&str], flag: &str) {

@@ -5,26 +5,13 @@
 //! fio2gnuplot) run on iolab's output.
 
 use std::collections::BTreeSet;
+mod common;
+
+use common::{has, iolab};
 use std::path::Path;
 use std::process::{Command, Output};
 
 use iolab::require;
-
-fn has(tool: &str) -> bool {
-    Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {tool}"))
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-fn iolab(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run iolab")
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

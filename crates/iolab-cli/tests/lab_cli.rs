@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_iolab");
 
-const EXPERIMENTS: [&str; 10] = [
+const EXPERIMENTS: [&str; 11] = [
     "blocksize",
     "syscalls",
     "threads",
@@ -19,6 +19,7 @@ const EXPERIMENTS: [&str; 10] = [
     "readers",
     "fault-around",
     "reasonable",
+    "replay",
     "sys",
 ];
 
@@ -139,6 +140,23 @@ fn every_experiment_runs_at_smoke_scale() {
     assert!(texts.contains(&"cold cache".to_string()) && texts.contains(&"warm cache".to_string()));
     // Eight scaling figures for the multithreaded suite.
     assert_eq!(figures(&out, "mt-suite").len(), 8);
+    // Reading more than memory: every configuration ran with a balloon
+    // locked and says how much memory it left; one point per record,
+    // mmap and buffered as the two series.
+    let mem: Vec<Value> = records(&out.join("readers.jsonl"))
+        .into_iter()
+        .filter(|r| r["tags"]["sweep"] == "memory")
+        .collect();
+    assert_eq!(mem.len(), 4, "2 techniques × 2 data sizes at smoke scale");
+    for r in &mem {
+        for k in ["balloon_bytes", "room_bytes"] {
+            let v = r["extra"][k][0].as_f64().unwrap_or(0.0);
+            assert!(v > 0.0, "{k} missing in {}", r["key"]);
+        }
+    }
+    let (points, texts) = svg(&out.join("readers-memory.svg"));
+    assert_eq!(points, mem.len());
+    assert!(texts.contains(&"mmap".to_string()) && texts.contains(&"buffered 4 KiB".to_string()));
 }
 
 #[test]

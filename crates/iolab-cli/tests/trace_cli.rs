@@ -2,36 +2,11 @@
 //! conversions, bad input (one line, exit 2, nothing made), replay reading
 //! exactly the traced bytes, and traces that name paths outside `--dir`.
 
+mod common;
+
+use common::{iolab, listing, stderr as err};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn iolab(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run iolab")
-}
-
-fn err(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn listing(d: &Path) -> Vec<String> {
-    let mut v = Vec::new();
-    fn walk(d: &Path, base: &Path, v: &mut Vec<String>) {
-        for e in std::fs::read_dir(d).unwrap() {
-            let p = e.unwrap().path();
-            v.push(p.strip_prefix(base).unwrap().display().to_string());
-            if p.is_dir() && !p.is_symlink() {
-                walk(&p, base, v);
-            }
-        }
-    }
-    walk(d, d, &mut v);
-    v.sort();
-    v
-}
+use std::process::Command;
 
 /// Exit 2, one line on stderr containing `needle`, and `dir` unchanged.
 fn assert_refused(args: &[&str], dir: &Path, needle: &str) {
@@ -287,21 +262,18 @@ fn stats_describe_the_trace() {
 
 #[test]
 fn records_a_real_program() {
-    if Command::new("strace").arg("-V").output().is_err() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("records_a_real_program: strace is not installed");
-        }
-        eprintln!("SKIPPED: records_a_real_program: strace is not installed (scripts/setup.sh installs it)");
-        return;
-    }
+    iolab::require!(
+        Command::new("strace").arg("-V").output().is_ok(),
+        "strace is not installed (scripts/setup.sh installs it)"
+    );
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("in.txt"), vec![b'x'; 300_000]).unwrap();
     let o = iolab(&["record", "-o", "t.csv", "--", "cat", "in.txt"], d.path());
     let e = err(&o);
-    if o.status.code() != Some(0) && e.contains("strace wrote nothing") {
-        eprintln!("SKIPPED: records_a_real_program: {e}");
-        return;
-    }
+    iolab::require!(
+        o.status.code() == Some(0) || !e.contains("strace wrote nothing"),
+        "strace cannot trace here: {e}"
+    );
     assert_eq!(o.status.code(), Some(0), "{e}");
     assert_eq!(
         o.stdout.len(),

@@ -2,30 +2,12 @@
 //! the null-engine comparison fair and default, CPU like for like, and the
 //! record naming the machine it ran on.
 
+mod common;
+
+use common::{has, iolab, stdout};
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn iolab(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run iolab")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 use iolab::require;
-
-fn have_fio() -> bool {
-    Command::new("fio")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
-}
 
 fn repo_file(rel: &str) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -94,7 +76,7 @@ fn scripts_take_fio_options_from_the_one_translation() {
 #[test]
 fn vs_fio_null_is_fair_and_default_cpu_like_for_like_and_names_the_machine() {
     require!(
-        have_fio(),
+        has("fio"),
         "fio is not installed (scripts/setup.sh installs it)"
     );
     let d = tempfile::tempdir().unwrap();
@@ -163,7 +145,7 @@ fn vs_fio_null_is_fair_and_default_cpu_like_for_like_and_names_the_machine() {
 #[test]
 fn sqpoll_cpu_total_is_marked_not_comparable() {
     require!(
-        have_fio(),
+        has("fio"),
         "fio is not installed (scripts/setup.sh installs it)"
     );
     let d = tempfile::tempdir().unwrap();

@@ -68,9 +68,10 @@ impl BlockDevice {
     }
 }
 
-/// Finds the whole-disk block device holding `path` (or that `path` is),
-/// through `/sys/dev/block/MAJ:MIN`. None for virtual file systems.
-pub fn block_device_of(path: &Path) -> Option<BlockDevice> {
+/// The `/sys/block/...` folder of the block device (disk, partition, md
+/// or dm) holding `path` (or that `path` is), through
+/// `/sys/dev/block/MAJ:MIN`. None for virtual file systems.
+pub fn sys_block_dir(path: &Path) -> Option<PathBuf> {
     let md = std::fs::metadata(path).ok()?;
     let dev = if md.file_type().is_block_device() {
         md.rdev()
@@ -79,7 +80,13 @@ pub fn block_device_of(path: &Path) -> Option<BlockDevice> {
     };
     let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
     let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
-    let link = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()
+}
+
+/// Finds the whole-disk block device holding `path` (or that `path` is),
+/// through `/sys/dev/block/MAJ:MIN`. None for virtual file systems.
+pub fn block_device_of(path: &Path) -> Option<BlockDevice> {
+    let link = sys_block_dir(path)?;
     // A partition's directory has a `partition` file; its parent is the disk.
     let disk = if link.join("partition").exists() {
         link.parent()?.to_path_buf()

@@ -52,6 +52,13 @@ pub fn monotonic_ns() -> u64 {
     proc::clock_ns(libc::CLOCK_MONOTONIC)
 }
 
+/// CPU time of the calling thread, ns (CLOCK_THREAD_CPUTIME_ID): what a
+/// CPU-bound loop cost, without the time it spent descheduled.
+#[inline]
+pub fn thread_cpu_ns() -> u64 {
+    proc::clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
 /// Whether this CPU has the RDTSCP instruction (from /proc/cpuinfo flags).
 pub fn has_rdtscp() -> bool {
     cfg!(target_arch = "x86_64")

@@ -37,6 +37,25 @@ impl Rng {
     }
 }
 
+/// The engines with completion machinery of their own (io_uring aside).
+const ASYNC: [EngineKind; 3] = [
+    EngineKind::Libaio,
+    EngineKind::Posixaio,
+    EngineKind::Threadpool,
+];
+
+/// A read of `len` bytes at `offset` of file 0 into buffer `buf`.
+fn read_op(tag: u64, offset: u64, len: u32, buf: u32) -> Op {
+    Op {
+        tag,
+        kind: OpKind::Read,
+        file: FileId(0),
+        offset,
+        len,
+        buf: BufId(buf),
+    }
+}
+
 fn offsets(order: Order, len: u64, bs: u64, seed: u64) -> Vec<u64> {
     let n = len / bs;
     let mut rng = Rng(seed | 1);
@@ -329,14 +348,7 @@ fn engines_accept_at_most_qd() {
         let mut eng = engine::build(kind, cfg).unwrap();
         // Offer more ops than the depth (distinct buffers for the first qd).
         let ops: Vec<Op> = (0..qd as u64 + 3)
-            .map(|i| Op {
-                tag: i,
-                kind: OpKind::Read,
-                file: FileId(0),
-                offset: i * 4096,
-                len: 4096,
-                buf: BufId((i % qd as u64) as u32),
-            })
+            .map(|i| read_op(i, i * 4096, 4096, (i % qd as u64) as u32))
             .collect();
         let n = eng.submit(&ops).unwrap();
         assert!(n <= qd as usize, "{kind} accepted {n} > qd {qd}");
@@ -360,25 +372,14 @@ fn engines_accept_at_most_qd() {
 fn drop_with_ops_in_flight() {
     let dir = tempfile::tempdir().unwrap();
     let path = make_file(dir.path(), "data", SEED);
-    for kind in [
-        EngineKind::Libaio,
-        EngineKind::Posixaio,
-        EngineKind::Threadpool,
-    ] {
+    for kind in ASYNC {
         for direct in [false, true] {
             let Some(cfg) = config(&path, 32, 65536, direct, false, EngineOpts::default()) else {
                 continue;
             };
             let mut eng = engine::build(kind, cfg).unwrap();
             let ops: Vec<Op> = (0..32u64)
-                .map(|i| Op {
-                    tag: i,
-                    kind: OpKind::Read,
-                    file: FileId(0),
-                    offset: i * 65536,
-                    len: 65536,
-                    buf: BufId(i as u32),
-                })
+                .map(|i| read_op(i, i * 65536, 65536, i as u32))
                 .collect();
             assert!(eng.submit(&ops).unwrap() > 0);
             drop(eng); // must wait for the kernel / helpers, not crash
@@ -390,22 +391,11 @@ fn drop_with_ops_in_flight() {
 fn read_past_eof_is_short_and_errors_are_per_op() {
     let dir = tempfile::tempdir().unwrap();
     let path = make_file(dir.path(), "data", SEED);
-    for kind in [
-        EngineKind::Libaio,
-        EngineKind::Posixaio,
-        EngineKind::Threadpool,
-    ] {
+    for kind in ASYNC {
         // Read-only file: a write must fail with an errno in Done.res.
         let cfg = config(&path, 2, 8192, false, false, EngineOpts::default()).unwrap();
         let mut eng = engine::build(kind, cfg).unwrap();
-        let eof = Op {
-            tag: 1,
-            kind: OpKind::Read,
-            file: FileId(0),
-            offset: FILE_LEN - 4096,
-            len: 8192,
-            buf: BufId(0),
-        };
+        let eof = read_op(1, FILE_LEN - 4096, 8192, 0);
         let n = eng.submit(&[eof]).unwrap();
         assert_eq!(n, 1);
         let mut done = Vec::new();
@@ -446,21 +436,10 @@ fn libaio_buffered_warning() {
 fn bad_ops_are_errors_not_panics() {
     let dir = tempfile::tempdir().unwrap();
     let path = make_file(dir.path(), "data", SEED);
-    for kind in [
-        EngineKind::Libaio,
-        EngineKind::Posixaio,
-        EngineKind::Threadpool,
-    ] {
+    for kind in ASYNC {
         let cfg = config(&path, 2, 4096, false, false, EngineOpts::default()).unwrap();
         let mut eng = engine::build(kind, cfg).unwrap();
-        let good = Op {
-            tag: 0,
-            kind: OpKind::Read,
-            file: FileId(0),
-            offset: 0,
-            len: 4096,
-            buf: BufId(0),
-        };
+        let good = read_op(0, 0, 4096, 0);
         for bad in [
             Op {
                 file: FileId(9),

@@ -28,11 +28,10 @@ fn engine_with(opts: UringOpts, path: &std::path::Path, qd: u32) -> Box<dyn engi
     engine::build(EngineKind::Uring, cfg).unwrap()
 }
 
-#[test]
-fn fixed_buffers_and_registered_files_are_used_and_read_right() {
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("f");
-    let pat = Pattern::new(3);
+/// A 1 MiB file of pattern `seed` in `dir`.
+fn pattern_file(dir: &std::path::Path, seed: u64) -> (std::path::PathBuf, Pattern) {
+    let p = dir.join("f");
+    let pat = Pattern::new(seed);
     create_pattern_file(
         &p,
         1 << 20,
@@ -42,6 +41,13 @@ fn fixed_buffers_and_registered_files_are_used_and_read_right() {
         &mut |_| {},
     )
     .unwrap();
+    (p, pat)
+}
+
+#[test]
+fn fixed_buffers_and_registered_files_are_used_and_read_right() {
+    let d = tempfile::tempdir().unwrap();
+    let (p, pat) = pattern_file(d.path(), 3);
     for (fixed_bufs, reg_files) in [(false, false), (true, false), (false, true), (true, true)] {
         let mut e = engine_with(
             UringOpts {
@@ -82,17 +88,7 @@ fn fixed_buffers_and_registered_files_are_used_and_read_right() {
 #[test]
 fn sqpoll_always_registers_the_files() {
     let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("f");
-    let pat = Pattern::new(4);
-    create_pattern_file(
-        &p,
-        1 << 20,
-        pat,
-        false,
-        &AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .unwrap();
+    let (p, pat) = pattern_file(d.path(), 4);
     let cfg = EngineConfig {
         files: vec![EngineFile {
             path: p.clone(),

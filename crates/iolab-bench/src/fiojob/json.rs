@@ -88,6 +88,17 @@ pub fn share(run: &RunMetrics, read: bool) -> f64 {
     }
 }
 
+/// Per interval, one direction's KiB/s and IOPS (`sh`: its share of the ops).
+pub fn interval_samples(run: &RunMetrics, sh: f64) -> (Vec<f64>, Vec<f64>) {
+    let kib = run
+        .intervals
+        .iter()
+        .map(|s| s.mib_per_s * 1024.0 * sh)
+        .collect();
+    let iops = run.intervals.iter().map(|s| s.iops * sh).collect();
+    (kib, iops)
+}
+
 /// Whether the job's engine is synchronous (clat = the whole call).
 pub fn sync_engine(job: &FioJob) -> bool {
     job.spec.engine.is_sync()
@@ -131,12 +142,7 @@ fn side(r: &JobResult, read: bool, plus: bool) -> Value {
             ),
         )
     };
-    let kib: Vec<f64> = run
-        .intervals
-        .iter()
-        .map(|s| s.mib_per_s * 1024.0 * sh)
-        .collect();
-    let iops: Vec<f64> = run.intervals.iter().map(|s| s.iops * sh).collect();
+    let (kib, iops) = interval_samples(run, sh);
     let (bmin, bmax, bmean, bdev) = sample_stats(&kib);
     let (imin, imax, imean, idev) = sample_stats(&iops);
     let n = if ops > 0 { run.intervals.len() } else { 0 };

@@ -263,6 +263,8 @@ fn percentiles_of(v: &str) -> Result<Vec<f64>, String> {
 /// fio group. Options iolab does not support are refused; cosmetic ones
 /// too unless `lenient` (then they are warnings). One step per family of
 /// options, in the order fio's documentation lists them.
+// Long only by its two struct literals (the spec and the job), one field
+// a line; the logic is in the steps it calls.
 pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJobError> {
     let (given, warnings) = classify(job, lenient)?;
     let g = &given;
@@ -618,15 +620,14 @@ fn resolve_size(g: &Given, existing: Option<u64>, k: &str) -> Result<Option<u64>
     })
 }
 
-/// `filename`, `directory`, `filename_format`, `nrfiles`, `offset`,
-/// `offset_increment`, `size` and `filesize`.
-fn files(
+/// `filename`, `directory`, `filename_format` and `nrfiles`: the file
+/// and whether each thread has its own (STEM.N).
+fn file_name(
     g: &Given,
     job: &RawJob,
     numjobs: u32,
-    random: bool,
     notes: &mut Vec<String>,
-) -> Result<Files, FioJobError> {
+) -> Result<(PathBuf, bool), FioJobError> {
     if let Some(n) = g.int("nrfiles")? {
         if n != 1 {
             return Err(g.refuse(
@@ -643,7 +644,7 @@ fn files(
     let format = g
         .val("filename_format")
         .filter(|_| g.get("filename").is_none());
-    let (file, file_per_thread) = if let Some((v, loc)) = format {
+    Ok(if let Some((v, loc)) = format {
         // iolab's per-thread files are STEM.N, N = the thread: fio's $jobnum.
         let stem = v
             .strip_suffix(".$jobnum")
@@ -679,7 +680,19 @@ fn files(
             ));
             (d.join(&job.name), true)
         }
-    };
+    })
+}
+
+/// The file (see [`file_name`]), `offset`, `offset_increment`, `size` and
+/// `filesize`: which file and how much of it.
+fn files(
+    g: &Given,
+    job: &RawJob,
+    numjobs: u32,
+    random: bool,
+    notes: &mut Vec<String>,
+) -> Result<Files, FioJobError> {
+    let (file, file_per_thread) = file_name(g, job, numjobs, notes)?;
     if numjobs > 1 && !file_per_thread {
         notes.push(format!(
             "numjobs={numjobs} on one file: iolab's {numjobs} threads share it (sequential jobs each take a slice)"

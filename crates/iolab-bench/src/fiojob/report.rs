@@ -1,7 +1,9 @@
 //! fio's human-readable summary (`--output-format=normal`) and its terse
 //! line format (version 3), from iolab's runs, followed by iolab's extras.
 
-use super::json::{ctime, lat_buckets, sample_stats, share, sync_engine, JobResult};
+use super::json::{
+    ctime, interval_samples, lat_buckets, sample_stats, share, sync_engine, JobResult,
+};
 use crate::spec::OpMix;
 use hdrhistogram::Histogram;
 use std::fmt::Write;
@@ -134,12 +136,7 @@ fn side_text(o: &mut String, r: &JobResult, read: bool) {
         }
     }
     if !run.intervals.is_empty() {
-        let kib: Vec<f64> = run
-            .intervals
-            .iter()
-            .map(|s| s.mib_per_s * 1024.0 * sh)
-            .collect();
-        let iops: Vec<f64> = run.intervals.iter().map(|s| s.iops * sh).collect();
+        let (kib, iops) = interval_samples(run, sh);
         let (a, b, m, d) = sample_stats(&kib);
         let _ = writeln!(
             o,
@@ -269,6 +266,8 @@ pub fn group_text(group: u32, results: &[&JobResult]) -> String {
 }
 
 /// fio's terse line (version 3) for one job.
+// Long on purpose: fio's terse fields one after another, in fio's order,
+// so each can be checked against fio's documentation line by line.
 pub fn terse(r: &JobResult) -> String {
     let job = r.job;
     let run = r.run;

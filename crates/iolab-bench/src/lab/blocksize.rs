@@ -17,6 +17,33 @@ const TOL: f64 = 0.10;
 /// The plateau must start at or below this block size.
 const LIMIT: f64 = (1 << 20) as f64;
 
+/// How far the limit's block size is from the maximum (medians): the
+/// number that says by how much a plateau beyond the limit misses.
+fn at_limit(pts: &[(f64, f64)]) -> String {
+    let max =
+        pts.iter().copied().fold(
+            (f64::NAN, f64::NEG_INFINITY),
+            |m, p| {
+                if p.1 > m.1 {
+                    p
+                } else {
+                    m
+                }
+            },
+        );
+    match pts.iter().find(|p| p.0 == LIMIT) {
+        Some(p) if max.1 > 0.0 => format!(
+            "{} reads {} = {:.2} of the maximum {} at {}",
+            figure::bytes(LIMIT),
+            mibs(p.1),
+            p.1 / max.1,
+            mibs(max.1),
+            figure::bytes(max.0)
+        ),
+        _ => format!("{} not measured", figure::bytes(LIMIT)),
+    }
+}
+
 impl Experiment for Blocksize {
     fn name(&self) -> &'static str {
         NAME
@@ -28,7 +55,7 @@ impl Experiment for Blocksize {
         "from which block size does single-thread read throughput stop growing, cold and warm?"
     }
     fn times(&self) -> [&'static str; 3] {
-        ["2 s", "1 min", "10 min"]
+        ["2 s", "1.5 min", "10 min"]
     }
     fn configs(&self, ctx: &Ctx) -> Vec<Config> {
         let size = size_for(ctx, ctx.pick(2 * MIB, 128 * MIB, 1024 * MIB));
@@ -39,7 +66,7 @@ impl Experiment for Blocksize {
             (0..=26).map(|p| 1u64 << p).collect(),
         );
         let max_ops: u64 = ctx.pick(2_000, 200_000, 1_000_000);
-        let repeats = ctx.pick(1, 3, 10);
+        let repeats = ctx.pick(1, 5, 10);
         let mut v = Vec::new();
         for cache in [CacheMode::Cold, CacheMode::Warm] {
             for &bs in sizes.iter().filter(|&&b| b <= size) {
@@ -124,11 +151,12 @@ impl Experiment for Blocksize {
                 ),
                 v,
                 format!(
-                    "plateau at {} (medians), {}–{} over min/max curves; {} block sizes",
+                    "plateau at {} (medians), {}–{} over min/max curves; {} block sizes; {}",
                     figure::bytes(p_med),
                     figure::bytes(lo),
                     figure::bytes(hi),
-                    g.len()
+                    g.len(),
+                    at_limit(&curve(|s| s.median))
                 ),
             ));
         }
@@ -146,7 +174,7 @@ impl Experiment for Blocksize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::testing::rec;
+    use crate::lab::testing::{assert_all, rec};
 
     fn recs(warm_knee: u64) -> Vec<LabRecord> {
         let mut v = Vec::new();
@@ -171,19 +199,9 @@ mod tests {
     #[test]
     fn verdict_follows_the_knee() {
         let a = Blocksize.analyse(&recs(4096));
-        assert!(
-            a.findings.iter().all(|f| f.verdict == Verdict::Reproduced),
-            "{:?}",
-            a.findings
-        );
+        assert_all(&a, Verdict::Reproduced);
         let a = Blocksize.analyse(&recs(1 << 24));
-        assert!(
-            a.findings
-                .iter()
-                .all(|f| f.verdict == Verdict::NotReproduced),
-            "{:?}",
-            a.findings
-        );
+        assert_all(&a, Verdict::NotReproduced);
         assert_eq!(a.figures[0].points, 10);
     }
 }

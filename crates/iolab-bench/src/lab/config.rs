@@ -30,6 +30,9 @@ pub struct Ctx<'a> {
     pub free_bytes: u64,
     /// Called the moment iolab creates a data file (so Ctrl-C removes it).
     pub on_created: &'a (dyn Fn(&Path) + Sync),
+    /// The MPI ranks when the lab runs under mpirun (rank 0 leads; see
+    /// `crate::ranks::serve`): experiments that can use processes do.
+    pub ranks: Option<&'a crate::ranks::World>,
 }
 
 impl Ctx<'_> {
@@ -139,17 +142,23 @@ pub struct Measured {
     pub notes: Vec<String>,
 }
 
-/// Runs one configuration through the runner, `repeats` times.
-pub fn measure_bench(spec: &WorkloadSpec, repeats: u32, ctx: &Ctx) -> Result<BenchRecord> {
+/// Creates (or checks) `spec`'s files in the lab's folder, telling the
+/// context about each file it creates, and sets nothing else up.
+pub fn prepare_in(spec: &WorkloadSpec, ctx: &Ctx) -> Result<prepare::Prepared> {
     let mut created = |p: &Path| (ctx.on_created)(p);
-    let prep = prepare::prepare(
+    prepare::prepare(
         spec,
         true,
         PrepareOpts { overwrite: false },
         ctx.stop,
         &mut created,
         &mut |_, _| {},
-    )?;
+    )
+}
+
+/// Runs one configuration through the runner, `repeats` times.
+pub fn measure_bench(spec: &WorkloadSpec, repeats: u32, ctx: &Ctx) -> Result<BenchRecord> {
+    let prep = prepare_in(spec, ctx)?;
     let env = crate::env::Environment::capture(&ctx.dir);
     let started = unix_ms();
     let mut runs: Vec<RunMetrics> = Vec::new();

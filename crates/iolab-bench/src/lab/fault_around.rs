@@ -191,7 +191,7 @@ impl Experiment for FaultAround {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::testing::rec_x;
+    use crate::lab::testing::{assert_first, rec_x};
     use crate::lab::verdict::Verdict;
 
     fn recs(faults: f64) -> Vec<LabRecord> {
@@ -219,17 +219,7 @@ mod tests {
     #[test]
     fn verdict_follows_pages_per_fault() {
         let a = FaultAround.analyse(&recs(100.0));
-        assert_eq!(
-            a.findings[0].verdict,
-            Verdict::Reproduced,
-            "{:?}",
-            a.findings
-        );
-        assert!(
-            a.findings[0].numbers.contains("16.00 pages"),
-            "{}",
-            a.findings[0].numbers
-        );
+        assert_first(&a, Verdict::Reproduced, "16.00 pages");
         assert_eq!(
             FaultAround.analyse(&recs(1600.0)).findings[0].verdict,
             Verdict::NotReproduced

@@ -153,7 +153,7 @@ impl Experiment for Latency {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::testing::rec_x;
+    use crate::lab::testing::{assert_all, rec_x};
     use crate::lab::verdict::Verdict;
 
     fn recs(k4: f64, m32: f64) -> Vec<LabRecord> {
@@ -179,19 +179,9 @@ mod tests {
     #[test]
     fn verdicts_follow_the_ratios() {
         let a = Latency.analyse(&recs(150.0, 8000.0));
-        assert!(
-            a.findings.iter().all(|f| f.verdict == Verdict::Reproduced),
-            "{:?}",
-            a.findings
-        );
+        assert_all(&a, Verdict::Reproduced);
         assert_eq!(a.figures[0].series.len(), 5);
         let a = Latency.analyse(&recs(500.0, 1500.0));
-        assert!(
-            a.findings
-                .iter()
-                .all(|f| f.verdict == Verdict::NotReproduced),
-            "{:?}",
-            a.findings
-        );
+        assert_all(&a, Verdict::NotReproduced);
     }
 }

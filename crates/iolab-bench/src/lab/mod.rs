@@ -18,9 +18,11 @@ mod blocksize;
 mod fault_around;
 mod interfaces;
 mod latency;
+mod mt_ranks;
 mod mt_suite;
 mod readers;
 mod reasonable;
+mod replay;
 mod squeeze;
 mod sys;
 mod syscalls;
@@ -28,7 +30,7 @@ mod threads;
 mod util;
 
 pub use crate::system::Scale;
-pub use config::{measure_bench, Config, Ctx, Measured, Work};
+pub use config::{measure_bench, prepare_in, Config, Ctx, Measured, Work};
 pub use experiment::{Analysis, Experiment};
 
 use crate::error::Result;
@@ -48,6 +50,7 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &readers::Readers,
         &fault_around::FaultAround,
         &reasonable::Reasonable,
+        &replay::Replay,
         &sys::Sys,
     ]
 }
@@ -121,6 +124,14 @@ pub fn run(
     progress: &mut dyn Progress,
     sink: &mut dyn FnMut(&LabRecord) -> Result<()>,
 ) -> Result<Vec<LabRecord>> {
+    // Frees the memory balloon of squeezed configurations on every way out.
+    struct Release;
+    impl Drop for Release {
+        fn drop(&mut self) {
+            squeeze::release();
+        }
+    }
+    let _release = Release;
     let configs = exp.configs(ctx);
     let done = resume::index(previous, exp.name(), machine);
     let todo: Vec<&Config> = configs
@@ -160,7 +171,27 @@ pub fn run(
 #[cfg(test)]
 pub(crate) mod testing {
     use super::record::{LabRecord, Machine};
+    use super::verdict::Verdict;
     use super::{Config, Measured, Scale, Work};
+
+    /// Asserts every finding has `verdict`.
+    pub fn assert_all(a: &super::Analysis, verdict: Verdict) {
+        assert!(
+            a.findings.iter().all(|f| f.verdict == verdict),
+            "{:?}",
+            a.findings
+        );
+    }
+
+    /// Asserts the first finding has `verdict` and its numbers show `shows`.
+    pub fn assert_first(a: &super::Analysis, verdict: Verdict, shows: &str) {
+        assert_eq!(a.findings[0].verdict, verdict, "{:?}", a.findings);
+        assert!(
+            a.findings[0].numbers.contains(shows),
+            "{}",
+            a.findings[0].numbers
+        );
+    }
 
     /// A record of `exp` with `tags` and samples.
     pub fn rec(exp: &str, tags: &[(&str, &str)], samples: &[f64]) -> LabRecord {

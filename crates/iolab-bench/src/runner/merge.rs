@@ -57,6 +57,7 @@ pub(super) fn metrics(c: Collected, resident_before: f64, errors: Vec<String>) -
         interrupted: false,
         mem: c.outs.iter().map(|o| o.mem).reduce(|a, b| a.merge(&b)),
         device: None,
+        window: start.zip(end),
         ..RunMetrics::default()
     }
 }

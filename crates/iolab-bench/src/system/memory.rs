@@ -94,17 +94,47 @@ fn build_cycle(arr: &mut [u32], ws: u64, rng: &mut Rng) {
     }
 }
 
-/// Follows the cycle for about `target_ns`; returns ns per load.
+/// Links the first `ws` bytes of `arr` in address order, one load per
+/// 64-byte line, the last back to the first: lmbench's `lat_mem_rd` order at
+/// its default stride, which hardware prefetchers follow.
+fn build_stride(arr: &mut [u32], ws: u64) {
+    let lines = (ws as usize / LINE).max(1);
+    for k in 0..lines {
+        arr[k * WORDS_PER_LINE] = (((k + 1) % lines) * WORDS_PER_LINE) as u32;
+    }
+}
+
+/// One series over `sizes`: the walk `build` lays out in `arr`, followed
+/// `reps` times for about `target` ns each.
+fn walk_series(
+    cfg: &Config<'_>,
+    arr: &mut [u32],
+    sizes: &[u64],
+    target: u64,
+    mut build: impl FnMut(&mut [u32], u64),
+) -> Result<Vec<Vec<f64>>> {
+    let mut ys = Vec::with_capacity(sizes.len());
+    for &ws in sizes {
+        cfg.check_stop()?;
+        build(arr, ws);
+        ys.push((0..cfg.reps()).map(|_| chase(arr, target)).collect());
+    }
+    Ok(ys)
+}
+
+/// Follows the cycle for about `target_ns` of this thread's CPU time;
+/// returns ns per load. CPU time, not wall time: on a shared machine a walk
+/// descheduled for most of its wall time measured 5-10x its latency.
 fn chase(arr: &[u32], target_ns: u64) -> f64 {
     let mut p = 0u32;
     let mut loads = 0u64;
-    let t = prim::monotonic_ns();
+    let t = prim::thread_cpu_ns();
     loop {
         for _ in 0..4096 {
             p = arr[p as usize];
         }
         loads += 4096;
-        let dt = prim::monotonic_ns() - t;
+        let dt = prim::thread_cpu_ns() - t;
         if dt >= target_ns {
             keep(p);
             return dt as f64 / loads as f64;
@@ -151,16 +181,9 @@ pub fn latency(cfg: &Config<'_>) -> Result<Entry> {
     let mut arr = vec![0u32; (max as usize) / 4];
     let mut rng = Rng::new(0x10AD);
     let reps = cfg.reps();
-    let mut ys: Vec<Vec<f64>> = Vec::new();
-    for &ws in &sizes {
-        cfg.check_stop()?;
-        build_cycle(&mut arr, ws, &mut rng);
-        let mut v = Vec::with_capacity(reps);
-        for _ in 0..reps {
-            v.push(chase(&arr, target));
-        }
-        ys.push(v);
-    }
+    let ys = walk_series(cfg, &mut arr, &sizes, target, |a, ws| {
+        build_cycle(a, ws, &mut rng)
+    })?;
     // What pages the walk ran on decides how many loads also miss the TLB:
     // record it rather than assume it (issue 11 §6).
     let backing = iolab::mem::Backing::measure(
@@ -168,7 +191,15 @@ pub fn latency(cfg: &Config<'_>) -> Result<Entry> {
         arr.as_ptr() as usize,
         arr.len() * 4,
     );
+    // lmbench's order on the same pages: what `lat_mem_rd LEN 64` measures.
+    // These two comparison walks stop at 256 MiB: far past the TLB's reach,
+    // and a 2 GiB cycle per series would double the measurement's time.
+    let small: Vec<u64> = sizes.iter().copied().filter(|&s| s <= 256 * MIB).collect();
+    let stride = walk_series(cfg, &mut arr, &small, target, build_stride)?;
     drop(arr);
+    // The random cycle again on 2 MiB pages: the same cache misses without
+    // most of the TLB misses (and, in a VM, the two-level page walks).
+    let huge = random_on_huge_pages(cfg, max.min(256 * MIB), &small, target)?;
     let windows = plateau_windows(&caches);
     let mut plateaus = Vec::new();
     let mut ram_per_rep: Vec<f64> = Vec::new();
@@ -196,7 +227,7 @@ pub fn latency(cfg: &Config<'_>) -> Result<Entry> {
         "mem_latency",
         "memory",
         format!(
-            "dependent 4-byte loads around one random cycle over the 64-byte lines of a working set of 1 KiB..{} MiB (4 KiB pages, no huge pages); headline = RAM plateau",
+            "dependent 4-byte loads around one random cycle over the 64-byte lines of a working set of 1 KiB..{} MiB (4 KiB pages, no huge pages); timed in the walking thread's CPU time; headline = RAM plateau",
             max / MIB
         ),
     );
@@ -204,7 +235,12 @@ pub fn latency(cfg: &Config<'_>) -> Result<Entry> {
         "walk buffer {}; with 4 KiB pages a working set beyond the second-level TLB's reach (a few MiB) adds a page walk to most loads, with 2 MiB pages not until hundreds of MiB",
         backing.describe()
     ));
-    e.notes.push("lmbench's lat_mem_rd walks the buffer backwards at a fixed stride (its default order), which hardware prefetchers follow; this walk is one random cycle over every 64-byte line, which they cannot: on this VM at 16 MiB a stride-64 backward walk read 15-68 ns per load, stride 128 40-133 ns, a random cycle 450-1570 ns (4 KiB pages) and 450-770 ns (2 MiB pages), all under heavy load. Compare like with like: the same order, stride and page size".into());
+    e.notes.push(compare_note(
+        &sizes,
+        &ys,
+        &stride,
+        huge.as_ref().map(|h| &h.0),
+    ));
     if ram_per_rep.is_empty() {
         // Not enough range for a RAM plateau: report the largest size.
         ram_per_rep = ys.last().cloned().unwrap_or_default();
@@ -222,9 +258,69 @@ pub fn latency(cfg: &Config<'_>) -> Result<Entry> {
             .map(|(&x, v)| Point::of(x as f64, v))
             .collect(),
     });
+    let mut extra = vec![("mem_latency.stride64", &stride)];
+    if let Some((h, b)) = &huge {
+        extra.push(("mem_latency.random_huge", h));
+        e.notes
+            .push(format!("random_huge walk buffer {}", b.describe()));
+    }
+    for (name, ys) in extra {
+        e.series.push(Series {
+            name: name.into(),
+            x_unit: "bytes".into(),
+            y_unit: "ns".into(),
+            points: small
+                .iter()
+                .zip(ys)
+                .map(|(&x, v)| Point::of(x as f64, v))
+                .collect(),
+        });
+    }
     e.cache_levels = caches;
     e.plateaus = plateaus;
     Ok(e)
+}
+
+/// The random cycle over `sizes` in a buffer of 2 MiB transparent huge
+/// pages, with the backing it got; `None` when THP is unavailable.
+fn random_on_huge_pages(
+    cfg: &Config<'_>,
+    max: u64,
+    sizes: &[u64],
+    target: u64,
+) -> Result<Option<(Vec<Vec<f64>>, iolab::mem::Backing)>> {
+    let mem = iolab::mem::MemKind::Thp;
+    let Ok(mut buf) = iolab::buf::AlignedBuf::with_mem(max as usize, 2 << 20, mem) else {
+        return Ok(None);
+    };
+    let backing = buf.backing();
+    let words: &mut [u32] = bytemuck::cast_slice_mut(&mut buf[..]);
+    let mut rng = Rng::new(0x10AD);
+    let ys = walk_series(cfg, words, sizes, target, |a, ws| {
+        build_cycle(a, ws, &mut rng)
+    })?;
+    Ok(Some((ys, backing)))
+}
+
+/// Says, with this run's numbers at the size nearest 16 MiB, what each
+/// walk measures, so a difference from lmbench is explained, not guessed.
+fn compare_note(
+    sizes: &[u64],
+    random: &[Vec<f64>],
+    stride: &[Vec<f64>],
+    huge: Option<&Vec<Vec<f64>>>,
+) -> String {
+    let i = (0..sizes.len())
+        .min_by_key(|&i| sizes[i].abs_diff(16 * MIB))
+        .unwrap_or(0);
+    let med = |ys: &[Vec<f64>]| ys.get(i).map_or(f64::NAN, |v| Stats::of(v).median);
+    let huge = huge.map_or("n/a".to_string(), |h| format!("{:.1} ns", med(h)));
+    format!(
+        "what each walk measures, at {} MiB: random cycle on 4 KiB pages {:.1} ns (every load a cache miss and, past the TLB's reach, a page walk), random cycle on 2 MiB pages {huge} (the cache miss alone), stride 64 in address order on 4 KiB pages {:.1} ns (lmbench lat_mem_rd's default order: prefetchers hide most misses). Compare `lat_mem_rd LEN 64` with mem_latency.stride64 and `lat_mem_rd -t` with mem_latency",
+        sizes.get(i).copied().unwrap_or(0) / MIB,
+        med(random),
+        med(stride),
+    )
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

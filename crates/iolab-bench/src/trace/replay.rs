@@ -194,6 +194,18 @@ fn io_err(path: &Path, what: &str, e: std::io::Error) -> TraceError {
     }
 }
 
+/// What every replay thread shares.
+struct Shared<'a> {
+    paths: &'a [PathBuf],
+    reader: &'a dyn ReplayReader,
+    timing: Timing,
+    verify: Option<&'a [Option<Pattern>]>,
+    stop: &'a AtomicBool,
+    /// When the replay started, and the trace's first time stamp.
+    start: Instant,
+    t_first: u64,
+}
+
 /// Replays `plan` against `paths` with `reader`. With `verify`, every
 /// request's bytes are checked against the file's pattern.
 pub fn run(
@@ -212,85 +224,24 @@ pub fn run(
         .min()
         .unwrap_or(0);
     let u0 = Usage::now();
-    let start = Instant::now();
+    let sh = Shared {
+        paths,
+        reader,
+        timing,
+        verify,
+        stop,
+        start: Instant::now(),
+        t_first,
+    };
     let results: Vec<ThreadResult> = std::thread::scope(|s| {
         let handles: Vec<_> = plan
-                .threads
-                .iter()
-                .map(|reads| {
-                    s.spawn(move || -> ThreadResult {
-                        let mut hist = new_histogram();
-                        let max = reads.iter().map(|r| r.len).max().unwrap_or(0) as usize;
-                        let mut buf = vec![0u8; max];
-                        let mut open: HashMap<u32, (Box<dyn ReplayFile>, u64)> = HashMap::new();
-                        let mut clock = 0u64;
-                        let (mut bytes, mut n) = (0u64, 0u64);
-                        for r in reads {
-                            if stop.load(Ordering::Relaxed) {
-                                return Ok((bytes, n, hist, true));
-                            }
-                            if let (Timing::Recorded, Some(t)) = (timing, r.t_ns) {
-                                let due = start + Duration::from_nanos(t - t_first);
-                                let now = Instant::now();
-                                if due > now {
-                                    std::thread::sleep(due - now);
-                                }
-                            }
-                            let path = &paths[r.file as usize];
-                            clock += 1;
-                            if !open.contains_key(&r.file) && open.len() >= MAX_OPEN {
-                                // Close the file this thread used least recently.
-                                if let Some(&old) = open.iter().min_by_key(|(_, v)| v.1).map(|(k, _)| k) {
-                                    open.remove(&old);
-                                }
-                            }
-                            let (f, used) = match open.entry(r.file) {
-                                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                                std::collections::hash_map::Entry::Vacant(e) => e.insert((
-                                    reader.open(path).map_err(|e| io_err(path, "open", e))?,
-                                    0,
-                                )),
-                            };
-                            *used = clock;
-                            let len = r.len as usize;
-                            let t0 = Instant::now();
-                            let mut got = 0usize;
-                            while got < len {
-                                let k = f
-                                    .read_at(&mut buf[got..len], r.offset + got as u64)
-                                    .map_err(|e| io_err(path, &format!("read at {}", r.offset + got as u64), e))?;
-                                if k == 0 {
-                                    return Err(TraceError::Failed(format!(
-                                        "{}: short read with {}: {} of {} bytes at offset {} (the file is shorter than the trace needs)",
-                                        path.display(),
-                                        reader.name(),
-                                        got,
-                                        len,
-                                        r.offset
-                                    )));
-                                }
-                                got += k;
-                            }
-                            let _ = hist.record((t0.elapsed().as_nanos() as u64).max(1));
-                            if let Some(Some(p)) = verify.map(|v| &v[r.file as usize]) {
-                                p.verify(&buf[..len], r.offset).map_err(|m| {
-                                    TraceError::Failed(format!(
-                                        "{}: --verify: byte at offset {} read with {} is {:#04x}, the pattern has {:#04x}",
-                                        path.display(),
-                                        m.offset,
-                                        reader.name(),
-                                        m.got,
-                                        m.expected
-                                    ))
-                                })?;
-                            }
-                            bytes += r.len;
-                            n += 1;
-                        }
-                        Ok((bytes, n, hist, false))
-                    })
-                })
-                .collect();
+            .threads
+            .iter()
+            .map(|reads| {
+                let sh = &sh;
+                s.spawn(move || replay_thread(reads, sh))
+            })
+            .collect();
         handles
             .into_iter()
             .map(|h| {
@@ -299,7 +250,7 @@ pub fn run(
             })
             .collect()
     });
-    let wall_ns = start.elapsed().as_nanos() as u64;
+    let wall_ns = sh.start.elapsed().as_nanos() as u64;
     let usage = Usage::now().since(&u0);
     let mut latency = new_histogram();
     let (mut bytes, mut requests, mut interrupted) = (0, 0, false);
@@ -320,10 +271,132 @@ pub fn run(
     })
 }
 
+/// One thread's reads, in order: wait for the recorded time (if asked),
+/// open the file (keeping at most `MAX_OPEN`), read, time, verify.
+fn replay_thread(reads: &[PlanRead], sh: &Shared) -> ThreadResult {
+    let mut hist = new_histogram();
+    let max = reads.iter().map(|r| r.len).max().unwrap_or(0) as usize;
+    let mut buf = vec![0u8; max];
+    let mut open: HashMap<u32, (Box<dyn ReplayFile>, u64)> = HashMap::new();
+    let mut clock = 0u64;
+    let (mut bytes, mut n) = (0u64, 0u64);
+    for r in reads {
+        if sh.stop.load(Ordering::Relaxed) {
+            return Ok((bytes, n, hist, true));
+        }
+        if let (Timing::Recorded, Some(t)) = (sh.timing, r.t_ns) {
+            let due = sh.start + Duration::from_nanos(t - sh.t_first);
+            let now = Instant::now();
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+        }
+        let path = &sh.paths[r.file as usize];
+        clock += 1;
+        let f = open_file(&mut open, r.file, clock, path, sh.reader)?;
+        let len = r.len as usize;
+        let t0 = Instant::now();
+        read_full(f, &mut buf[..len], r.offset, path, sh.reader)?;
+        let _ = hist.record((t0.elapsed().as_nanos() as u64).max(1));
+        if let Some(Some(p)) = sh.verify.map(|v| &v[r.file as usize]) {
+            p.verify(&buf[..len], r.offset).map_err(|m| {
+                TraceError::Failed(format!(
+                    "{}: --verify: byte at offset {} read with {} is {:#04x}, the pattern has {:#04x}",
+                    path.display(),
+                    m.offset,
+                    sh.reader.name(),
+                    m.got,
+                    m.expected
+                ))
+            })?;
+        }
+        bytes += r.len;
+        n += 1;
+    }
+    Ok((bytes, n, hist, false))
+}
+
+/// The thread's open file `file`, opened now if needed; when `MAX_OPEN`
+/// are open, the one used least recently is closed first.
+fn open_file<'o>(
+    open: &'o mut HashMap<u32, (Box<dyn ReplayFile>, u64)>,
+    file: u32,
+    clock: u64,
+    path: &Path,
+    reader: &dyn ReplayReader,
+) -> Result<&'o mut dyn ReplayFile, TraceError> {
+    if !open.contains_key(&file) && open.len() >= MAX_OPEN {
+        if let Some(&old) = open.iter().min_by_key(|(_, v)| v.1).map(|(k, _)| k) {
+            open.remove(&old);
+        }
+    }
+    let (f, used) = match open.entry(file) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(e) => {
+            e.insert((reader.open(path).map_err(|e| io_err(path, "open", e))?, 0))
+        }
+    };
+    *used = clock;
+    Ok(&mut **f)
+}
+
+/// Reads all of `buf` at `offset`; a read of 0 bytes before the end is
+/// an error (the file is shorter than the trace needs).
+fn read_full(
+    f: &mut dyn ReplayFile,
+    buf: &mut [u8],
+    offset: u64,
+    path: &Path,
+    reader: &dyn ReplayReader,
+) -> Result<(), TraceError> {
+    let len = buf.len();
+    let mut got = 0usize;
+    while got < len {
+        let k = f
+            .read_at(&mut buf[got..len], offset + got as u64)
+            .map_err(|e| io_err(path, &format!("read at {}", offset + got as u64), e))?;
+        if k == 0 {
+            return Err(TraceError::Failed(format!(
+                "{}: short read with {}: {} of {} bytes at offset {} (the file is shorter than the trace needs)",
+                path.display(),
+                reader.name(),
+                got,
+                len,
+                offset
+            )));
+        }
+        got += k;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::trace::parse;
+
+    /// Makes the trace's files under `dir` and plans its replay as recorded.
+    fn place_and_plan(t: &Trace, dir: &Path) -> (crate::trace::place::Placed, Plan) {
+        let stop = AtomicBool::new(false);
+        let placed = crate::trace::place::place(t, dir, &stop, &mut |_, _| {}).unwrap();
+        (placed, plan(t, Threads::Recorded, None))
+    }
+
+    /// Replays with pread as fast as it goes, checking the bytes.
+    fn replay_verified(
+        p: &Plan,
+        placed: &crate::trace::place::Placed,
+    ) -> Result<RunResult, TraceError> {
+        let stop = AtomicBool::new(false);
+        run(
+            p,
+            &placed.paths,
+            &PreadReader,
+            Timing::Asap,
+            Some(&placed.patterns),
+            &stop,
+        )
+    }
 
     fn trace() -> Trace {
         parse(
@@ -358,18 +431,8 @@ mod tests {
     fn replays_exactly_the_traced_bytes_and_verifies_them() {
         let d = tempfile::tempdir().unwrap();
         let t = trace();
-        let stop = AtomicBool::new(false);
-        let placed = crate::trace::place::place(&t, d.path(), &stop, &mut |_, _| {}).unwrap();
-        let p = plan(&t, Threads::Recorded, None);
-        let r = run(
-            &p,
-            &placed.paths,
-            &PreadReader,
-            Timing::Asap,
-            Some(&placed.patterns),
-            &stop,
-        )
-        .unwrap();
+        let (placed, p) = place_and_plan(&t, d.path());
+        let r = replay_verified(&p, &placed).unwrap();
         assert_eq!(r.bytes, t.total_bytes());
         assert_eq!(r.requests, 6);
         assert_eq!(r.latency.len(), 6);
@@ -378,18 +441,11 @@ mod tests {
         let mut bytes = std::fs::read(a).unwrap();
         bytes[5000] ^= 0xff;
         std::fs::write(a, &bytes).unwrap();
-        let e = run(
-            &p,
-            &placed.paths,
-            &PreadReader,
-            Timing::Asap,
-            Some(&placed.patterns),
-            &stop,
-        )
-        .unwrap_err();
+        let e = replay_verified(&p, &placed).unwrap_err();
         assert!(e.to_string().contains("offset 5000"), "{e}");
         // A file shorter than the trace: a short read, reported.
         std::fs::write(&placed.paths[1], b"x").unwrap();
+        let stop = AtomicBool::new(false);
         let e = run(&p, &placed.paths, &PreadReader, Timing::Asap, None, &stop).unwrap_err();
         assert!(e.to_string().contains("short read"), "{e}");
     }
@@ -404,18 +460,8 @@ mod tests {
             }
         }
         let t = parse(&csv, "t", None).unwrap();
-        let stop = AtomicBool::new(false);
-        let placed = crate::trace::place::place(&t, d.path(), &stop, &mut |_, _| {}).unwrap();
-        let p = plan(&t, Threads::Recorded, None);
-        let r = run(
-            &p,
-            &placed.paths,
-            &PreadReader,
-            Timing::Asap,
-            Some(&placed.patterns),
-            &stop,
-        )
-        .unwrap();
+        let (placed, p) = place_and_plan(&t, d.path());
+        let r = replay_verified(&p, &placed).unwrap();
         assert_eq!(r.requests as usize, 2 * (MAX_OPEN + 20));
     }
 }

@@ -176,48 +176,23 @@ pub fn marked_svg(svg: &str) -> String {
     }
 }
 
+/// Runs `iolab lab run`: checks the outputs, then runs each experiment in
+/// turn (see [`run_one`]).
 fn run_experiments(a: &RunArgs, stop: &'static AtomicBool) -> Result<i32> {
+    // Under mpirun rank 0 runs the lab; the other ranks follow it here.
+    let ranks = match super::lab_ranks::join(stop)? {
+        super::lab_ranks::Joined::Followed(code) => return Ok(code),
+        j => j,
+    };
     let exps = select(&a.names)?;
-    // Output directory: made if missing (a directory, never a file).
-    match std::fs::metadata(&a.out) {
-        Ok(m) if !m.is_dir() => {
-            return Err(super::usage(format!(
-                "--out {}: not a directory; name a directory for records and figures",
-                a.out.display()
-            )))
-        }
-        Ok(_) => {}
-        Err(_) => std::fs::create_dir_all(&a.out).map_err(|e| {
-            super::usage(format!("--out {}: cannot create it: {e}", a.out.display()))
-        })?,
-    }
+    make_out_dir(&a.out)?;
     // Check every record file before measuring anything.
     let mut targets = Vec::new();
     for e in &exps {
         let p = a.out.join(format!("{}.jsonl", e.name()));
         targets.push(OutputTarget::check("--out", &p, false, Mode::Append, &[])?);
     }
-    let _temp;
-    let dir = match &a.dir {
-        Some(d) => {
-            if !d.is_dir() {
-                return Err(super::usage(format!(
-                    "--dir {}: no such directory",
-                    d.display()
-                )));
-            }
-            d.clone()
-        }
-        None => {
-            let t = tempfile::Builder::new()
-                .prefix(".iolab-lab-")
-                .tempdir_in(".")
-                .context("create a temporary data folder here (or give --dir)")?;
-            let p = t.path().to_path_buf();
-            _temp = t;
-            p
-        }
-    };
+    let (dir, _temp) = data_dir(a)?;
     let scale = match a.scale {
         ScaleArg::Smoke => Scale::Smoke,
         ScaleArg::Quick => Scale::Quick,
@@ -238,65 +213,18 @@ fn run_experiments(a: &RunArgs, stop: &'static AtomicBool) -> Result<i32> {
         cores: env.cores as u32,
         free_bytes: iolab::file::free_space(&dir).unwrap_or(u64::MAX),
         on_created: &on_created,
+        ranks: ranks.world(),
     };
     let command = std::env::args()
         .map(|s| shlex::try_quote(&s).map(|c| c.into_owned()).unwrap_or(s))
         .collect::<Vec<_>>()
         .join(" ");
-    let mut text = String::new();
     for (e, mut target) in exps.into_iter().zip(targets) {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let path = a.out.join(format!("{}.jsonl", e.name()));
-        let previous = if a.fresh {
-            Vec::new()
-        } else {
-            resume::load(&path).with_context(|| format!("read {}", path.display()))?
-        };
-        let t0 = std::time::Instant::now();
-        let mut bar = Bar { pb: None };
-        let mut sink = |r: &LabRecord| -> iolab_bench::Result<()> {
-            let line = serde_json::to_vec(r).map_err(|e| {
-                iolab_bench::BenchError::Usage(format!("cannot encode a record: {e}"))
-            })?;
-            target
-                .append_jsonl(&line)
-                .map_err(|e| iolab_bench::BenchError::Usage(format!("{e:#}")))
-        };
-        let recs = lab::run(e, &ctx, &machine, &command, &previous, &mut bar, &mut sink)
-            .with_context(|| format!("experiment {}", e.name()))?;
-        if let Some(pb) = bar.pb.take() {
-            pb.finish_and_clear();
-        }
-        let secs = t0.elapsed().as_secs_f64();
-        let an = e.analyse(&recs);
-        for f in &an.figures {
-            let p = a.out.join(format!("{}.svg", f.name));
-            write_regenerated("--out", &p, &marked_svg(&f.svg), FIGURE_MARK, a.overwrite)?;
-        }
-        text.push_str(&format!(
-            "== {} (studies {}): {} configuration(s), {:.1} s, scale {} ==\n",
-            e.name(),
-            e.study(),
-            recs.len(),
-            secs,
-            scale.name()
-        ));
-        text.push_str(&an.table);
-        for f in &an.findings {
-            text.push_str(&format!("finding: {}\n", f.line()));
-        }
-        text.push_str(&format!(
-            "records: {}; figures: {}\n\n",
-            path.display(),
-            an.figures
-                .iter()
-                .map(|f| a.out.join(format!("{}.svg", f.name)).display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        crate::output::stdout(&std::mem::take(&mut text))?;
+        let text = run_one(a, e, &mut target, &ctx, &machine, &command)?;
+        crate::output::stdout(&text)?;
     }
     if stop.load(Ordering::Relaxed) {
         eprintln!("interrupted: run the same command again to resume");
@@ -308,6 +236,110 @@ fn run_experiments(a: &RunArgs, stop: &'static AtomicBool) -> Result<i32> {
         );
     }
     Ok(0)
+}
+
+/// `--out`: made if missing (a directory, never a file).
+fn make_out_dir(out: &Path) -> Result<()> {
+    match std::fs::metadata(out) {
+        Ok(m) if !m.is_dir() => {
+            return Err(super::usage(format!(
+                "--out {}: not a directory; name a directory for records and figures",
+                out.display()
+            )))
+        }
+        Ok(_) => {}
+        Err(_) => std::fs::create_dir_all(out)
+            .map_err(|e| super::usage(format!("--out {}: cannot create it: {e}", out.display())))?,
+    }
+    Ok(())
+}
+
+/// `--dir`, or a temporary data folder here (removed when the returned
+/// guard drops).
+fn data_dir(a: &RunArgs) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
+    let mut temp = None;
+    let dir = match &a.dir {
+        Some(d) => {
+            if !d.is_dir() {
+                return Err(super::usage(format!(
+                    "--dir {}: no such directory",
+                    d.display()
+                )));
+            }
+            d.clone()
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix(".iolab-lab-")
+                .tempdir_in(".")
+                .context("create a temporary data folder here (or give --dir)")?;
+            let p = t.path().to_path_buf();
+            temp = Some(t);
+            p
+        }
+    };
+    Ok((dir, temp))
+}
+
+/// Runs one experiment (resuming from its records unless `--fresh`),
+/// writes its figures and returns the text to print.
+fn run_one(
+    a: &RunArgs,
+    e: &dyn lab::Experiment,
+    target: &mut OutputTarget,
+    ctx: &Ctx,
+    machine: &Machine,
+    command: &str,
+) -> Result<String> {
+    let mut text = String::new();
+    let path = a.out.join(format!("{}.jsonl", e.name()));
+    let previous = if a.fresh {
+        Vec::new()
+    } else {
+        resume::load(&path).with_context(|| format!("read {}", path.display()))?
+    };
+    let t0 = std::time::Instant::now();
+    let mut bar = Bar { pb: None };
+    let mut sink = |r: &LabRecord| -> iolab_bench::Result<()> {
+        let line = serde_json::to_vec(r)
+            .map_err(|e| iolab_bench::BenchError::Usage(format!("cannot encode a record: {e}")))?;
+        target
+            .append_jsonl(&line)
+            .map_err(|e| iolab_bench::BenchError::Usage(format!("{e:#}")))
+    };
+    let recs = lab::run(e, ctx, machine, command, &previous, &mut bar, &mut sink)
+        .with_context(|| format!("experiment {}", e.name()))?;
+    if let Some(pb) = bar.pb.take() {
+        pb.finish_and_clear();
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let an = e.analyse(&recs);
+    for f in &an.figures {
+        let p = a.out.join(format!("{}.svg", f.name));
+        write_regenerated("--out", &p, &marked_svg(&f.svg), FIGURE_MARK, a.overwrite)?;
+    }
+    text.push_str(&format!(
+        "== {} (studies {}): {} configuration(s), {:.1} s, scale {} ==\n",
+        e.name(),
+        e.study(),
+        recs.len(),
+        secs,
+        ctx.scale.name()
+    ));
+    text.push_str(&an.table);
+    for f in &an.findings {
+        text.push_str(&format!("finding: {}\n", f.line()));
+    }
+    text.push_str(&format!(
+        "records: {}; figures: {}\n\n",
+        path.display(),
+        an.figures
+            .iter()
+            .map(|f| a.out.join(format!("{}.svg", f.name)).display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    Ok(text)
 }
 
 /// Whether the 1-minute load average exceeds the number of cores.

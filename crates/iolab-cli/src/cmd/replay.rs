@@ -226,17 +226,7 @@ fn csv(d: &Doc) -> Result<Vec<u8>> {
 /// Runs `iolab replay`.
 pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
     super::limits::check_input_file("replay", &a.trace)?;
-    let threads = match a.threads.as_str() {
-        "recorded" | "as-recorded" => Threads::Recorded,
-        n => match n.parse::<usize>() {
-            Ok(k) if (1..=4096).contains(&k) => Threads::Count(k),
-            _ => {
-                return Err(super::usage(format!(
-                    "--threads {n}: expected 'recorded' or a count from 1 to 4096"
-                )))
-            }
-        },
-    };
+    let threads = threads_of(&a.threads)?;
     if a.coalesce == Some(0) || a.coalesce.is_some_and(|c| c > 1 << 30) {
         return Err(super::usage(
             "--coalesce: the merged request size must be 1 byte to 1 GiB",
@@ -259,27 +249,7 @@ pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
         _ => Vec::new(),
     };
     let targets = a.out.check(&measured)?;
-    let mut temp = None;
-    let placed: Placed = if a.in_place {
-        place::in_place(&t).map_err(trace_err)?
-    } else {
-        let dir = match &a.dir {
-            Some(d) => d.clone(),
-            None => {
-                let d = tempfile::Builder::new()
-                    .prefix(".iolab-replay-")
-                    .tempdir_in(".")?;
-                let p = d.path().to_path_buf();
-                temp = Some(d);
-                p
-            }
-        };
-        let made = place::place(&t, &dir, stop, &mut |_, _| {}).map_err(trace_err)?;
-        if made.created > 0 && a.dir.is_some() {
-            eprintln!("made {} file(s) under {}", made.created, dir.display());
-        }
-        made
-    };
+    let (placed, temp) = place_files(a, &t, stop)?;
     if a.verify {
         if let Some(i) = placed.patterns.iter().position(|p| p.is_none()) {
             return Err(super::usage(format!(
@@ -348,11 +318,68 @@ pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
         coalesce: a.coalesce,
         results: &results,
     };
+    write_outputs(a, &doc, &results, targets)?;
+    Ok(0)
+}
+
+/// `--threads`: as recorded, or a count.
+fn threads_of(s: &str) -> Result<Threads> {
+    Ok(match s {
+        "recorded" | "as-recorded" => Threads::Recorded,
+        n => match n.parse::<usize>() {
+            Ok(k) if (1..=4096).contains(&k) => Threads::Count(k),
+            _ => {
+                return Err(super::usage(format!(
+                    "--threads {n}: expected 'recorded' or a count from 1 to 4096"
+                )))
+            }
+        },
+    })
+}
+
+/// Makes the trace's files (under `--dir` or a temporary folder removed
+/// when the returned guard drops) or, with `--in-place`, finds them.
+fn place_files(
+    a: &ReplayArgs,
+    t: &tr::Trace,
+    stop: &AtomicBool,
+) -> Result<(Placed, Option<tempfile::TempDir>)> {
+    let mut temp = None;
+    let placed: Placed = if a.in_place {
+        place::in_place(t).map_err(trace_err)?
+    } else {
+        let dir = match &a.dir {
+            Some(d) => d.clone(),
+            None => {
+                let d = tempfile::Builder::new()
+                    .prefix(".iolab-replay-")
+                    .tempdir_in(".")?;
+                let p = d.path().to_path_buf();
+                temp = Some(d);
+                p
+            }
+        };
+        let made = place::place(t, &dir, stop, &mut |_, _| {}).map_err(trace_err)?;
+        if made.created > 0 && a.dir.is_some() {
+            eprintln!("made {} file(s) under {}", made.created, dir.display());
+        }
+        made
+    };
+    Ok((placed, temp))
+}
+
+/// The CSV, JSON lines and the table or JSON on stdout.
+fn write_outputs(
+    a: &ReplayArgs,
+    doc: &Doc,
+    results: &[ReaderResult],
+    targets: crate::output::flags::Targets,
+) -> Result<()> {
     if let Some(mut c) = targets.csv {
-        c.write_all_atomically(&csv(&doc)?)?;
+        c.write_all_atomically(&csv(doc)?)?;
     }
     if let Some(mut j) = targets.jsonl {
-        for r in &results {
+        for r in results {
             let mut v = serde_json::to_value(r)?;
             v["schema_version"] = doc.schema_version.into();
             v["kind"] = "replay".into();
@@ -363,9 +390,9 @@ pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
         }
     }
     if a.out.json {
-        crate::output::stdout(&format!("{}\n", serde_json::to_string_pretty(&doc)?))?;
+        crate::output::stdout(&format!("{}\n", serde_json::to_string_pretty(doc)?))?;
     } else {
-        crate::output::stdout(&table(&doc))?;
+        crate::output::stdout(&table(doc))?;
     }
-    Ok(0)
+    Ok(())
 }

@@ -5,7 +5,7 @@
 
 use super::lab::write_regenerated;
 use anyhow::{Context, Result};
-use iolab_bench::lab::{self, record::LabRecord};
+use iolab_bench::lab::{self, record::LabRecord, verdict::Finding};
 use iolab_bench::record::BenchRecord;
 use iolab_bench::system::record::Entry;
 use serde_json::Value;
@@ -129,8 +129,23 @@ fn inline_svg(svg: &str) -> &str {
     }
 }
 
+/// The whole page: where the records came from, the machines, the
+/// findings, each experiment, then the bench and sys records.
 fn page(inp: &Inputs) -> String {
     let mut h = String::new();
+    header(&mut h, inp);
+    environment(&mut h, inp);
+    let (sections, findings) = experiments(inp);
+    findings_table(&mut h, &findings);
+    h.push_str(&sections);
+    bench_table(&mut h, inp);
+    sys_table(&mut h, inp);
+    h.push_str("</body></html>\n");
+    h
+}
+
+/// The head, the style and the line naming the inputs.
+fn header(h: &mut String, inp: &Inputs) {
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     h.push_str(MARK);
     h.push_str("<title>iolab report</title><style>body{font-family:sans-serif;max-width:1100px;margin:1em auto;padding:0 1em}pre{background:#f4f4f4;padding:.5em;overflow-x:auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}.reproduced{color:#070}.not-reproduced{color:#a00}.inconclusive{color:#850}figure{margin:1em 0}</style></head><body>\n");
@@ -156,8 +171,11 @@ fn page(inp: &Inputs) -> String {
             String::new()
         }
     ));
-    // Environment: every distinct machine (and the full environment of the
-    // first runner record of each).
+}
+
+/// Every distinct machine (and the full environment of the first runner
+/// record of each).
+fn environment(h: &mut String, inp: &Inputs) {
     let mut machines: BTreeMap<String, String> = BTreeMap::new();
     for r in &inp.lab {
         let key = format!(
@@ -194,7 +212,11 @@ fn page(inp: &Inputs) -> String {
             h.push_str(&format!("<pre>{}</pre>\n", esc(env)));
         }
     }
-    // Findings first, then each experiment.
+}
+
+/// One section per experiment with records (its figures, table and
+/// findings), and all the findings, for the table that comes first.
+fn experiments(inp: &Inputs) -> (String, Vec<Finding>) {
     let mut by_exp: BTreeMap<String, Vec<LabRecord>> = BTreeMap::new();
     for r in &inp.lab {
         by_exp
@@ -256,9 +278,14 @@ fn page(inp: &Inputs) -> String {
         sections.push_str(&esc(&cmds.join("\n")));
         sections.push_str("</pre>\n");
     }
+    (sections, findings)
+}
+
+/// The findings of every experiment, in one table.
+fn findings_table(h: &mut String, findings: &[Finding]) {
     if !findings.is_empty() {
         h.push_str("<h2>Findings</h2>\n<table><tr><th>experiment</th><th>claim (test and tolerance)</th><th>verdict</th><th>numbers</th></tr>\n");
-        for f in &findings {
+        for f in findings {
             h.push_str(&format!(
                 "<tr><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>\n",
                 esc(&f.experiment),
@@ -270,7 +297,10 @@ fn page(inp: &Inputs) -> String {
         }
         h.push_str("</table>\n");
     }
-    h.push_str(&sections);
+}
+
+/// The `iolab bench` records, one row each.
+fn bench_table(h: &mut String, inp: &Inputs) {
     if !inp.bench.is_empty() {
         h.push_str("<h2>Bench records</h2>\n<table><tr><th>label</th><th>engine</th><th>op</th><th>pattern</th><th>block</th><th>qd</th><th>threads</th><th>cache</th><th>MiB/s (median)</th><th>p99 (ns)</th><th>runs</th></tr>\n");
         for b in &inp.bench {
@@ -292,6 +322,10 @@ fn page(inp: &Inputs) -> String {
         }
         h.push_str("</table>\n");
     }
+}
+
+/// The `iolab sys` records, one row each.
+fn sys_table(h: &mut String, inp: &Inputs) {
     if !inp.sys.is_empty() {
         h.push_str("<h2>System measurements</h2>\n<table><tr><th>name</th><th>group</th><th>median</th><th>unit</th><th>how</th></tr>\n");
         for e in &inp.sys {
@@ -310,8 +344,6 @@ fn page(inp: &Inputs) -> String {
         }
         h.push_str("</table>\n");
     }
-    h.push_str("</body></html>\n");
-    h
 }
 
 /// Runs `iolab report`.

@@ -6,7 +6,7 @@
 
 use super::{Caps, Done, Engine, EngineConfig, EngineFile, EngineStats, Op, OpKind};
 use crate::buf::BufPool;
-use crate::error::{Errno, Error, Result};
+use crate::error::{Error, Result};
 use std::os::fd::AsRawFd;
 
 /// The kernel's `struct iocb` (include/uapi/linux/aio_abi.h), little-endian layout.
@@ -230,15 +230,7 @@ impl Libaio {
                 self.ptrs.push(p);
                 continue;
             }
-            let r = if res < 0 {
-                Err(Errno(-res as i32))
-            } else {
-                Ok(s.moved + res as u32)
-            };
-            out.push(Done {
-                tag: s.op.tag,
-                res: r,
-            });
+            out.push(Done::of(s.op.tag, s.moved, res));
             self.slots[idx as usize] = None;
             self.free.push(idx);
             self.inflight -= 1;

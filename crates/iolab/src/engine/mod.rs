@@ -75,6 +75,22 @@ pub struct Done {
     pub res: std::result::Result<u32, Errno>,
 }
 
+impl Done {
+    /// The completion of op `tag` from the kernel's result `res` (bytes,
+    /// or a negative errno), after `moved` bytes of earlier short reads:
+    /// the last step of each asynchronous engine.
+    pub(crate) fn of(tag: u64, moved: u32, res: i64) -> Done {
+        Done {
+            tag,
+            res: if res < 0 {
+                Err(Errno((-res) as i32))
+            } else {
+                Ok(moved + res as u32)
+            },
+        }
+    }
+}
+
 /// What an engine can do; the runner plans around it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Caps {

@@ -25,7 +25,7 @@
 
 use super::{Caps, Done, Engine, EngineConfig, EngineFile, EngineStats, Op, OpKind};
 use crate::buf::BufPool;
-use crate::error::{Errno, Error, Result};
+use crate::error::{Error, Result};
 use io_uring::{opcode, squeue, types, IoUring, Probe};
 use std::os::fd::AsRawFd;
 
@@ -291,15 +291,7 @@ impl Uring {
                     self.requeue(idx);
                     continue;
                 }
-                let r = if res < 0 {
-                    Err(Errno(-res))
-                } else {
-                    Ok(s.moved + res as u32)
-                };
-                out.push(Done {
-                    tag: s.op.tag,
-                    res: r,
-                });
+                out.push(Done::of(s.op.tag, s.moved, i64::from(res)));
                 self.slots[idx as usize] = None;
                 self.free.push(idx);
                 self.inflight -= 1;

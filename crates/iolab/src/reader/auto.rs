@@ -4,6 +4,16 @@
 //! (its length against available memory, residency sampled with mincore)
 //! and the profile; then reads with the chosen technique. The state is
 //! atomics only: no lock on the hot path.
+//!
+//! Opening must stay cheap: replaying a recursive grep opens 12,500 files
+//! read once or twice each, and mapping every one (mmap, mincore, munmap)
+//! made `Auto` 2.9x slower than `pread` there with a warm cache. So the
+//! mapping is made when first needed, residency is sampled at open only
+//! for a file that does not fit in memory (where it decides between
+//! O_DIRECT and the page cache) and otherwise from the [`FIRST_SAMPLE`]th
+//! request on, and a file gets its mapping only once it has had
+//! [`FIRST_SAMPLE`] requests (a copy from a mapping beats a `pread` only
+//! when the mapping is reused).
 
 use super::buffered::Buffered;
 use super::direct::Direct;
@@ -22,6 +32,35 @@ pub const TRACE_ENV: &str = "IOLAB_TRACE_POLICY";
 
 /// Most bits of the "touched" map (one per chunk of the file).
 const TOUCH_BITS: u64 = 1 << 16;
+
+/// The request from which a file that fits in memory has its residency
+/// sampled and may be mapped (before it, `Mapped` choices are `pread`s).
+pub const FIRST_SAMPLE: u64 = 8;
+
+/// Whether `IOLAB_TRACE_POLICY` asks for decisions on stderr (read once:
+/// looking the environment up at every open showed in replays).
+fn trace_policy() -> bool {
+    static T: OnceLock<bool> = OnceLock::new();
+    *T.get_or_init(|| std::env::var_os(TRACE_ENV).is_some_and(|v| v != "0"))
+}
+
+/// Checks the profile's device against `src`'s once per device (the check
+/// resolves /sys links: several system calls, too many for every open).
+fn warn_device_once(profile: &Profile, src: &Src) {
+    use std::os::unix::fs::MetadataExt;
+    static LAST_DEV: AtomicU64 = AtomicU64::new(u64::MAX);
+    if profile.device.is_none() {
+        return;
+    }
+    let dev = src.file.metadata().map_or(u64::MAX - 1, |m| m.dev());
+    if LAST_DEV.swap(dev, Relaxed) == dev {
+        return;
+    }
+    if let Some(w) = profile.device_warning(&src.path) {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| eprintln!("{w}"));
+    }
+}
 
 struct State {
     last_end: AtomicU64,
@@ -63,7 +102,8 @@ fn available_recent() -> Option<u64> {
 pub(crate) struct Auto {
     src: Arc<Src>,
     profile: Arc<Profile>,
-    mapped: Option<Mapped>,
+    /// Made on first use: `None` inside when the file cannot be mapped.
+    mapped: OnceLock<Option<Mapped>>,
     stream: Stream,
     buffered: OnceLock<Buffered>,
     uring_seq: UringReader,
@@ -80,12 +120,7 @@ impl Auto {
             .profile
             .clone()
             .unwrap_or_else(super::profile::process_profile);
-        if let Some(w) = profile.device_warning(&src.path) {
-            static ONCE: std::sync::Once = std::sync::Once::new();
-            ONCE.call_once(|| eprintln!("{w}"));
-        }
-        // A file too large to map on this machine is simply never mapped.
-        let mapped = Mapped::new(src.clone()).ok();
+        warn_device_once(&profile, &src);
         let mut chunk_shift = 20u32;
         while (src.len >> chunk_shift) > TOUCH_BITS {
             chunk_shift += 1;
@@ -118,18 +153,35 @@ impl Auto {
             buffered: OnceLock::new(),
             direct: OnceLock::new(),
             budget: opts.memory_budget,
-            trace: std::env::var_os(TRACE_ENV).is_some_and(|v| v != "0"),
-            mapped,
+            trace: trace_policy(),
+            mapped: OnceLock::new(),
             profile,
             src,
             st,
         };
-        a.refresh();
+        let avail = a.available_now();
+        a.st.available.store(avail, Relaxed);
+        let fits = (a.src.len as f64) <= avail as f64 * a.profile.fit_fraction;
+        if !fits {
+            a.refresh();
+        }
         Ok(a)
     }
 
+    fn available_now(&self) -> u64 {
+        self.budget.or_else(available_recent).unwrap_or(u64::MAX)
+    }
+
+    /// The mapping, made the first time it is asked for.
+    fn mapped(&self) -> Option<&Mapped> {
+        // A file too large to map on this machine is simply never mapped.
+        self.mapped
+            .get_or_init(|| Mapped::new(self.src.clone()).ok())
+            .as_ref()
+    }
+
     fn refresh(&self) {
-        let r = match &self.mapped {
+        let r = match self.mapped() {
             Some(m) => m.mapping().and_then(|m| m.residency().ok()).map(|(r, t)| {
                 if t == 0 {
                     1.0
@@ -142,15 +194,14 @@ impl Auto {
                 .map(|r| r.fraction()),
         };
         self.st.resident.store(r.unwrap_or(0.0).to_bits(), Relaxed);
-        let avail = self.budget.or_else(available_recent).unwrap_or(u64::MAX);
-        self.st.available.store(avail, Relaxed);
+        self.st.available.store(self.available_now(), Relaxed);
     }
 
     /// Updates what this reader has seen with one request and describes it.
     fn observe(&self, off: u64, len: usize, batch: usize) -> Situation {
         let st = &self.st;
         let n = st.requests.fetch_add(1, Relaxed);
-        if n > 0 && n.is_multiple_of(st.refresh_every) {
+        if n == FIRST_SAMPLE || n > 0 && n.is_multiple_of(st.refresh_every) {
             self.refresh();
         }
         let end = off.saturating_add(len as u64);
@@ -194,7 +245,16 @@ impl Auto {
 
     fn choose(&self, off: u64, len: usize, batch: usize) -> Choice {
         let s = self.observe(off, len, batch);
-        let d = policy::decide(&s, &self.profile);
+        let mut d = policy::decide(&s, &self.profile);
+        if d.choice == Choice::Mapped
+            && self.mapped.get().is_none()
+            && n_before(&self.st) <= FIRST_SAMPLE
+        {
+            d = policy::Decision {
+                choice: Choice::Pread,
+                reason: "few requests of this file yet: one pread rather than a mapping",
+            };
+        }
         if self.trace {
             eprintln!(
                 "policy: {} offset {off} len {len}: {:?} ({}) [seq {} read {:.2} reread {} resident {:.2}]",
@@ -212,14 +272,16 @@ impl Auto {
 
     fn backend(&self, c: Choice) -> &dyn Backend {
         match c {
-            Choice::Mapped => match &self.mapped {
+            Choice::Mapped => match self.mapped() {
                 Some(m) => m,
                 None => &self.stream,
             },
             Choice::Pread => &self.stream,
-            Choice::Buffered { block } => self
-                .buffered
-                .get_or_init(|| Buffered::new(self.src.clone(), block)),
+            // A block larger than the file would only cost memory.
+            Choice::Buffered { block } => self.buffered.get_or_init(|| {
+                let whole = self.src.len.div_ceil(4096).max(1) * 4096;
+                Buffered::new(self.src.clone(), block.min(whole as usize))
+            }),
             Choice::Uring { depth } if depth == self.profile.random_depth => &self.uring_rand,
             Choice::Uring { .. } => &self.uring_seq,
             Choice::Direct => match self
@@ -231,6 +293,11 @@ impl Auto {
             },
         }
     }
+}
+
+/// Requests this reader has been asked (including the one being decided).
+fn n_before(st: &State) -> u64 {
+    st.requests.load(Relaxed)
 }
 
 impl Backend for Auto {
@@ -274,5 +341,43 @@ impl Backend for Auto {
                 done(i, &reqs[i]);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::reader::{Options, Reader, Technique};
+
+    fn mapped_here(path: &std::path::Path) -> bool {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        maps.lines().any(|l| l.ends_with(&*path.to_string_lossy()))
+    }
+
+    #[test]
+    fn a_file_read_a_few_times_is_never_mapped_one_read_often_is() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("few");
+        let data: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let r = Reader::open(&path, Options::new(Technique::Auto)).unwrap();
+        let mut buf = vec![0u8; 4096];
+        // The same block again and again: re-reads of a file that fits,
+        // which the policy sends to the mapping once it is worth making.
+        for _ in 0..super::FIRST_SAMPLE {
+            r.read_exact_at(8192, &mut buf).unwrap();
+            assert_eq!(&buf[..], &data[8192..8192 + 4096]);
+        }
+        assert!(
+            !mapped_here(&path),
+            "mapped after {} reads",
+            super::FIRST_SAMPLE
+        );
+        for _ in 0..4 {
+            r.read_exact_at(8192, &mut buf).unwrap();
+            assert_eq!(&buf[..], &data[8192..8192 + 4096]);
+        }
+        assert!(mapped_here(&path), "re-read often and never mapped");
+        drop(r);
+        assert!(!mapped_here(&path), "the mapping outlived the reader");
     }
 }

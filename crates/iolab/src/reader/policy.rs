@@ -178,6 +178,7 @@ mod tests {
     }
 
     #[test]
+    // Long on purpose: a table of situations and the choice each must get.
     fn crafted_situations() {
         let p = tuned();
         let cases: Vec<(Situation, Choice)> = vec![

@@ -26,6 +26,16 @@ impl<'a> ReadReq<'a> {
             result: None,
         }
     }
+
+    /// One request per offset, each into the buffer beside it (pairs
+    /// beyond the shorter list are left out).
+    pub fn batch(offsets: &[u64], bufs: &'a mut [Vec<u8>]) -> Vec<ReadReq<'a>> {
+        offsets
+            .iter()
+            .zip(bufs.iter_mut())
+            .map(|(&o, b)| ReadReq::new(o, b))
+            .collect()
+    }
 }
 
 impl crate::sys::ring::Dest for ReadReq<'_> {

@@ -136,6 +136,8 @@ fn finish_piece<R: Dest>(
     }
 }
 
+// Long on purpose: one submit/complete loop whose safety argument (ops in
+// flight write into borrowed buffers until they complete) reads best whole.
 fn run<R: Dest>(
     ring: &mut IoUring,
     fd: i32,
@@ -195,20 +197,7 @@ fn run<R: Dest>(
                 continue;
             }
             let v = &mut iovs[i];
-            v.clear();
-            let mut skip = runs[i].done;
-            for &(ptr, len) in &dests[i] {
-                if skip >= len {
-                    skip -= len;
-                    continue;
-                }
-                v.push(libc::iovec {
-                    iov_base: ptr.wrapping_add(skip).cast(),
-                    // One op moves at most 1 GiB; the rest follows as a short read.
-                    iov_len: (len - skip).min(1 << 30),
-                });
-                skip = 0;
-            }
+            remaining_iovecs(v, &dests[i], runs[i].done);
             let off = plan[i].offset + runs[i].done as u64;
             let sqe = if v.len() == 1 {
                 opcode::Read::new(types::Fd(fd), v[0].iov_base.cast(), v[0].iov_len as u32)
@@ -234,27 +223,7 @@ fn run<R: Dest>(
         if inflight == 0 {
             break;
         }
-        if let Err(e) = ring.submit_and_wait(1) {
-            // EINTR / EAGAIN / EBUSY: try again. Anything else leaves ops
-            // in flight that still write into borrowed memory, so giving
-            // up is not memory-safe: retry a while, then abort.
-            if !matches!(
-                e.raw_os_error(),
-                Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
-            ) {
-                failures += 1;
-                if failures > 10_000 {
-                    eprintln!("io_uring_enter keeps failing with ops in flight ({e}); aborting");
-                    std::process::abort();
-                }
-                std::thread::yield_now();
-            }
-            continue;
-        }
-        let cqes: Vec<(usize, i32)> = ring
-            .completion()
-            .map(|c| (c.user_data() as usize, c.result()))
-            .collect();
+        let cqes = wait_some(ring, &mut failures);
         for (i, res) in cqes {
             inflight -= 1;
             if res == -libc::EAGAIN || res == -libc::EINTR {
@@ -273,6 +242,49 @@ fn run<R: Dest>(
             }
         }
     }
+}
+
+/// Fills `v` with the parts of `dests` after the first `skip` bytes (the
+/// remainder of a piece that came back short).
+fn remaining_iovecs(v: &mut Vec<libc::iovec>, dests: &[(*mut u8, usize)], mut skip: usize) {
+    v.clear();
+    for &(ptr, len) in dests {
+        if skip >= len {
+            skip -= len;
+            continue;
+        }
+        v.push(libc::iovec {
+            iov_base: ptr.wrapping_add(skip).cast(),
+            // One op moves at most 1 GiB; the rest follows as a short read.
+            iov_len: (len - skip).min(1 << 30),
+        });
+        skip = 0;
+    }
+}
+
+/// Submits what is queued, waits for a completion and takes every one
+/// there is: (user data, result). Empty when the wait was interrupted
+/// (EINTR / EAGAIN / EBUSY: the caller loops and tries again). Any other
+/// failure leaves ops in flight that still write into borrowed memory, so
+/// giving up is not memory-safe: retry a while, then abort.
+fn wait_some(ring: &mut IoUring, failures: &mut u32) -> Vec<(usize, i32)> {
+    if let Err(e) = ring.submit_and_wait(1) {
+        if !matches!(
+            e.raw_os_error(),
+            Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
+        ) {
+            *failures += 1;
+            if *failures > 10_000 {
+                eprintln!("io_uring_enter keeps failing with ops in flight ({e}); aborting");
+                std::process::abort();
+            }
+            std::thread::yield_now();
+        }
+        return Vec::new();
+    }
+    ring.completion()
+        .map(|c| (c.user_data() as usize, c.result()))
+        .collect()
 }
 
 /// Why [`stream_file`] stopped early.
@@ -321,6 +333,8 @@ pub(crate) fn stream_file(
     })
 }
 
+// Long on purpose: one submit/complete loop whose safety argument (a slot
+// belongs to its op until it completes) reads best whole.
 #[allow(clippy::too_many_arguments)]
 fn stream_run(
     ring: &mut IoUring,
@@ -343,6 +357,7 @@ fn stream_run(
     let mut inflight = 0usize;
     let mut delivered = 0u64;
     let mut stop = false;
+    let mut failures = 0u32;
     let mut failed: Option<(u64, std::io::Error)> = None;
     let mut resubmit: Vec<usize> = Vec::new();
     loop {
@@ -379,19 +394,7 @@ fn stream_run(
         if inflight == 0 {
             break;
         }
-        if let Err(e) = ring.submit_and_wait(1) {
-            if !matches!(
-                e.raw_os_error(),
-                Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
-            ) {
-                std::thread::yield_now();
-            }
-            continue;
-        }
-        let cqes: Vec<(usize, i32)> = ring
-            .completion()
-            .map(|c| (c.user_data() as usize, c.result()))
-            .collect();
+        let cqes = wait_some(ring, &mut failures);
         for (s, res) in cqes {
             inflight -= 1;
             if res == -libc::EAGAIN || res == -libc::EINTR {

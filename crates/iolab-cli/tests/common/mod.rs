@@ -1,0 +1,53 @@
+//! What the binary's test files share: running `iolab` in a folder,
+//! reading its output, finding a tool on PATH, listing a folder. Each test
+//! binary uses only some of it.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Runs the `iolab` binary with `args` in `dir` and waits for it.
+pub fn iolab(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run iolab")
+}
+
+/// What it printed on stderr.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// What it printed on stdout.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Whether `tool` is on PATH.
+pub fn has(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Every path under `d`, relative to it, sorted (symlinked folders are
+/// not entered).
+pub fn listing(d: &Path) -> Vec<String> {
+    let mut v = Vec::new();
+    fn walk(d: &Path, base: &Path, v: &mut Vec<String>) {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            v.push(p.strip_prefix(base).unwrap().display().to_string());
+            if p.is_dir() && !p.is_symlink() {
+                walk(&p, base, v);
+            }
+        }
+    }
+    walk(d, d, &mut v);
+    v.sort();
+    v
+}
