@@ -7,6 +7,8 @@
 # (above 1: iolab is faster).
 #
 #   scripts/vs-cat.sh [DIR] [SIZE_GIB] [PAIRS]     (defaults: . 4 3)
+#   env: OTHERS="cat dd course fio", MODES="cold warm", FIO_BEST="fio ..."
+#   (a configuration found before: skips the search)
 #
 # Cold: the file's pages are dropped before each run (dd iflag=nocache
 # count=0, i.e. POSIX_FADV_DONTNEED); warm: it is read once first.
@@ -34,8 +36,8 @@ CMD[cat]="cat $F"
 CMD[dd]="dd if=$F of=/dev/null bs=1M status=none"
 CMD[course]="$COURSE $F 8 32768"
 # fio's best: one cold pass per configuration, keep the fastest.
-best_fio="" ; best_t=999999
-for direct in 1 0; do for bs in 1m 4m; do for qd in 8 32; do
+best_fio=${FIO_BEST:-} ; best_t=999999
+[ -n "$best_fio" ] || for direct in 1 0; do for bs in 1m 4m; do for qd in 8 32; do
   drop
   c="fio --name=s --filename=$F --rw=read --bs=$bs --iodepth=$qd --ioengine=io_uring --direct=$direct --size=${GIB}g --output=/dev/null"
   t=$(secs $c)
@@ -44,8 +46,8 @@ for direct in 1 0; do for bs in 1m 4m; do for qd in 8 32; do
 done; done; done
 CMD[fio]="$best_fio"
 echo "fio best: $best_fio" >&2
-for mode in cold warm; do
-  for other in cat dd course fio; do
+for mode in ${MODES:-cold warm}; do
+  for other in ${OTHERS:-cat dd course fio}; do
     a=(); b=()
     for ((k = 1; k <= PAIRS; k++)); do
       for who in $( ((k % 2)) && echo "iolab $other" || echo "$other iolab"); do

@@ -9,8 +9,14 @@
 # scripts/setup.sh installs); iolab is built with `--features mpi`. For each
 # rank count (default 2 4) and layout (file per process; one shared file,
 # segmented) it runs, REPEAT times (default 3) and alternating who goes
-# first: IOR `-w -e` then `-r -C -Q 1` (read what the next rank wrote), and
-# iolab `--op write --fsync-on-close` then `--reorder` reads, cold and warm.
+# first: IOR `-w -e -E` then `-r -C -Q 1` (read what the next rank wrote),
+# and iolab `--op write --fsync-on-close` then `--reorder` reads, cold and
+# warm. Like for like: each side first makes its files untimed, caches are
+# dropped, and the timed write overwrites them in place (IOR's -E; iolab
+# always writes into its made files); 1 MiB transfers, the same bytes per
+# rank. Windows: IOR's runs from the first open to the last close, iolab's
+# from the first op to the last completion (and fsync); both divide all
+# ranks' bytes by latest end − earliest start, in MiB/s.
 # It prints each figure's median and the iolab/IOR ratios, and how resident
 # each side's "read" data was (fincore before IOR's read; iolab's own record).
 # Environment: BLOCK (per-rank bytes, default 512m), REPEAT.
@@ -41,6 +47,7 @@ echo "building iolab with MPI ..." >&2
 (cd "$root" && cargo build --release --features mpi -q)
 iolab=$root/target/release/iolab
 mp() { mpirun --oversubscribe -n "$1" "${@:2}"; }
+drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 resident() { fincore --bytes --noheadings --output RES "$@" | awk '{s+=$1} END {print s+0}'; }
 bytes() { python3 -c "import sys; u={'k':1<<10,'m':1<<20,'g':1<<30}; v=sys.argv[1].lower(); print(int(v[:-1])*u[v[-1]] if v[-1] in u else int(v))" "$1"; }
 per=$(bytes "$block")
@@ -51,9 +58,12 @@ for n in "${ranks[@]}"; do
     if [ $layout = per-rank ]; then F=-F; f=$data/ior.dat; g="$data/iolab.dat.{rank}"; else F=; f=$data/ior.dat; g=$data/iolab.dat; fi
     for r in $(seq "$repeat"); do
       for side in $([ $((r % 2)) = 1 ] && echo "ior iolab" || echo "iolab ior"); do
-        sync; echo 3 >/proc/sys/vm/drop_caches
         if [ $side = ior ]; then
-          w=$(mp "$n" "$ior" -a POSIX -t 1m -b "$block" -s 1 -w -e -k $F -o "$f" | awk '$1=="write" && $2+0>0 {print $2; exit}')
+          # Untimed: make the files, so that the timed write overwrites
+          # them in place (-E), as iolab's does; then nothing cached.
+          mp "$n" "$ior" -a POSIX -t 1m -b "$block" -s 1 -w -k $F -o "$f" >/dev/null
+          drop
+          w=$(mp "$n" "$ior" -a POSIX -t 1m -b "$block" -s 1 -w -e -E -k $F -o "$f" | awk '$1=="write" && $2+0>0 {print $2; exit}')
           res=$(resident "$data"/ior.dat*)
           rd=$(mp "$n" "$ior" -a POSIX -t 1m -b "$block" -s 1 -r -C -Q 1 -k $F -o "$f" | awk '$1=="read" && $2+0>0 {print $2; exit}')
           tot=$((per * n))
@@ -61,6 +71,9 @@ for n in "${ranks[@]}"; do
             "$(python3 -c "print(min(1.0, $res / $tot))")" >>"$out"
         else
           common=(--layout $layout --file "$g" --region "$block" --bs 1m --json --overwrite)
+          # Untimed: iolab makes its files (the verifiable pattern).
+          mp "$n" "$iolab" bench "${common[@]}" --op read --cache as-is >/dev/null
+          drop
           j=$(mp "$n" "$iolab" bench "${common[@]}" --op write --fsync-on-close --cache as-is)
           printf '%s\t%s\tiolab\twrite\t%s\t\n' "$n" $layout "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["aggregate"]["mib_per_s"])' "$j")" >>"$out"
           for c in cold warm; do
@@ -73,6 +86,8 @@ for n in "${ranks[@]}"; do
     done
   done
 done
+echo "raw rows (ranks, layout, tool, figure, MiB/s, residency):" >&2
+cat "$out" >&2
 python3 - "$out" <<'EOF'
 import sys, statistics as st, collections
 rows = collections.defaultdict(list)

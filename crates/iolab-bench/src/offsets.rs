@@ -49,8 +49,35 @@ impl OffsetGen {
     /// segmented or strided layouts); offsets are generated over the rank's
     /// own bytes, `0..place.rank_bytes()`.
     pub fn with_place(mut self, place: Option<crate::ranks::RankPlace>) -> Self {
+        if let Some(p) = place {
+            self.skip(p.resume_ops);
+        }
         self.place = place.filter(|p| p.layout.shared());
         self
+    }
+
+    /// Goes on as if `n` offsets had been taken already: sequential and
+    /// shuffled orders resume at the same place (pass and position); random
+    /// orders draw a fresh stream rather than repeat the first `n`.
+    fn skip(&mut self, n: u64) {
+        if n == 0 {
+            return;
+        }
+        match self.pattern {
+            AccessPattern::Seq | AccessPattern::Shuffle => {
+                self.pass = n / self.blocks;
+                self.pos = n % self.blocks;
+                if self.pattern == AccessPattern::Shuffle && self.pass > 0 {
+                    self.perm = Permutation::new(
+                        self.blocks,
+                        self.seed ^ self.pass.wrapping_mul(0xA076_1D64_78BD_642F),
+                    );
+                }
+            }
+            AccessPattern::Rand | AccessPattern::Skewed(_) => {
+                self.rng = Rng::new(self.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+            }
+        }
     }
 
     /// The next byte offset. Sequential and shuffled orders start a new
@@ -147,5 +174,46 @@ mod tests {
             hit[(o / 4096) as usize] += 1;
         }
         assert!(hit.iter().all(|&h| h > 800 && h < 1200), "{hit:?}");
+    }
+
+    /// `--wearout`'s second phase goes on where the first stopped, so a
+    /// rank's two phases visit what one uninterrupted run would.
+    #[test]
+    fn resuming_goes_on_where_the_first_phase_stopped() {
+        use crate::ranks::{Layout, RankPlace};
+        for pattern in [AccessPattern::Seq, AccessPattern::Shuffle] {
+            for n in [0u64, 5, 12, 13, 30] {
+                let mut whole = OffsetGen::new(pattern, 0, 12, 4096, 9);
+                let want: Vec<u64> = (0..n + 20).map(|_| whole.next_offset()).collect();
+                let place = RankPlace {
+                    rank: 1,
+                    ranks: 2,
+                    layout: Layout::PerRank,
+                    region: 12 * 4096,
+                    segments: 1,
+                    bs: 4096,
+                    resume_ops: n,
+                };
+                let mut rest = OffsetGen::new(pattern, 0, 12, 4096, 9).with_place(Some(place));
+                let got: Vec<u64> = (0..20).map(|_| rest.next_offset()).collect();
+                assert_eq!(got, want[n as usize..], "{pattern:?} after {n}");
+            }
+        }
+        // Random orders draw new offsets instead of repeating the first ones.
+        let mut a = OffsetGen::new(AccessPattern::Rand, 0, 1 << 20, 4096, 9);
+        let place = RankPlace {
+            rank: 0,
+            ranks: 1,
+            layout: Layout::PerRank,
+            region: 4096,
+            segments: 1,
+            bs: 4096,
+            resume_ops: 100,
+        };
+        let mut b =
+            OffsetGen::new(AccessPattern::Rand, 0, 1 << 20, 4096, 9).with_place(Some(place));
+        let va: Vec<u64> = (0..10).map(|_| a.next_offset()).collect();
+        let vb: Vec<u64> = (0..10).map(|_| b.next_offset()).collect();
+        assert_ne!(va, vb);
     }
 }

@@ -106,6 +106,10 @@ pub struct RunMetrics {
     /// The device's counters over the run, in iostat's terms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<crate::devstat::DeviceView>,
+    /// The measured window itself (first worker's start, last completion):
+    /// what multi-rank runs place on a common clock. Not serialised.
+    #[serde(skip)]
+    pub window: Option<(std::time::Instant, std::time::Instant)>,
 }
 
 /// Statistics across the repeats of one configuration.

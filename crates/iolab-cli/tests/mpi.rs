@@ -191,6 +191,119 @@ fn the_deadline_stops_every_rank() {
 }
 
 #[test]
+fn wearout_evens_the_ranks_out_and_keeps_the_deadline_figure() {
+    if !ready("wearout_evens_the_ranks_out_and_keeps_the_deadline_figure") {
+        return;
+    }
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = path(d.path(), "data.{rank}");
+    let v = json_of(&run(
+        2,
+        &[
+            "--file",
+            &f,
+            "--size",
+            "32m",
+            "--bs",
+            "4k",
+            "--pattern",
+            "rand",
+            "--ops",
+            "1000000000",
+            "--deadline",
+            "300ms",
+            "--wearout",
+            "--cache",
+            "warm",
+            "--verify",
+            "--json",
+        ],
+    ));
+    let a = &v["aggregate"];
+    let w = &a["stonewall"];
+    let most = w["ops_max"].as_u64().unwrap();
+    let per = v["per_rank"].as_array().unwrap();
+    let at_deadline: Vec<u64> = per
+        .iter()
+        .map(|r| r["stonewall"]["ops"].as_u64().unwrap())
+        .collect();
+    // Two ranks racing for 300 ms: the counts at the deadline are theirs,
+    // and the figure's extremes are those counts.
+    assert_eq!(at_deadline.iter().max(), Some(&most));
+    assert_eq!(at_deadline.iter().min().copied(), w["ops_min"].as_u64());
+    assert!(most > 0);
+    let sw_bytes: u64 = per
+        .iter()
+        .map(|r| r["stonewall"]["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(w["bytes"].as_u64().unwrap(), sw_bytes);
+    assert!(w["wall_ns"].as_u64().unwrap() >= 300_000_000, "{w}");
+    // Then every rank did as many ops as the busiest: the whole run moved
+    // the same bytes on each rank, all of them verified.
+    for r in per {
+        let m = &r["metrics"];
+        assert_eq!(m["ops"].as_u64().unwrap(), most, "{r}");
+        assert_eq!(m["bytes"].as_u64().unwrap(), most * 4096);
+        assert_eq!(m["errors"].as_u64().unwrap(), 0);
+        assert_eq!(m["latency"]["count"].as_u64().unwrap(), most);
+        assert!(m["duration_ns"].as_u64().unwrap() >= 300_000_000);
+    }
+    assert_eq!(a["ops"].as_u64().unwrap(), 2 * most);
+    // Without --deadline there is nothing to wear out: refused, once.
+    let o = run(2, &["--file", &f, "--size", "1m", "--wearout"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains("--deadline")).count(),
+        1,
+        "{err}"
+    );
+}
+
+#[test]
+fn the_lab_s_mt_suite_runs_its_tests_with_ranks_too() {
+    if !ready("the_lab_s_mt_suite_runs_its_tests_with_ranks_too") {
+        return;
+    }
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let out = d.path().join("out");
+    let o = Command::new("mpirun")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_btl", "self,vader")
+        .current_dir(d.path())
+        .args(["--oversubscribe", "-n", "2", BIN, "lab", "run", "mt-suite"])
+        .args(["--scale", "smoke", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Rank 0 alone reports, and its table has the ranks next to threads.
+    assert_eq!(text.matches("== mt-suite").count(), 1, "{text}");
+    assert_eq!(text.matches("(2 ranks)").count(), 8, "{text}");
+    let recs: Vec<Value> = std::fs::read_to_string(out.join("mt-suite.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ranked: Vec<&Value> = recs.iter().filter(|r| r["tags"]["ranks"] == "2").collect();
+    assert_eq!(ranked.len(), 8, "one record per test with 2 ranks");
+    for r in &ranked {
+        let mib = r["samples"][0].as_f64().unwrap();
+        assert!(mib > 0.0, "{r}");
+        assert!(r["tags"].get("threads").is_none());
+    }
+    // Threads and processes on the same figure.
+    let svg = std::fs::read_to_string(out.join("mt-suite-read-shared-seq.svg")).unwrap();
+    assert!(svg.contains("processes (MPI ranks)") && svg.contains(", threads"));
+}
+
+#[test]
 fn ranks_that_disagree_are_refused_before_any_io() {
     if !ready("ranks_that_disagree_are_refused_before_any_io") {
         return;

@@ -4,7 +4,7 @@
 //!
 //! The file is a sequence of little-endian 64-bit words; word `i` (covering
 //! bytes `8i..8i+8`) is `splitmix64(seed + (i + 1) * φ)`. Generating it costs
-//! about one nanosecond per word, well above device speed.
+//! under a nanosecond per word (a fraction of that with AVX-512).
 
 /// Golden-ratio increment of splitmix64.
 const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -67,13 +67,19 @@ impl Pattern {
             buf[pos] = self.byte(off + pos as u64);
             pos += 1;
         }
-        let mut w = (off + pos as u64) / 8;
-        let mut chunks = buf[pos..].chunks_exact_mut(8);
-        for c in &mut chunks {
-            c.copy_from_slice(&self.word(w).to_le_bytes());
-            w += 1;
-        }
-        let rest = chunks.into_remainder();
+        let first = (off + pos as u64) / 8;
+        let whole = (buf.len() - pos) / 8;
+        let (body, rest) = buf[pos..].split_at_mut(whole * 8);
+        // The hot path of every write: vectorised where the CPU allows
+        // (several times faster than baseline x86-64; same bytes). The
+        // slice is moved into the loop so that its state stays in registers.
+        let p = *self;
+        crate::sys::simd::vectorized(|| {
+            for (k, c) in body.chunks_exact_mut(8).enumerate() {
+                c.copy_from_slice(&p.word(first + k as u64).to_le_bytes());
+            }
+        });
+        let w = first + whole as u64;
         let base = w * 8;
         for (k, b) in rest.iter_mut().enumerate() {
             *b = self.byte(base + k as u64);
@@ -146,8 +152,12 @@ mod tests {
     #[test]
     fn fill_matches_byte_function_at_any_alignment() {
         let p = Pattern::new(42);
-        for off in [0u64, 1, 7, 8, 13, 4096, 4099] {
-            let mut b = vec![0u8; 37];
+        // 37 bytes stay on the scalar edges; 4099 go through the vector loop.
+        for (off, len) in [0u64, 1, 7, 8, 13, 4096, 4099]
+            .into_iter()
+            .flat_map(|o| [(o, 37), (o, 4099)])
+        {
+            let mut b = vec![0u8; len];
             p.fill(&mut b, off);
             for (k, &v) in b.iter().enumerate() {
                 assert_eq!(v, p.byte(off + k as u64), "off {off} k {k}");

@@ -30,6 +30,9 @@ pub struct Ctx<'a> {
     pub free_bytes: u64,
     /// Called the moment iolab creates a data file (so Ctrl-C removes it).
     pub on_created: &'a (dyn Fn(&Path) + Sync),
+    /// The MPI ranks when the lab runs under mpirun (rank 0 leads; see
+    /// `crate::ranks::serve`): experiments that can use processes do.
+    pub ranks: Option<&'a crate::ranks::World>,
 }
 
 impl Ctx<'_> {

@@ -18,6 +18,7 @@ mod blocksize;
 mod fault_around;
 mod interfaces;
 mod latency;
+mod mt_ranks;
 mod mt_suite;
 mod readers;
 mod reasonable;

@@ -6,21 +6,22 @@ use super::figure::{self, Axis, LineSeries, Pt};
 use super::record::LabRecord;
 use super::util::*;
 use super::verdict::{over_range, Finding, Verdict};
-use super::{Analysis, Config, Ctx, Experiment};
-use crate::spec::{AccessPattern, CacheMode, OpMix, StopRule};
+use super::{Analysis, Config, Ctx, Experiment, Measured};
+use crate::error::Result;
+use crate::spec::{AccessPattern, CacheMode, OpMix, StopRule, WorkloadSpec};
 use crate::stats::Stats;
 
 /// The experiment.
 pub struct MtSuite;
 
 const NAME: &str = "mt-suite";
-const BS: u64 = 512;
+pub(super) const BS: u64 = 512;
 /// Sequential reads of one file: more threads gain at most this factor.
 const SEQ_MAX_GAIN: f64 = 1.5;
 /// Random writes to one file per thread: more threads gain at least this.
 const RANDW_MIN_GAIN: f64 = 1.2;
 
-const TESTS: [(&str, &str, &str); 8] = [
+pub(super) const TESTS: [(&str, &str, &str); 8] = [
     ("read", "shared", "seq"),
     ("read", "per-thread", "seq"),
     ("read", "shared", "rand"),
@@ -31,7 +32,7 @@ const TESTS: [(&str, &str, &str); 8] = [
     ("write", "per-thread", "rand"),
 ];
 
-fn test_name(op: &str, files: &str, pat: &str) -> String {
+pub(super) fn test_name(op: &str, files: &str, pat: &str) -> String {
     format!("{op} {files} {pat}")
 }
 
@@ -70,6 +71,71 @@ fn gain(g: &[&LabRecord]) -> (f64, f64, String) {
     }
 }
 
+/// Sizes and counts of the tests at the context's scale.
+pub(super) struct Sizes {
+    /// The shared file's bytes.
+    pub shared: u64,
+    /// Each thread's (or rank's) own file's bytes.
+    pub own: u64,
+    /// Random ops of one worker's share.
+    pub rand_ops: u64,
+    /// Repeats of each configuration.
+    pub repeats: u32,
+}
+
+impl Sizes {
+    pub(super) fn of(ctx: &Ctx) -> Sizes {
+        let own = size_for(ctx, ctx.pick(MIB / 4, 8 * MIB, 20 * MIB)).max(MIB / 4);
+        Sizes {
+            shared: size_for(ctx, ctx.pick(MIB, 64 * MIB, 200 * MIB)),
+            own: if ctx.scale == super::Scale::Smoke {
+                MIB / 4
+            } else {
+                own
+            },
+            rand_ops: ctx.pick(500, 10_000, 10_000),
+            repeats: ctx.pick(1, 2, 3),
+        }
+    }
+}
+
+/// One test `(op, files, pattern)` with `t` threads.
+pub(super) fn test_spec(ctx: &Ctx, sz: &Sizes, test: (&str, &str, &str), t: u32) -> WorkloadSpec {
+    let (op, files, pat) = test;
+    let per = files == "per-thread";
+    let size = if per { sz.own } else { sz.shared };
+    let file = if per {
+        ctx.dir.join(format!("iolab-lab-mt-{size}"))
+    } else {
+        ctx.data_file(size)
+    };
+    let mut s = spec(&file, size);
+    s.bs = BS;
+    s.threads = t;
+    s.file_per_thread = per;
+    (s.op, s.cache) = if op == "read" {
+        (OpMix::Read, CacheMode::Warm)
+    } else {
+        (OpMix::Write, CacheMode::AsIs)
+    };
+    s.pattern = if pat == "seq" {
+        AccessPattern::Seq
+    } else {
+        AccessPattern::Rand
+    };
+    if pat == "rand" {
+        s.stop = StopRule {
+            ops: Some(if per {
+                sz.rand_ops * t as u64
+            } else {
+                sz.rand_ops
+            }),
+            ..StopRule::default()
+        };
+    }
+    s
+}
+
 impl Experiment for MtSuite {
     fn name(&self) -> &'static str {
         NAME
@@ -84,66 +150,31 @@ impl Experiment for MtSuite {
         ["4 s", "2 min", "10 min"]
     }
     fn configs(&self, ctx: &Ctx) -> Vec<Config> {
-        let shared = size_for(ctx, ctx.pick(MIB, 64 * MIB, 200 * MIB));
-        let own = size_for(ctx, ctx.pick(MIB / 4, 8 * MIB, 20 * MIB)).max(MIB / 4);
-        let own = if ctx.scale == super::Scale::Smoke {
-            MIB / 4
-        } else {
-            own
-        };
+        let sz = Sizes::of(ctx);
         let threads: Vec<u32> = ctx.pick(
             vec![1, 2],
             vec![1, 2, 4, 8, 16, 32],
             vec![1, 2, 4, 8, 16, 32],
         );
-        let rand_ops: u64 = ctx.pick(500, 10_000, 10_000);
-        let repeats = ctx.pick(1, 2, 3);
         let mut v = Vec::new();
         for (op, files, pat) in TESTS {
             for &t in &threads {
-                let per = files == "per-thread";
-                let size = if per { own } else { shared };
-                let file = if per {
-                    ctx.dir.join(format!("iolab-lab-mt-{size}"))
-                } else {
-                    ctx.data_file(size)
-                };
-                let mut s = spec(&file, size);
-                s.bs = BS;
-                s.threads = t;
-                s.file_per_thread = per;
-                s.op = if op == "read" {
-                    OpMix::Read
-                } else {
-                    OpMix::Write
-                };
-                s.cache = if op == "read" {
-                    CacheMode::Warm
-                } else {
-                    CacheMode::AsIs
-                };
-                s.pattern = if pat == "seq" {
-                    AccessPattern::Seq
-                } else {
-                    AccessPattern::Rand
-                };
-                if pat == "rand" {
-                    s.stop = StopRule {
-                        ops: Some(if per { rand_ops * t as u64 } else { rand_ops }),
-                        ..StopRule::default()
-                    };
-                }
                 v.push(bench(
                     &[
                         ("test", test_name(op, files, pat)),
                         ("threads", t.to_string()),
                     ],
-                    s,
-                    repeats,
+                    test_spec(ctx, &sz, (op, files, pat), t),
+                    sz.repeats,
                 ));
             }
         }
+        // Under mpirun: the same tests with processes (one thread each).
+        v.extend(super::mt_ranks::configs(ctx));
         v
+    }
+    fn custom(&self, cfg: &Config, ctx: &Ctx) -> Result<Measured> {
+        super::mt_ranks::measure(cfg, ctx)
     }
     fn analyse(&self, recs: &[LabRecord]) -> Analysis {
         let groups = by(recs, "test");
@@ -151,28 +182,41 @@ impl Experiment for MtSuite {
         let mut rows = Vec::new();
         for (op, files, pat) in TESTS {
             let name = test_name(op, files, pat);
-            let g = sorted(groups.get(&name).cloned().unwrap_or_default(), "threads");
-            if g.is_empty() {
+            let all = groups.get(&name).cloned().unwrap_or_default();
+            let (by_ranks, by_threads): (Vec<_>, Vec<_>) =
+                all.into_iter().partition(|r| !r.tag("ranks").is_empty());
+            let g = sorted(by_threads, "threads");
+            if g.is_empty() && by_ranks.is_empty() {
                 continue;
             }
+            let mut series = vec![LineSeries {
+                name: format!("{name}, threads"),
+                pts: g
+                    .iter()
+                    .map(|r| Pt::of(r.num("threads"), &r.stats()))
+                    .collect(),
+            }];
+            // Processes (MPI ranks, one thread each) on the same axes.
+            series.extend(super::mt_ranks::series(&name, &by_ranks));
             figures.push(figure::lines(
                 &format!("mt-suite-{}", name.replace(' ', "-")),
                 &format!("{name}: 512-byte blocks by threads"),
-                Axis::new("threads (count)", true, |v| format!("{v:.0}")),
+                Axis::new("threads or ranks (count)", true, |v| format!("{v:.0}")),
                 Axis::new("throughput (MiB/s)", false, figure::num),
-                &[LineSeries {
-                    name: name.clone(),
-                    pts: g
-                        .iter()
-                        .map(|r| Pt::of(r.num("threads"), &r.stats()))
-                        .collect(),
-                }],
+                &series,
             ));
             let mut row = vec![name.clone()];
             row.extend(
                 g.iter()
                     .map(|r| format!("{} ({})", figure::num(r.stats().median), r.tag("threads"))),
             );
+            row.extend(sorted(by_ranks, "ranks").iter().map(|r| {
+                format!(
+                    "{} ({} ranks)",
+                    figure::num(r.stats().median),
+                    r.tag("ranks")
+                )
+            }));
             rows.push(row);
         }
         let seq = groups.get("read shared seq").cloned().unwrap_or_default();

@@ -4,6 +4,7 @@
 //! ranks' histograms merged exactly (never an average of percentiles).
 
 use crate::metrics::{new_histogram, LatencySummary};
+use crate::ranks::wearout::{StonewallFigure, StonewallPoint};
 use crate::record::RunMetrics;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
@@ -28,6 +29,9 @@ pub struct RankReport {
     pub resident_after: f64,
     /// Its latency histogram, HdrHistogram V2 + deflate encoding.
     pub histogram: Vec<u8>,
+    /// Where it stood when the deadline stopped it (`--wearout` runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stonewall: Option<StonewallPoint>,
 }
 
 /// Errors merging reports.
@@ -110,6 +114,11 @@ pub struct Aggregate {
     pub max_resident_before: f64,
     /// Highest resident fraction of any rank's data after the run.
     pub max_resident_after: f64,
+    /// `--wearout` runs: the ranks when the deadline stopped them (the
+    /// figures above are then those of the whole run, every rank having
+    /// done as many ops as the busiest had at the deadline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stonewall: Option<StonewallFigure>,
 }
 
 impl Aggregate {
@@ -166,6 +175,11 @@ impl Aggregate {
                 .map(|r| r.resident_before)
                 .fold(0.0, f64::max),
             max_resident_after: reports.iter().map(|r| r.resident_after).fold(0.0, f64::max),
+            stonewall: reports
+                .iter()
+                .map(|r| Some((r.start_ns, r.stonewall?)))
+                .collect::<Option<Vec<_>>>()
+                .and_then(|p| StonewallFigure::of(&p)),
         })
     }
 }
@@ -195,6 +209,7 @@ mod tests {
             resident_before: 0.0,
             resident_after: 0.01 * f64::from(rank),
             histogram: encode_histogram(&h),
+            stonewall: None,
         }
     }
 

@@ -75,6 +75,14 @@ pub struct RankPlace {
     pub segments: u64,
     /// Transfer size (`--bs`): the unit strided layouts interleave.
     pub bs: u64,
+    /// Ops this rank already did before this run (`--wearout`'s second
+    /// phase): its offsets go on from there instead of starting over.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resume_ops: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl RankPlace {
@@ -162,6 +170,7 @@ mod tests {
             region: 16 * 4096,
             segments: 3,
             bs: 4096,
+            resume_ops: 0,
         }
     }
 

@@ -7,8 +7,12 @@
 
 pub mod aggregate;
 pub mod layout;
+pub mod run;
+pub mod serve;
+pub mod wearout;
 pub mod world;
 
 pub use aggregate::{encode_histogram, Aggregate, RankReport, Spread};
 pub use layout::{Layout, RankPlace};
+pub use wearout::{combine, StonewallFigure, StonewallPoint};
 pub use world::{launched_rank, launched_ranks, World, WorldError, MPI_BUILT};

@@ -123,6 +123,30 @@ mod imp {
                 None
             }
         }
+        pub(super) fn idle_barrier(&self) {
+            let mut req = self.world.immediate_barrier();
+            loop {
+                match req.test() {
+                    Ok(_) => return,
+                    Err(r) => req = r,
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+        pub(super) fn broadcast_bytes(&self, mine: &[u8]) -> Vec<u8> {
+            let root = self.world.process_at_rank(0);
+            let mut len = mine.len() as u64;
+            root.broadcast_into(&mut len);
+            let mut buf = if self.world.rank() == 0 {
+                mine.to_vec()
+            } else {
+                vec![0u8; len as usize]
+            };
+            if len > 0 {
+                root.broadcast_into(&mut buf[..]);
+            }
+            buf
+        }
         pub(super) fn abort(&self, code: i32) -> ! {
             self.world.abort(code)
         }
@@ -162,6 +186,12 @@ mod imp {
             match *self {}
         }
         pub(super) fn gather_bytes(&self, _: &[u8]) -> Option<Vec<Vec<u8>>> {
+            match *self {}
+        }
+        pub(super) fn idle_barrier(&self) {
+            match *self {}
+        }
+        pub(super) fn broadcast_bytes(&self, _: &[u8]) -> Vec<u8> {
             match *self {}
         }
         pub(super) fn abort(&self, _: i32) -> ! {
@@ -232,6 +262,19 @@ impl World {
     /// The largest of every rank's value, on every rank.
     pub fn all_max_u64(&self, v: u64) -> u64 {
         self.inner.all_max_u64(v)
+    }
+
+    /// Waits for every rank like [`World::barrier`], but sleeping between
+    /// looks instead of spinning: for ranks that idle while rank 0 works
+    /// alone. Every rank must call this one (not `barrier`) to meet.
+    pub fn idle_barrier(&self) {
+        self.inner.idle_barrier()
+    }
+
+    /// Rank 0's bytes (any length), on every rank; `mine` is ignored
+    /// elsewhere.
+    pub fn broadcast_bytes(&self, mine: &[u8]) -> Vec<u8> {
+        self.inner.broadcast_bytes(mine)
     }
 
     /// Every rank's bytes, in rank order, on rank 0 (None elsewhere).

@@ -67,6 +67,7 @@ pub(super) fn metrics(c: Collected, resident_before: f64, errors: Vec<String>) -
                 acc.add(s);
                 Some(acc)
             }),
+        window: start.zip(end),
         ..RunMetrics::default()
     }
 }

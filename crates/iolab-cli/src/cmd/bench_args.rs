@@ -217,6 +217,11 @@ pub struct RankArgs {
     /// after the common start (not fio's stonewall).
     #[arg(long, value_parser = crate::parse::duration)]
     pub deadline: Option<Duration>,
+    /// After the deadline, every rank goes on until it has done as many ops
+    /// as the busiest rank had (IOR's stoneWallingWearOut): both the
+    /// figure at the deadline and the whole run's are reported.
+    #[arg(long)]
+    pub wearout: bool,
     /// Each rank works on the data of the next rank (IOR's -C): a read that
     /// follows a write then reads what another rank wrote.
     #[arg(long)]
@@ -234,6 +239,7 @@ impl RankArgs {
             || self.region.is_some()
             || self.segments != 1
             || self.deadline.is_some()
+            || self.wearout
             || self.reorder
             || self.fsync_on_close
     }

@@ -179,6 +179,11 @@ pub fn marked_svg(svg: &str) -> String {
 /// Runs `iolab lab run`: checks the outputs, then runs each experiment in
 /// turn (see [`run_one`]).
 fn run_experiments(a: &RunArgs, stop: &'static AtomicBool) -> Result<i32> {
+    // Under mpirun rank 0 runs the lab; the other ranks follow it here.
+    let ranks = match super::lab_ranks::join(stop)? {
+        super::lab_ranks::Joined::Followed(code) => return Ok(code),
+        j => j,
+    };
     let exps = select(&a.names)?;
     make_out_dir(&a.out)?;
     // Check every record file before measuring anything.
@@ -208,6 +213,7 @@ fn run_experiments(a: &RunArgs, stop: &'static AtomicBool) -> Result<i32> {
         cores: env.cores as u32,
         free_bytes: iolab::file::free_space(&dir).unwrap_or(u64::MAX),
         on_created: &on_created,
+        ranks: ranks.world(),
     };
     let command = std::env::args()
         .map(|s| shlex::try_quote(&s).map(|c| c.into_owned()).unwrap_or(s))

@@ -8,14 +8,13 @@
 use super::bench_args::BenchArgs;
 use super::session::Session;
 use anyhow::{Context, Result};
-use iolab_bench::prepare::{self, Prepared};
-use iolab_bench::ranks::{encode_histogram, Aggregate, Layout, RankPlace, RankReport, World};
+use iolab_bench::ranks::run::{self, RankRun};
+use iolab_bench::ranks::{Aggregate, Layout, RankPlace, RankReport, StonewallPoint, World};
 use iolab_bench::record::{RunMetrics, SCHEMA_VERSION};
-use iolab_bench::runner::{run_once, RealEngines, RunControl};
 use iolab_bench::spec::WorkloadSpec;
 use iolab_bench::BenchError;
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
 /// What rank 0 writes: the merged run and every rank's detail.
@@ -40,6 +39,8 @@ struct RankDetail<'a> {
     end_ns: i64,
     resident_before: f64,
     resident_after: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stonewall: Option<StonewallPoint>,
     metrics: &'a RunMetrics,
 }
 
@@ -58,7 +59,7 @@ pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool, plan: Planner) -> Result<Opti
         Ok(None) => {
             if a.ranks.any() {
                 return Err(super::usage(
-                    "--layout, --region, --segments, --deadline, --reorder and --fsync-on-close are for runs under mpirun (e.g. mpirun -n 4 iolab bench --layout segmented ...)",
+                    "--layout, --region, --segments, --deadline, --wearout, --reorder and --fsync-on-close are for runs under mpirun (e.g. mpirun -n 4 iolab bench --layout segmented ...)",
                 ));
             }
             return Ok(None);
@@ -123,13 +124,7 @@ pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool, plan: Planner) -> Result<Opti
     };
     match run_rank(a, &world, &spec, stop) {
         Ok(report) => {
-            let bytes = serde_json::to_vec(&report).context("encode rank report")?;
-            if let Some(all) = world.gather_bytes(&bytes) {
-                let reports: Vec<RankReport> = all
-                    .iter()
-                    .map(|b| serde_json::from_slice(b))
-                    .collect::<Result<_, _>>()
-                    .context("decode rank reports")?;
+            if let Some(reports) = run::gather(&world, &report)? {
                 report_root(a, &world, &spec, &reports, targets)?;
             }
             Ok(Some(0))
@@ -197,6 +192,7 @@ fn plan_rank(
         region: region / bs * bs,
         segments: a.ranks.segments,
         bs,
+        resume_ops: 0,
     };
     place.validate().map_err(super::usage)?;
     b.size = Some(place.file_bytes());
@@ -207,6 +203,17 @@ fn plan_rank(
         ));
     }
     let mut spec = all[0].clone();
+    if a.ranks.wearout && a.ranks.deadline.is_none() {
+        return Err(super::usage(
+            "--wearout evens the ranks out after a deadline: give --deadline too (e.g. --deadline 30s --wearout, IOR's -D with stoneWallingWearOut)",
+        ));
+    }
+    if a.ranks.wearout && spec.workers() > 1 {
+        return Err(super::usage(format!(
+            "--wearout counts each rank's ops as one stream: give --threads 1, not {}",
+            spec.threads
+        )));
+    }
     spec.place = Some(place);
     if let Some(d) = a.ranks.deadline {
         spec.stop.time_ns = Some(d.as_nanos() as u64);
@@ -224,7 +231,6 @@ fn run_rank(
     spec: &WorkloadSpec,
     stop: &AtomicBool,
 ) -> Result<RankReport> {
-    let place = spec.place.expect("a rank's spec has its place");
     let ses = Session {
         stop,
         repeat: 1,
@@ -232,92 +238,17 @@ fn run_rank(
         overwrite: a.out.overwrite,
         live: false,
     };
-    // A shared file is made once, by rank 0, before the others open it.
-    let prep = if place.layout.shared() {
-        let p = if world.is_root() {
-            Some(super::session::prepare_files(spec, &ses, false)?)
-        } else {
-            None
-        };
-        world.barrier();
-        match p {
-            Some(p) => p,
-            None => super::session::prepare_files(spec, &ses, false)?,
-        }
-    } else {
-        super::session::prepare_files(spec, &ses, false)?
-    };
-    let size = spec.file_size;
-    prepare::set_cache(spec, &prep, size)?;
-    // Every rank has evicted (or warmed) before any rank measures.
-    world.barrier();
-    let resident_before = rank_residency(&prep, &place)?;
-    let offset = world.clock_offset_ns();
-    let ctl = RunControl {
+    let r = RankRun {
+        world,
         stop,
-        on_interval: None,
+        wearout: a.ranks.wearout,
+        fsync_on_close: a.ranks.fsync_on_close,
     };
-    world.barrier();
-    let start_ns = iolab_bench::ranks::world::realtime_ns() + offset;
-    let run = run_once(
-        spec,
-        &prep,
-        size,
-        resident_before,
-        RealEngines::shared(),
-        &ctl,
-    );
-    let mut m = match run {
-        Ok(m) => m,
-        Err(BenchError::Partial { error, .. }) => return Err((*error).into()),
-        Err(e) => return Err(e.into()),
+    let mut prepare = |s: &WorkloadSpec| {
+        super::session::prepare_files(s, &ses, false)
+            .map_err(|e| BenchError::Usage(crate::error::one_line(&e)))
     };
-    if a.ranks.fsync_on_close && spec.op.writes() {
-        for f in &prep.files {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .open(&f.path)
-                .and_then(|h| h.sync_all())
-                .with_context(|| format!("fsync {}", f.path.display()))?;
-        }
-    }
-    let end_ns = iolab_bench::ranks::world::realtime_ns() + offset;
-    world.barrier();
-    let resident_after = rank_residency(&prep, &place)?;
-    let histogram = m
-        .latency_hist
-        .take()
-        .map(|h| encode_histogram(&h))
-        .unwrap_or_else(|| encode_histogram(&iolab_bench::metrics::new_histogram()));
-    Ok(RankReport {
-        rank: world.rank(),
-        host: world.host(),
-        start_ns,
-        end_ns,
-        metrics: m,
-        resident_before,
-        resident_after,
-        histogram,
-    })
-}
-
-/// Resident fraction of the bytes this rank reads or writes: its own file,
-/// its segments of a shared file, or (strided: its transfers interleave
-/// with the others' within pages) the whole shared file.
-fn rank_residency(prep: &Prepared, place: &RankPlace) -> Result<f64> {
-    let path: &Path = &prep.files[0].path;
-    let ranges = match place.layout {
-        Layout::Segmented => place.ranges(),
-        _ => vec![(0, place.file_bytes())],
-    };
-    let (mut r, mut t) = (0u64, 0u64);
-    for (off, len) in ranges {
-        let x = iolab::cache::residency_range(path, off, len)
-            .with_context(|| format!("mincore {}", path.display()))?;
-        r += x.resident_pages;
-        t += x.total_pages;
-    }
-    Ok(if t == 0 { 1.0 } else { r as f64 / t as f64 })
+    Ok(run::run_rank(&r, spec, &mut prepare)?)
 }
 
 /// Rank 0: merge, print, write.
@@ -346,6 +277,7 @@ fn report_root(
                 end_ns: r.end_ns,
                 resident_before: r.resident_before,
                 resident_after: r.resident_after,
+                stonewall: r.stonewall,
                 metrics: &r.metrics,
             })
             .collect(),
@@ -446,6 +378,19 @@ fn table(spec: &WorkloadSpec, agg: &Aggregate, reports: &[RankReport], lib: &str
         agg.slowest.0,
         agg.slowest.1
     );
+    if let Some(w) = &agg.stonewall {
+        let _ = writeln!(
+            t,
+            "at the deadline (--wearout): ops per rank min {} max {}; data min {:.1} MiB mean {:.1} MiB; {:.1} MiB/s over {:.3} s; then every rank went on to {} ops",
+            w.ops_min,
+            w.ops_max,
+            w.bytes_min as f64 / 1048576.0,
+            w.bytes_mean / 1048576.0,
+            w.mib_per_s,
+            w.wall_ns as f64 / 1e9,
+            w.ops_max
+        );
+    }
     let _ = writeln!(
         t,
         "latency of all ranks' ops (histograms merged): p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs; CPU summed {:.0} % of a core",

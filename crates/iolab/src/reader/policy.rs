@@ -122,6 +122,14 @@ pub fn decide(s: &Situation, p: &Profile) -> Decision {
                 "large read of uncached data that will not stay cached: O_DIRECT",
             );
         }
+        // The tuner found O_DIRECT faster for cold large reads: the page
+        // cache only pays for data read again, which shows as re-reads.
+        if p.seq_direct && !s.reread {
+            return d(
+                Choice::Direct,
+                "first large read of uncached data: O_DIRECT (measured faster than read-ahead)",
+            );
+        }
         // Buffered io_uring reads of uncached data lose the kernel's
         // read-ahead (they are punted to workers): plain pread keeps it.
         return d(
@@ -219,10 +227,20 @@ mod tests {
                 },
                 Choice::Buffered { block: 4 << 20 },
             ),
-            // Large, cold, fits: pread with the kernel's read-ahead.
+            // Large, cold, fits, read for the first time: O_DIRECT (the
+            // tuned profile measured it faster than read-ahead).
             (
                 Situation {
                     len: 4 << 20,
+                    ..base()
+                },
+                Choice::Direct,
+            ),
+            // ... read again: pread with the kernel's read-ahead, to cache it.
+            (
+                Situation {
+                    len: 4 << 20,
+                    reread: true,
                     ..base()
                 },
                 Choice::Pread,

@@ -157,7 +157,7 @@ impl Profile {
             fit_fraction: 1.0,
             whole: WholeChoice {
                 direct_cold: true,
-                block: 1 << 20,
+                block: 4 << 20,
                 depth: 8,
                 warm_block: 128 << 10,
             },

@@ -11,3 +11,4 @@ pub(crate) mod proc;
 pub(crate) mod ring;
 pub(crate) mod rusage;
 pub(crate) mod signal;
+pub(crate) mod simd;
