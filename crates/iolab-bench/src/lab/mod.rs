@@ -20,6 +20,7 @@ mod interfaces;
 mod latency;
 mod mt_ranks;
 mod mt_suite;
+mod mt_tests;
 mod readers;
 mod reasonable;
 mod replay;

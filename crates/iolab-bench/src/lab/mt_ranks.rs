@@ -7,7 +7,7 @@
 //! other ranks follow (`crate::ranks::serve`).
 
 use super::figure::{LineSeries, Pt};
-use super::mt_suite::{test_name, test_spec, Sizes, BS, TESTS};
+use super::mt_tests::{test_name, test_spec, Sizes, BS, TESTS};
 use super::record::LabRecord;
 use super::util::sorted;
 use super::{Config, Ctx, Measured, Work};
