@@ -22,7 +22,7 @@ use crate::error::{BenchError, Result};
 use crate::stats::{median, Stats};
 use crate::trace::replay::{self, PreadReader, ReplayReader, Threads, Timing};
 use crate::trace::session::{self, Cache, SessionOpts};
-use crate::trace::{self as tr, readers, stats, Trace};
+use crate::trace::{self as tr, readers, Trace};
 use iolab::reader::{Hints, Technique};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -134,13 +134,7 @@ fn measure(t: &Trace, name: &str, repeats: usize, ctx: &Ctx) -> Result<Measured>
         .tempdir_in(&ctx.dir)
         .map_err(|e| BenchError::Usage(format!("{NAME}: {}: {e}", ctx.dir.display())))?;
     let placed = tr::place::place(t, dir.path(), ctx.stop, &mut |_, _| {}).map_err(err)?;
-    let st = stats::compute(t, &|_| Vec::new());
-    let hints: HashMap<PathBuf, Hints> = placed
-        .paths
-        .iter()
-        .zip(&st.per_file)
-        .map(|(p, f)| (p.clone(), readers::hints_of(f)))
-        .collect();
+    let hints = readers::hints_for(t, &placed.paths);
     let rs = all_readers(&hints);
     let plan = replay::plan(t, Threads::Recorded, None);
     let opts = SessionOpts {

@@ -22,6 +22,17 @@ pub fn all() -> Vec<Technique> {
     ]
 }
 
+/// The hints for each file of `t`, keyed by where replay placed it
+/// (`paths[i]` holds the trace's file `i`).
+pub fn hints_for(t: &super::model::Trace, paths: &[PathBuf]) -> HashMap<PathBuf, Hints> {
+    let st = super::stats::compute(t, &|_| Vec::new());
+    paths
+        .iter()
+        .zip(&st.per_file)
+        .map(|(p, f)| (p.clone(), hints_of(f)))
+        .collect()
+}
+
 /// What the thesis's reader is told about a file: the hints its developer
 /// would give, taken from the trace (random unless most reads run on;
 /// the fraction of the file the trace reads).

@@ -10,7 +10,6 @@ use iolab_bench::trace::place::{self, Placed};
 use iolab_bench::trace::readers;
 use iolab_bench::trace::replay::{self as rp, ReplayReader, Threads, Timing};
 use iolab_bench::trace::session::{self, Cache, ReaderResult, SessionOpts};
-use iolab_bench::trace::stats;
 use iolab_bench::trace::{self as tr, TraceFormat};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -258,13 +257,7 @@ pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
             )));
         }
     }
-    let st = stats::compute(&t, &|_| Vec::new());
-    let hints: HashMap<PathBuf, Hints> = placed
-        .paths
-        .iter()
-        .zip(&st.per_file)
-        .map(|(p, f)| (p.clone(), readers::hints_of(f)))
-        .collect();
+    let hints = readers::hints_for(&t, &placed.paths);
     let readers = build_readers(&a.reader, &hints)?;
     let plan = rp::plan(&t, threads, a.coalesce);
     let opts = SessionOpts {
