@@ -122,6 +122,54 @@ fn walk_series(
     Ok(ys)
 }
 
+/// The plateau of each cache level and of RAM (the median latency over the
+/// sizes inside each level's window), and the RAM plateau per repeat.
+fn plateaus_of(
+    caches: &[CacheLevel],
+    sizes: &[u64],
+    ys: &[Vec<f64>],
+    reps: usize,
+) -> (Vec<Plateau>, Vec<f64>) {
+    let windows = plateau_windows(caches);
+    let mut plateaus = Vec::new();
+    let mut ram_per_rep: Vec<f64> = Vec::new();
+    for (name, lo, hi) in &windows {
+        let idx: Vec<usize> = (0..sizes.len())
+            .filter(|&i| sizes[i] >= *lo && sizes[i] <= *hi)
+            .collect();
+        if idx.is_empty() {
+            continue;
+        }
+        let med: Vec<f64> = idx.iter().map(|&i| Stats::of(&ys[i]).median).collect();
+        plateaus.push(Plateau {
+            name: name.clone(),
+            from_bytes: sizes[idx[0]],
+            to_bytes: sizes[*idx.last().unwrap_or(&idx[0])],
+            latency_ns: Stats::of(&med).median,
+        });
+        if name == "RAM" {
+            ram_per_rep = (0..reps)
+                .map(|r| Stats::of(&idx.iter().map(|&i| ys[i][r]).collect::<Vec<_>>()).median)
+                .collect();
+        }
+    }
+    (plateaus, ram_per_rep)
+}
+
+/// A latency series: the repeats' ns at each working-set size.
+fn ns_by_size(name: &str, sizes: &[u64], ys: &[Vec<f64>]) -> Series {
+    Series {
+        name: name.into(),
+        x_unit: "bytes".into(),
+        y_unit: "ns".into(),
+        points: sizes
+            .iter()
+            .zip(ys)
+            .map(|(&x, v)| Point::of(x as f64, v))
+            .collect(),
+    }
+}
+
 /// Follows the cycle for about `target_ns` of this thread's CPU time;
 /// returns ns per load. CPU time, not wall time: on a shared machine a walk
 /// descheduled for most of its wall time measured 5-10x its latency.
@@ -200,29 +248,7 @@ pub fn latency(cfg: &Config<'_>) -> Result<Entry> {
     // The random cycle again on 2 MiB pages: the same cache misses without
     // most of the TLB misses (and, in a VM, the two-level page walks).
     let huge = random_on_huge_pages(cfg, max.min(256 * MIB), &small, target)?;
-    let windows = plateau_windows(&caches);
-    let mut plateaus = Vec::new();
-    let mut ram_per_rep: Vec<f64> = Vec::new();
-    for (name, lo, hi) in &windows {
-        let idx: Vec<usize> = (0..sizes.len())
-            .filter(|&i| sizes[i] >= *lo && sizes[i] <= *hi)
-            .collect();
-        if idx.is_empty() {
-            continue;
-        }
-        let med: Vec<f64> = idx.iter().map(|&i| Stats::of(&ys[i]).median).collect();
-        plateaus.push(Plateau {
-            name: name.clone(),
-            from_bytes: sizes[idx[0]],
-            to_bytes: sizes[*idx.last().unwrap_or(&idx[0])],
-            latency_ns: Stats::of(&med).median,
-        });
-        if name == "RAM" {
-            ram_per_rep = (0..reps)
-                .map(|r| Stats::of(&idx.iter().map(|&i| ys[i][r]).collect::<Vec<_>>()).median)
-                .collect();
-        }
-    }
+    let (plateaus, mut ram_per_rep) = plateaus_of(&caches, &sizes, &ys, reps);
     let mut e = Entry::new(
         "mem_latency",
         "memory",
@@ -248,33 +274,14 @@ pub fn latency(cfg: &Config<'_>) -> Result<Entry> {
             .push("no size beyond 2x the last cache; headline is the largest working set".into());
     }
     e.time_ns = Some(Stats::of(&ram_per_rep));
-    e.series.push(Series {
-        name: "mem_latency".into(),
-        x_unit: "bytes".into(),
-        y_unit: "ns".into(),
-        points: sizes
-            .iter()
-            .zip(&ys)
-            .map(|(&x, v)| Point::of(x as f64, v))
-            .collect(),
-    });
-    let mut extra = vec![("mem_latency.stride64", &stride)];
+    e.series.push(ns_by_size("mem_latency", &sizes, &ys));
+    e.series
+        .push(ns_by_size("mem_latency.stride64", &small, &stride));
     if let Some((h, b)) = &huge {
-        extra.push(("mem_latency.random_huge", h));
+        e.series
+            .push(ns_by_size("mem_latency.random_huge", &small, h));
         e.notes
             .push(format!("random_huge walk buffer {}", b.describe()));
-    }
-    for (name, ys) in extra {
-        e.series.push(Series {
-            name: name.into(),
-            x_unit: "bytes".into(),
-            y_unit: "ns".into(),
-            points: small
-                .iter()
-                .zip(ys)
-                .map(|(&x, v)| Point::of(x as f64, v))
-                .collect(),
-        });
     }
     e.cache_levels = caches;
     e.plateaus = plateaus;
