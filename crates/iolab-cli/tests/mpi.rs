@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_iolab");
 
 /// Whether this test can run; otherwise fail under CI, else say why.
-fn ready(test: &str) -> bool {
+fn ready() -> bool {
     let why = if !iolab_bench::ranks::MPI_BUILT {
         "iolab built without the mpi feature"
     } else if Command::new("mpirun").arg("--version").output().is_err() {
@@ -20,10 +20,7 @@ fn ready(test: &str) -> bool {
     } else {
         return true;
     };
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{test}: required: {why}");
-    }
-    eprintln!("SKIPPED: {test}: {why}");
+    iolab::testing::unmet(why);
     false
 }
 
@@ -61,7 +58,7 @@ fn path(d: &Path, name: &str) -> String {
 
 #[test]
 fn file_per_rank_aggregates_every_ranks_bytes() {
-    if !ready("file_per_rank_aggregates_every_ranks_bytes") {
+    if !ready() {
         return;
     }
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -108,7 +105,7 @@ fn file_per_rank_aggregates_every_ranks_bytes() {
 
 #[test]
 fn a_shared_file_is_read_once_in_both_layouts() {
-    if !ready("a_shared_file_is_read_once_in_both_layouts") {
+    if !ready() {
         return;
     }
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -152,7 +149,7 @@ fn a_shared_file_is_read_once_in_both_layouts() {
 
 #[test]
 fn the_deadline_stops_every_rank() {
-    if !ready("the_deadline_stops_every_rank") {
+    if !ready() {
         return;
     }
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -192,7 +189,7 @@ fn the_deadline_stops_every_rank() {
 
 #[test]
 fn wearout_evens_the_ranks_out_and_keeps_the_deadline_figure() {
-    if !ready("wearout_evens_the_ranks_out_and_keeps_the_deadline_figure") {
+    if !ready() {
         return;
     }
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -262,7 +259,7 @@ fn wearout_evens_the_ranks_out_and_keeps_the_deadline_figure() {
 
 #[test]
 fn the_lab_s_mt_suite_runs_its_tests_with_ranks_too() {
-    if !ready("the_lab_s_mt_suite_runs_its_tests_with_ranks_too") {
+    if !ready() {
         return;
     }
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -305,7 +302,7 @@ fn the_lab_s_mt_suite_runs_its_tests_with_ranks_too() {
 
 #[test]
 fn ranks_that_disagree_are_refused_before_any_io() {
-    if !ready("ranks_that_disagree_are_refused_before_any_io") {
+    if !ready() {
         return;
     }
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -342,7 +339,7 @@ fn ranks_that_disagree_are_refused_before_any_io() {
 
 #[test]
 fn bad_input_is_reported_once() {
-    if !ready("bad_input_is_reported_once") {
+    if !ready() {
         return;
     }
     let o = run(3, &["--bs", "nope"]);
@@ -362,7 +359,7 @@ fn bad_input_is_reported_once() {
 
 #[test]
 fn a_failing_rank_names_itself_and_ends_the_run() {
-    if !ready("a_failing_rank_names_itself_and_ends_the_run") {
+    if !ready() {
         return;
     }
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -380,7 +377,7 @@ fn a_failing_rank_names_itself_and_ends_the_run() {
 
 #[test]
 fn a_killed_rank_ends_the_others() {
-    if !ready("a_killed_rank_ends_the_others") {
+    if !ready() {
         return;
     }
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
