@@ -37,6 +37,7 @@ fn run(
     let ctl = RunControl {
         stop: &stop,
         on_interval: None,
+        before_start: None,
     };
     let res = set_cache(s, p, s.file_size).unwrap();
     run_once(s, p, s.file_size, res, f, &ctl)

@@ -36,6 +36,7 @@ fn run(s: &WorkloadSpec, p: &Prepared) -> RunMetrics {
     let ctl = RunControl {
         stop: &stop,
         on_interval: None,
+        before_start: None,
     };
     let res = set_cache(s, p, s.file_size).unwrap();
     run_once(s, p, s.file_size, res, RealEngines::shared(), &ctl).unwrap()
@@ -100,6 +101,7 @@ fn try_run(s: &WorkloadSpec, p: &Prepared) -> Result<RunMetrics, iolab_bench::Be
     let ctl = RunControl {
         stop: &stop,
         on_interval: None,
+        before_start: None,
     };
     let res = set_cache(s, p, s.file_size).unwrap();
     run_once(s, p, s.file_size, res, RealEngines::shared(), &ctl)

@@ -126,6 +126,7 @@ fn run(s: &WorkloadSpec, p: &Prepared, f: FixedFactory) -> Result<RunMetrics, Be
     let ctl = RunControl {
         stop: &stop,
         on_interval: None,
+        before_start: None,
     };
     run_once(s, p, s.file_size, 0.0, Arc::new(f), &ctl)
 }

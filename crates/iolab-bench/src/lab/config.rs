@@ -170,6 +170,7 @@ pub fn measure_bench(spec: &WorkloadSpec, repeats: u32, ctx: &Ctx) -> Result<Ben
         let ctl = RunControl {
             stop: ctx.stop,
             on_interval: None,
+            before_start: None,
         };
         runs.push(run_once(
             spec,

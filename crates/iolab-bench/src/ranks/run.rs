@@ -166,6 +166,7 @@ fn measure(
     let ctl = RunControl {
         stop: r.stop,
         on_interval: None,
+        before_start: Some(&|| r.world.barrier()),
     };
     let once = |s: &WorkloadSpec| -> Result<RunMetrics> {
         match run_once(

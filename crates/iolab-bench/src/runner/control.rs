@@ -52,6 +52,11 @@ pub struct RunControl<'a> {
     pub stop: &'a AtomicBool,
     /// Called live with each interval's merged sample (`--interval`).
     pub on_interval: Option<&'a (dyn Fn(&IntervalSample) + Sync)>,
+    /// Called on the calling thread once every worker's engine is built
+    /// (files open, buffers faulted in) and just before they start: the
+    /// ranks of a multi-rank run meet here, so set-up never staggers their
+    /// windows (IOR starts its timers right after a barrier).
+    pub before_start: Option<&'a dyn Fn()>,
 }
 
 /// How many errors a record keeps word for word (the rest are counted).

@@ -84,6 +84,9 @@ pub(super) fn inline(
     factory: &dyn EngineFactory,
 ) -> Result<Collected> {
     let eng = build_engine(sh, &plan, factory)?;
+    if let Some(f) = ctl.before_start {
+        f();
+    }
     let (tx, rx) = mpsc::channel();
     let u0 = Usage::now();
     let out = work(sh, ctl.stop, plan, eng, sh.start.clock(), &tx);
@@ -112,11 +115,15 @@ pub(super) fn spawned(
     let n = plans.len();
     let (tx, rx) = mpsc::channel::<Msg>();
     let barrier = Arc::new(Barrier::new(n + 1));
+    let two_step = ctl.before_start.is_some();
     for plan in plans {
         let (sh, tx, barrier, factory) = (sh.clone(), tx.clone(), barrier.clone(), factory.clone());
         std::thread::spawn(move || {
             let eng = build_engine(&sh, &plan, &*factory);
             barrier.wait();
+            if two_step {
+                barrier.wait();
+            }
             // Not this thread's own zero: with many more threads than CPUs
             // the barrier releases them over seconds, and each timing its
             // own second stretched a 1 s run to 8 s (256 threads).
@@ -137,6 +144,12 @@ pub(super) fn spawned(
     drop(tx);
     // Engines are built (or failed) once everyone passes the barrier.
     barrier.wait();
+    if let Some(f) = ctl.before_start {
+        // Every engine is built: meet the other ranks, then release the
+        // workers (they wait at the barrier a second time).
+        f();
+        barrier.wait();
+    }
     collect(&sh, ctl, &rx, n)
 }
 

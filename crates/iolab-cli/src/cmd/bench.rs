@@ -235,6 +235,7 @@ pub fn execute(
             let ctl = RunControl {
                 stop: ses.stop,
                 on_interval: if ses.live { Some(&live) } else { None },
+                before_start: None,
             };
             let dev = iolab_bench::devstat::Snapshot::of_file(&prep.files[0].path);
             let mut m = match run_once(&spec, &prep, size, resident, RealEngines::shared(), &ctl) {

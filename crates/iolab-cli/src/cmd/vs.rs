@@ -176,6 +176,7 @@ fn run_iolab(
         let ctl = RunControl {
             stop: ses.stop,
             on_interval: None,
+            before_start: None,
         };
         run_once(
             spec,
