@@ -71,6 +71,10 @@ pub struct Backing {
     /// Of those, bytes in huge pages (THP `AnonHugePages`, or hugetlb),
     /// read from `/proc/self/smaps`; `None` when smaps could not be read.
     pub huge_bytes: Option<u64>,
+    /// Bytes each buffer slot starts past its alignment (0 for O_DIRECT;
+    /// see `buf::BUFFERED_SLOT_OFFSET` for why buffered reads use 16).
+    #[serde(default)]
+    pub slot_offset: u32,
 }
 
 impl Backing {
@@ -85,12 +89,17 @@ impl Backing {
             mem: self.mem,
             bytes: self.bytes + o.bytes,
             huge_bytes: self.huge_bytes.zip(o.huge_bytes).map(|(a, b)| a + b),
+            slot_offset: self.slot_offset,
         }
     }
 
     /// One phrase for tables: `thp: 2.0 MiB of 2.0 MiB in huge pages`.
     pub fn describe(&self) -> String {
-        match self.huge_bytes {
+        let at = match self.slot_offset {
+            0 => String::new(),
+            o => format!(", slots at +{o} B"),
+        };
+        let what = match self.huge_bytes {
             Some(h) => format!(
                 "{}: {} of {} in huge pages",
                 self.mem,
@@ -98,7 +107,8 @@ impl Backing {
                 size(self.bytes)
             ),
             None => format!("{}: backing unknown (no /proc/self/smaps)", self.mem),
-        }
+        };
+        what + &at
     }
 
     /// The backing of `len` bytes at `addr` of this process, from
@@ -117,6 +127,7 @@ impl Backing {
             mem,
             bytes: len as u64,
             huge_bytes,
+            slot_offset: 0,
         }
     }
 }

@@ -89,3 +89,37 @@ fn hugetlb_is_backed_or_says_why_not() {
         }
     }
 }
+
+#[test]
+fn buffered_pools_start_past_a_cache_line_and_direct_ones_stay_aligned() {
+    use iolab::engine::{EngineConfig, EngineOpts};
+    for (direct, asked, want) in [
+        (false, None, 16),
+        (true, None, 0),
+        (false, Some(0), 0),
+        (false, Some(40), 40),
+    ] {
+        let cfg = EngineConfig {
+            files: vec![],
+            qd: 2,
+            max_len: 4096,
+            mem_align: 4096,
+            direct,
+            opts: EngineOpts {
+                buf_offset: asked,
+                ..Default::default()
+            },
+        };
+        let mut pool = cfg.pool().unwrap();
+        assert_eq!(pool.backing().slot_offset as usize, want);
+        for i in 0..2 {
+            let s = pool.slot_mut(BufId(i));
+            assert_eq!(s.len(), 4096);
+            assert_eq!(
+                s.as_ptr() as usize % 4096,
+                want,
+                "direct {direct}, asked {asked:?}"
+            );
+        }
+    }
+}

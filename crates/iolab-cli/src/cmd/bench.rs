@@ -55,6 +55,11 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
             )));
         }
     }
+    if a.direct && a.buf_offset.is_some_and(|o| o > 0) {
+        return Err(super::usage(
+            "--buf-offset must be 0 with --direct: O_DIRECT needs aligned buffers",
+        ));
+    }
     if a.iopoll && !a.direct {
         return Err(super::usage(
             "--iopoll needs --direct: polled completion bypasses the page cache",
@@ -99,6 +104,7 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
         access: Default::default(),
         pool_threads: a.pool_threads.unwrap_or(0),
         mem: a.mem,
+        buf_offset: a.buf_offset,
         uring: UringOpts {
             // SQPOLL always registers the files (as fio does): say so in the record.
             reg_files: a.reg_files || a.sqpoll,

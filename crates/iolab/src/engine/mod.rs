@@ -269,6 +269,11 @@ pub struct EngineOpts {
     /// Memory the buffers live in (`--mem`).
     #[serde(default)]
     pub mem: crate::mem::MemKind,
+    /// Bytes past the alignment where buffer slots start (`--buf-offset`);
+    /// `None`: [`crate::buf::BUFFERED_SLOT_OFFSET`] for buffered I/O, 0
+    /// for O_DIRECT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buf_offset: Option<u32>,
 }
 
 /// One file an engine works on.
@@ -302,7 +307,12 @@ pub struct EngineConfig {
 impl EngineConfig {
     /// The buffer pool this configuration calls for: one slot per op in flight.
     pub fn pool(&self) -> Result<BufPool> {
-        BufPool::with_mem(
+        let offset = match self.opts.buf_offset {
+            Some(o) => o as usize,
+            None if self.direct => 0,
+            None => crate::buf::BUFFERED_SLOT_OFFSET,
+        };
+        BufPool::with_layout(
             self.qd.max(1) as usize,
             self.max_len,
             self.mem_align,

@@ -155,12 +155,9 @@ impl Uring {
                 .map_err(|e| setup_err("--reg-files", e))?;
         }
         if u.fixed_bufs {
-            let base = pool.base_ptr();
             let iov: Vec<libc::iovec> = (0..pool.count())
                 .map(|i| libc::iovec {
-                    // SAFETY: slot i starts i*slot_len bytes into the pool's
-                    // single allocation of count*slot_len bytes.
-                    iov_base: unsafe { base.add(i * pool.slot_len()) }.cast(),
+                    iov_base: pool.slot_ptr(i).cast(),
                     iov_len: pool.slot_len(),
                 })
                 .collect();
