@@ -142,6 +142,10 @@ pub struct CpuUsage {
     /// threads, kernel I/O threads).
     #[serde(default)]
     pub split: CpuSplit,
+    /// With SQPOLL: waits for completions met by spinning on the CQ ring
+    /// (`--sqpoll-wait`; the rest slept in `io_uring_enter`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spin_waits: Option<u64>,
 }
 
 /// The run's CPU by whose it was, each a percentage of one core over the
@@ -186,6 +190,7 @@ impl CpuUsage {
             minor_faults: u.minor_faults,
             major_faults: u.major_faults,
             split: CpuSplit::default(),
+            spin_waits: None,
         }
     }
 }

@@ -57,6 +57,15 @@ impl Usage {
     }
 }
 
+/// Tasks runnable on the whole machine right now (`procs_running` of
+/// `/proc/stat`, the caller included). None when it cannot be read.
+pub fn procs_running() -> Option<usize> {
+    let s = std::fs::read_to_string("/proc/stat").ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("procs_running "))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// CPU time, ns, used so far by the io_uring SQPOLL kernel thread that
 /// serves rings created by the calling thread (`iou-sqp-<tid>`), from its
 /// `/proc/self/task/*/schedstat`. None when it has none.

@@ -10,6 +10,14 @@ use iolab::pattern::Pattern;
 use std::sync::atomic::AtomicBool;
 
 fn engine_with(opts: UringOpts, path: &std::path::Path, qd: u32) -> Box<dyn engine::Engine> {
+    try_engine(opts, path, qd).unwrap()
+}
+
+fn try_engine(
+    opts: UringOpts,
+    path: &std::path::Path,
+    qd: u32,
+) -> iolab::error::Result<Box<dyn engine::Engine>> {
     let cfg = EngineConfig {
         files: vec![EngineFile {
             path: path.to_path_buf(),
@@ -25,7 +33,7 @@ fn engine_with(opts: UringOpts, path: &std::path::Path, qd: u32) -> Box<dyn engi
             ..Default::default()
         },
     };
-    engine::build(EngineKind::Uring, cfg).unwrap()
+    engine::build(EngineKind::Uring, cfg)
 }
 
 /// A 1 MiB file of pattern `seed` in `dir`.
@@ -85,35 +93,36 @@ fn fixed_buffers_and_registered_files_are_used_and_read_right() {
     }
 }
 
+/// An SQPOLL ring over `p` waiting as `wait` asks; None (SKIPPED, or a
+/// failure under CI=true) where the kernel refuses SQPOLL.
+fn sqpoll_engine(
+    test: &str,
+    p: &std::path::Path,
+    qd: u32,
+    wait: iolab::engine::SqpollWait,
+) -> Option<Box<dyn engine::Engine>> {
+    let opts = UringOpts {
+        sqpoll: true,
+        sqpoll_wait: wait,
+        ..Default::default()
+    };
+    match try_engine(opts, p, qd) {
+        Ok(e) => Some(e),
+        Err(err) => {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "{err}");
+            eprintln!("SKIPPED: {test}: {err}");
+            None
+        }
+    }
+}
+
 #[test]
 fn sqpoll_always_registers_the_files() {
     let d = tempfile::tempdir().unwrap();
     let (p, pat) = pattern_file(d.path(), 4);
-    let cfg = EngineConfig {
-        files: vec![EngineFile {
-            path: p.clone(),
-            file: open(&p, OpenSpec::default()).unwrap(),
-            len: 1 << 20,
-        }],
-        qd: 4,
-        max_len: 4096,
-        mem_align: 4096,
-        direct: false,
-        opts: EngineOpts {
-            uring: UringOpts {
-                sqpoll: true,
-                ..Default::default()
-            },
-            ..Default::default()
-        },
-    };
-    let mut e = match engine::build(EngineKind::Uring, cfg) {
-        Ok(e) => e,
-        Err(err) => {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "{err}");
-            eprintln!("SKIPPED: sqpoll_always_registers_the_files: {err}");
-            return;
-        }
+    let wait = iolab::engine::SqpollWait::default();
+    let Some(mut e) = sqpoll_engine("sqpoll_always_registers_the_files", &p, 4, wait) else {
+        return;
     };
     let ops: Vec<Op> = (0..4u32)
         .map(|i| Op {
@@ -136,4 +145,39 @@ fn sqpoll_always_registers_the_files() {
         assert!(pat.verify(&e.buf(op.buf)[..4096], op.offset).is_ok());
     }
     assert_eq!(e.stats().fixed_file_ops, 4, "{:?}", e.stats());
+}
+
+#[test]
+fn sqpoll_waits_spin_or_sleep_as_asked_and_read_right() {
+    use iolab::engine::SqpollWait;
+    let d = tempfile::tempdir().unwrap();
+    let (p, pat) = pattern_file(d.path(), 5);
+    for mode in [SqpollWait::Spin, SqpollWait::Sleep] {
+        let test = "sqpoll_waits_spin_or_sleep_as_asked_and_read_right";
+        let Some(mut e) = sqpoll_engine(test, &p, 1, mode) else {
+            return;
+        };
+        // One op at a time: each reap finds its op still in flight (the SQ
+        // thread has yet to pick it up) and must wait for it.
+        for i in 0..16u64 {
+            let op = Op {
+                tag: i,
+                kind: OpKind::Read,
+                file: FileId(0),
+                offset: (i * 13 % 256) * 4096,
+                len: 4096,
+                buf: BufId(0),
+            };
+            let mut done = Vec::new();
+            e.submit_and_reap(&[op], 1, &mut done).unwrap();
+            assert_eq!(done.len(), 1);
+            assert_eq!(done[0].res, Ok(4096));
+            assert!(pat.verify(&e.buf(BufId(0))[..4096], op.offset).is_ok());
+        }
+        let s = e.stats();
+        match mode {
+            SqpollWait::Spin => assert!(s.spin_waits >= 1, "{s:?}"),
+            _ => assert_eq!(s.spin_waits, 0, "{s:?}"),
+        }
+    }
 }

@@ -126,6 +126,10 @@ fn cpu(a: &RunMetrics, b: &RunMetrics, total_ns: u64) -> CpuUsage {
         invol_csw: ca.invol_csw + cb.invol_csw,
         minor_faults: ca.minor_faults + cb.minor_faults,
         major_faults: ca.major_faults + cb.major_faults,
+        spin_waits: match (ca.spin_waits, cb.spin_waits) {
+            (Some(x), Some(y)) => Some(x + y),
+            (x, y) => x.or(y),
+        },
         split: CpuSplit {
             submit_user_pct: pct(ca.split.submit_user_pct, cb.split.submit_user_pct),
             submit_sys_pct: pct(ca.split.submit_sys_pct, cb.split.submit_sys_pct),

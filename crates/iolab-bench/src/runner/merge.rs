@@ -50,6 +50,7 @@ pub(super) fn metrics(c: Collected, resident_before: f64, errors: Vec<String>) -
                 &c.usage,
                 duration_ns,
             ),
+            spin_waits: sqpoll_ns.map(|_| c.outs.iter().map(|o| o.spin_waits).sum()),
             ..CpuUsage::from_usage(&c.usage, duration_ns, ops, sqpoll_ns)
         },
         resident_before,

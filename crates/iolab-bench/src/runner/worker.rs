@@ -53,6 +53,8 @@ pub(super) struct WorkerOut {
     pub measure_start: Instant,
     /// CPU of this worker's SQPOLL kernel thread in the measured phase, ns.
     pub sqpoll_ns: Option<u64>,
+    /// Waits its engine met by spinning on the CQ ring (SQPOLL).
+    pub spin_waits: u64,
     /// Process usage when the measured phase began (runs on the calling
     /// thread with a ramp take it here; threaded runs, in the collector).
     pub usage_at_start: Option<Usage>,
@@ -547,6 +549,7 @@ impl<'a> Worker<'a> {
             cpu: self.cpu.finish(),
             mem: self.eng.pool().backing(),
             sqpoll_ns,
+            spin_waits: self.eng.stats().spin_waits,
             hist: self.tally.hist,
             ops: self.tally.ops,
             reads: self.tally.reads,

@@ -24,6 +24,7 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
         ("--iopoll", a.iopoll),
         ("--sqpoll-idle", a.sqpoll_idle.is_some()),
         ("--sqpoll-cpu", a.sqpoll_cpu.is_some()),
+        ("--sqpoll-wait", a.sqpoll_wait.is_some()),
     ];
     for (flag, set) in uring_only {
         if set {
@@ -41,8 +42,10 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
             )));
         }
     }
-    if (a.sqpoll_idle.is_some() || a.sqpoll_cpu.is_some()) && !a.sqpoll {
-        return Err(super::usage("--sqpoll-idle/--sqpoll-cpu need --sqpoll"));
+    if (a.sqpoll_idle.is_some() || a.sqpoll_cpu.is_some() || a.sqpoll_wait.is_some()) && !a.sqpoll {
+        return Err(super::usage(
+            "--sqpoll-idle/--sqpoll-cpu/--sqpoll-wait need --sqpoll",
+        ));
     }
     if let Some(c) = a.sqpoll_cpu {
         let n = std::thread::available_parallelism()
@@ -112,6 +115,7 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
             sqpoll: a.sqpoll,
             sqpoll_idle_ms: a.sqpoll_idle,
             sqpoll_cpu: a.sqpoll_cpu,
+            sqpoll_wait: a.sqpoll_wait.unwrap_or_default(),
             iopoll: a.iopoll,
         },
     };

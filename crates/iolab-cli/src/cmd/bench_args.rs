@@ -24,6 +24,21 @@ fn cache(s: &str) -> Result<CacheMode, String> {
 fn mem(s: &str) -> Result<iolab::mem::MemKind, String> {
     s.parse()
 }
+fn sqpoll_wait(s: &str) -> Result<iolab::engine::SqpollWait, String> {
+    s.parse()
+}
+
+/// What each write carries (`--write-fill`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteFill {
+    /// Every write carries its offset's pattern, so the file stays
+    /// verifiable (`--verify`, `iolab xor`); costs a fill per write.
+    Each,
+    /// Each buffer is filled once and reused, as IOR and fio (without
+    /// refill_buffers) do: writes cost only the copy; the file no longer
+    /// holds the pattern.
+    Once,
+}
 
 /// Reads, writes or both.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,6 +152,11 @@ pub struct BenchArgs {
     /// uring: CPU for the SQPOLL thread.
     #[arg(long)]
     pub sqpoll_cpu: Option<u32>,
+    /// With --sqpoll, how to wait for completions: spin on the CQ ring
+    /// (fio's way), sleep in io_uring_enter, or auto (default: spin only
+    /// when a core is free for the spinner and the SQ thread).
+    #[arg(long, value_parser = sqpoll_wait)]
+    pub sqpoll_wait: Option<iolab::engine::SqpollWait>,
     /// uring: busy-poll for completions (O_DIRECT, device with poll queues).
     #[arg(long)]
     pub iopoll: bool,

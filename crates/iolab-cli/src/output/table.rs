@@ -121,6 +121,14 @@ pub fn detail(rec: &BenchRecord) -> String {
             o,
             "  sqpoll thread    {p:.1} % of one core (kernel thread iou-sqp, included in system)"
         );
+        let waits = match c.spin_waits {
+            Some(0) | None => "sleeping in io_uring_enter".to_string(),
+            Some(n) => format!(
+                "spinning on the CQ ring ({} waits met spinning)",
+                count(n as f64)
+            ),
+        };
+        let _ = writeln!(o, "  sqpoll waits     {waits} (--sqpoll-wait)");
     }
     let _ = writeln!(
         o,

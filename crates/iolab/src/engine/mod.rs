@@ -19,6 +19,7 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+pub mod cq_wait;
 pub mod libaio;
 pub mod mmap;
 pub mod null;
@@ -32,6 +33,7 @@ mod sync;
 pub mod threadpool;
 pub mod uring;
 
+pub use cq_wait::SqpollWait;
 pub use registry::build;
 pub use sync::{SyncEngine, SyncIo};
 
@@ -250,6 +252,9 @@ pub struct UringOpts {
     pub sqpoll_cpu: Option<u32>,
     /// Busy-poll completions (IORING_SETUP_IOPOLL; O_DIRECT only).
     pub iopoll: bool,
+    /// With SQPOLL: spin on the CQ ring or sleep (`--sqpoll-wait`).
+    #[serde(default, skip_serializing_if = "SqpollWait::is_auto")]
+    pub sqpoll_wait: SqpollWait,
 }
 
 /// Engine options beyond depth and buffers.
@@ -317,6 +322,7 @@ impl EngineConfig {
             self.max_len,
             self.mem_align,
             self.opts.mem,
+            offset,
         )
     }
 }
@@ -331,6 +337,9 @@ pub struct EngineStats {
     pub fixed_file_ops: u64,
     /// System calls made to submit or wait (io_uring_enter, io_submit, ...).
     pub enter_calls: u64,
+    /// Waits for completions met by spinning on the CQ ring (SQPOLL).
+    #[serde(default)]
+    pub spin_waits: u64,
 }
 
 /// Checks a batch before any of it starts: every op names an existing file

@@ -13,16 +13,11 @@
 //! (otherwise the kernel's SQ thread takes a file reference for every SQE),
 //! the ring gets COOP_TASKRUN, and submitting is only a store to the SQ tail
 //! (a system call only when the SQ thread sleeps and asks to be woken).
-//! Where it does not pay it differs on purpose: fio waits for completions
-//! by spinning on the CQ ring without ever entering the kernel; iolab sleeps
-//! in `io_uring_enter`. Spinning is fastest while the spinner and the SQ
-//! thread each have a core of their own, and collapses when they share one:
-//! the spinner holds the CPU the SQ thread needs to issue and complete the
-//! very I/O it waits for. Measured on this 2-core VM under load (README,
-//! "SQPOLL"), fio's depth-1 SQPOLL fell to 31–123 IOPS, and a bounded
-//! spin in iolab (twice the recent wait, backing off after a preemption)
-//! still lost 6–10× to sleeping.
+//! How it waits for completions is `cq_wait`'s choice: spinning on the CQ
+//! ring as fio does when a core is free for it, else sleeping in
+//! `io_uring_enter`.
 
+use super::cq_wait::{Spinner, SPIN_LIMIT};
 use super::{Caps, Done, Engine, EngineConfig, EngineFile, EngineStats, Op, OpKind};
 use crate::buf::BufPool;
 use crate::error::{Error, Result};
@@ -50,6 +45,8 @@ pub struct Uring {
     fixed_bufs: bool,
     /// SQEs pushed since the last enter (resubmissions made while reaping).
     unsubmitted: bool,
+    /// With SQPOLL: whether waits spin on the CQ ring (see `cq_wait`).
+    spinner: Spinner,
     stats: EngineStats,
 }
 
@@ -177,6 +174,7 @@ impl Uring {
             reg_files: u.reg_files,
             fixed_bufs: u.fixed_bufs,
             unsubmitted: false,
+            spinner: Spinner::new(u.sqpoll_wait, u.sqpoll),
             stats: EngineStats::default(),
         })
     }
@@ -258,6 +256,44 @@ impl Uring {
                     return Ok(());
                 }
                 Err(e) => return Err(Error::io("io_uring_enter", e)),
+            }
+        }
+    }
+
+    /// Waits for `want` completions by spinning on the CQ ring (the SQ
+    /// thread submits; no system call unless it sleeps), for at most
+    /// [`SPIN_LIMIT`]; returns completions appended.
+    fn spin(&mut self, want: usize, out: &mut Vec<Done>) -> Result<usize> {
+        if self.unsubmitted {
+            // Only a store to the SQ tail, plus a wake-up if the SQ thread sleeps.
+            self.enter(0)?;
+        }
+        let t0 = std::time::Instant::now();
+        let mut got = 0;
+        let mut turns = 0u32;
+        loop {
+            got += self.drain(out);
+            if got >= want {
+                self.stats.spin_waits += 1;
+                return Ok(got);
+            }
+            std::hint::spin_loop();
+            turns = turns.wrapping_add(1);
+            if turns.is_multiple_of(256) {
+                let (asleep, waiting) = {
+                    let sq = self.ring.submission();
+                    (sq.need_wakeup(), !sq.is_empty())
+                };
+                if asleep {
+                    // Idle longer than --sqpoll-idle: the SQ thread slept.
+                    self.enter(0)?;
+                } else if waiting && t0.elapsed() > SPIN_LIMIT {
+                    // Awake, yet our SQEs sat unread for the whole limit:
+                    // the SQ thread is not getting a CPU (a slow device
+                    // alone does not count; the SQEs would be consumed).
+                    self.spinner.starved();
+                    return Ok(got);
+                }
             }
         }
     }
@@ -359,6 +395,9 @@ impl Engine for Uring {
     fn reap(&mut self, min: usize, out: &mut Vec<Done>) -> Result<usize> {
         let min = min.min(self.inflight);
         let mut got = self.drain(out);
+        if got < min && self.spinner.on() {
+            got += self.spin(min - got, out)?;
+        }
         while got < min {
             self.enter(min - got)?;
             got += self.drain(out);
