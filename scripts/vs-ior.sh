@@ -46,7 +46,15 @@ ior=$work/ior/src/ior
 echo "building iolab with MPI ..." >&2
 (cd "$root" && cargo build --release --features mpi -q)
 iolab=$root/target/release/iolab
-mp() { mpirun --oversubscribe -n "$1" "${@:2}"; }
+# More ranks than CPUs: bind them round-robin to cores (both tools alike).
+# Unbound, the scheduler balanced 4 ranks on 2 cores badly in short windows:
+# iolab's warm 4-rank read of 256 MiB each swung 11.0-16.3 GB/s unbound and
+# held 16.0-17.0 GB/s bound (6 runs each, same session).
+mp() {
+  local bind=()
+  [ "$1" -gt "$(nproc)" ] && bind=(--bind-to core:overload-allowed)
+  mpirun --oversubscribe "${bind[@]}" -n "$1" "${@:2}"
+}
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 resident() { fincore --bytes --noheadings --output RES "$@" | awk '{s+=$1} END {print s+0}'; }
 bytes() { python3 -c "import sys; u={'k':1<<10,'m':1<<20,'g':1<<30}; v=sys.argv[1].lower(); print(int(v[:-1])*u[v[-1]] if v[-1] in u else int(v))" "$1"; }
@@ -74,7 +82,8 @@ for n in "${ranks[@]}"; do
           # Untimed: iolab makes its files (the verifiable pattern).
           mp "$n" "$iolab" bench "${common[@]}" --op read --cache as-is >/dev/null
           drop
-          j=$(mp "$n" "$iolab" bench "${common[@]}" --op write --fsync-on-close --cache as-is)
+          # --write-fill once: each buffer filled once, as IOR fills its own.
+          j=$(mp "$n" "$iolab" bench "${common[@]}" --op write --write-fill once --fsync-on-close --cache as-is)
           printf '%s\t%s\tiolab\twrite\t%s\t\n' "$n" $layout "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["aggregate"]["mib_per_s"])' "$j")" >>"$out"
           for c in cold warm; do
             j=$(mp "$n" "$iolab" bench "${common[@]}" --op read --reorder --cache $c)

@@ -317,16 +317,32 @@ pub fn prepare(
                 human(len)
             )));
         }
-        if spec.verify && seed.is_none() {
+        let pattern = file::verifiable_seed(p).map(Pattern::new);
+        if spec.verify && pattern.is_none() {
+            let why = if seed.is_some() {
+                "a --write-fill once run wrote into it"
+            } else {
+                "it was not made by iolab"
+            };
             return Err(usage(format!(
-                "--verify: {} was not made by iolab, so the bytes it should hold are unknown",
+                "--verify: {}: {why}, so the bytes it should hold are unknown",
                 p.display()
             )));
+        }
+        if spec.write_once && spec.op.writes() {
+            if spec.verify {
+                return Err(usage(
+                    "--verify: --write-fill once writes bytes other than the pattern; use --write-fill each"
+                        .into(),
+                ));
+            }
+            // The first write of each buffer still carries the pattern.
+            file::mark_unverified(p)?;
         }
         files.push(PreparedFile {
             path: p.clone(),
             len,
-            pattern: seed.map(Pattern::new),
+            pattern,
             created,
         });
     }

@@ -195,6 +195,12 @@ pub struct WorkloadSpec {
     pub seed: u64,
     /// Check every byte read against the pattern.
     pub verify: bool,
+    /// Fill each write buffer once and reuse it (as IOR, and fio without
+    /// `refill_buffers`, do) instead of writing each offset's own pattern:
+    /// writes then cost only the copy, and the file no longer holds the
+    /// verifiable pattern (`--write-fill once`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub write_once: bool,
     /// Count failed ops and go on (fio's `continue_on_error`) instead of
     /// ending the run at the first.
     #[serde(default)]
@@ -248,6 +254,7 @@ impl Default for WorkloadSpec {
             interval_ns: None,
             seed: 42,
             verify: false,
+            write_once: false,
             continue_on_error: false,
             op_timeout_ns: None,
             rate_iops: None,

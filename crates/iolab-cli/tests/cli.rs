@@ -83,6 +83,109 @@ fn bad_inputs_exit_2_with_one_line_naming_the_flag() {
         "--iopoll",
     );
     assert_bad(&["xor", "no-such-file"], "no-such-file");
+    assert_bad(
+        &["bench", "--direct", "--buf-offset", "16", "--size", "1m"],
+        "--buf-offset",
+    );
+    assert_bad(
+        &["bench", "--buf-offset", "64", "--size", "1m"],
+        "--buf-offset",
+    );
+    assert_bad(
+        &[
+            "bench",
+            "--engine",
+            "uring",
+            "--sqpoll-wait",
+            "spin",
+            "--size",
+            "1m",
+        ],
+        "--sqpoll-wait",
+    );
+    assert_bad(
+        &[
+            "bench",
+            "--engine",
+            "uring",
+            "--sqpoll",
+            "--sqpoll-wait",
+            "busy",
+            "--size",
+            "1m",
+        ],
+        "--sqpoll-wait",
+    );
+    assert_bad(
+        &["bench", "--write-fill", "twice", "--size", "1m"],
+        "--write-fill",
+    );
+    assert_bad(
+        &[
+            "bench",
+            "--op",
+            "rw",
+            "--write-fill",
+            "once",
+            "--verify",
+            "--size",
+            "1m",
+        ],
+        "--write-fill once",
+    );
+}
+
+/// Writes 8 blocks of 4 KiB at depth 1 with `--write-fill FILL` into a new
+/// file `w` in `dir` and returns its bytes.
+fn written(dir: &std::path::Path, fill: &str) -> Vec<u8> {
+    let args = [
+        "bench",
+        "--op",
+        "write",
+        "--file",
+        "w",
+        "--size",
+        "32k",
+        "--bs",
+        "4k",
+        "--pattern",
+        "seq",
+        "--write-fill",
+        fill,
+    ];
+    let o = iolab(&args, dir);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    std::fs::read(dir.join("w")).unwrap()
+}
+
+#[test]
+fn write_fill_each_writes_every_offset_s_pattern_and_once_reuses_the_buffer() {
+    // each: every block differs (its own offset's pattern) and verifies.
+    let d = tempfile::tempdir().unwrap();
+    let each = written(d.path(), "each");
+    assert_eq!(each.len(), 32 << 10);
+    let blocks: Vec<&[u8]> = each.chunks(4096).collect();
+    assert!(blocks.windows(2).all(|w| w[0] != w[1]), "blocks repeat");
+    let o = iolab(&["bench", "--file", "w", "--verify"], d.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // once: the one buffer was filled for the first write and reused.
+    let d = tempfile::tempdir().unwrap();
+    let once = written(d.path(), "once");
+    let blocks: Vec<&[u8]> = once.chunks(4096).collect();
+    assert_eq!(
+        &blocks[0],
+        &&each[..4096],
+        "first write carries offset 0's pattern"
+    );
+    assert!(
+        blocks.iter().all(|b| b == &blocks[0]),
+        "every block is the first one"
+    );
+    // The file is still iolab's to write, but no longer verifiable.
+    let o = iolab(&["bench", "--file", "w", "--verify"], d.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--write-fill once"), "{}", stderr(&o));
+    written(d.path(), "once");
 }
 
 #[test]

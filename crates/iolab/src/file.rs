@@ -169,10 +169,28 @@ pub fn fs_type(path: &Path) -> Option<&'static str> {
     })
 }
 
-/// The seed of an iolab-made file (from its extended attribute).
+/// The seed of an iolab-made file (from its extended attribute): the file
+/// is iolab's to write into again.
 pub fn iolab_seed(path: &Path) -> Option<u64> {
     let v = fs::get_xattr(path, SEED_XATTR)?;
     std::str::from_utf8(&v).ok()?.parse().ok()
+}
+
+/// Set on an iolab-made file whose bytes are no longer its pattern (a
+/// `--write-fill once` run wrote into it): still iolab's, not verifiable.
+pub const UNVERIFIED_XATTR: &str = "user.iolab.unverified";
+
+/// The seed of an iolab-made file that still holds its pattern, so its
+/// bytes can be checked.
+pub fn verifiable_seed(path: &Path) -> Option<u64> {
+    iolab_seed(path).filter(|_| fs::get_xattr(path, UNVERIFIED_XATTR).is_none())
+}
+
+/// Marks `path` [`UNVERIFIED_XATTR`]: what is about to be written into it
+/// is not its pattern.
+pub fn mark_unverified(path: &Path) -> Result<()> {
+    let f = File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    fs::set_xattr(&f, UNVERIFIED_XATTR, b"1")
 }
 
 /// Length of a regular file or block device in bytes.

@@ -325,6 +325,7 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         interval_ns: Some(interval_ms * 1_000_000),
         seed,
         verify: false,
+        write_once: false,
         continue_on_error,
         op_timeout_ns: None,
         rate_iops,

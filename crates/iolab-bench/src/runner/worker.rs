@@ -131,6 +131,8 @@ struct Worker<'a> {
     bc: usize,
     bs: u32,
     verify: bool,
+    /// `write_once`: which buffer slots already hold their fill.
+    filled: Option<Vec<bool>>,
     read_pct: u64,
     ramp_end: u64,
     deadline: Option<u64>,
@@ -210,6 +212,7 @@ impl<'a> Worker<'a> {
             stop,
             watch,
             verify: spec.verify && eng.caps().fills_buffer,
+            filled: spec.write_once.then(|| vec![false; qd.max(1)]),
             plan,
             eng,
             clock,
@@ -379,8 +382,16 @@ impl<'a> Worker<'a> {
             OpKind::Write
         };
         if kind == OpKind::Write {
-            let p = self.plan.pattern.unwrap_or(Pattern::new(0));
-            p.fill(&mut self.eng.buf_mut(BufId(slot))[..self.bs as usize], off);
+            // With write_once a slot is filled at its first write only (a
+            // read into it later leaves other bytes there: any data will do).
+            let fresh = match &mut self.filled {
+                Some(f) => !std::mem::replace(&mut f[slot as usize], true),
+                None => true,
+            };
+            if fresh {
+                let p = self.plan.pattern.unwrap_or(Pattern::new(0));
+                p.fill(&mut self.eng.buf_mut(BufId(slot))[..self.bs as usize], off);
+            }
         }
         self.meta[slot as usize] = (off, kind);
         self.pending.push(Op {

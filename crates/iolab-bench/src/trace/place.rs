@@ -183,7 +183,7 @@ pub fn place(
             created += 1;
             patterns.push(Some(pat));
         } else {
-            patterns.push(iolab::file::iolab_seed(p).map(Pattern::new));
+            patterns.push(iolab::file::verifiable_seed(p).map(Pattern::new));
         }
     }
     Ok(Placed {
@@ -219,7 +219,7 @@ pub fn in_place(t: &Trace) -> Result<Placed, TraceError> {
                 sizes[i]
             )));
         }
-        patterns.push(iolab::file::iolab_seed(&p).map(Pattern::new));
+        patterns.push(iolab::file::verifiable_seed(&p).map(Pattern::new));
         paths.push(p);
     }
     Ok(Placed {

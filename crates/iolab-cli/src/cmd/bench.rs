@@ -1,7 +1,7 @@
 //! `iolab bench`: one measurement, or the cartesian product of the
 //! comma-separated values of `--engine --bs --qd --batch --threads --pattern`.
 
-pub use super::bench_args::{BenchArgs, OpArg};
+pub use super::bench_args::{BenchArgs, OpArg, WriteFill};
 use super::session::{prepare_files, temp_path, Session};
 use crate::output::{self, Exporter};
 use anyhow::Result;
@@ -151,6 +151,7 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
                                 interval_ns: a.interval.map(|t| t.as_nanos() as u64),
                                 seed: a.seed,
                                 verify: a.verify,
+                                write_once: a.write_fill == WriteFill::Once,
                                 continue_on_error: a.continue_on_error,
                                 op_timeout_ns: a.op_timeout.map(|t| t.as_nanos() as u64),
                                 rate_iops: a

@@ -131,6 +131,10 @@ pub struct BenchArgs {
     /// Check every byte read against the pattern.
     #[arg(long)]
     pub verify: bool,
+    /// What writes carry: each (every write its offset's pattern; default)
+    /// or once (each buffer filled once and reused, like IOR and fio).
+    #[arg(long, value_enum, default_value = "each")]
+    pub write_fill: WriteFill,
     /// preadv2: set RWF_HIPRI (polled completion).
     #[arg(long)]
     pub hipri: bool,
