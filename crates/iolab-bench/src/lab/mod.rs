@@ -63,10 +63,12 @@ pub fn find(name: &str) -> Option<&'static dyn Experiment> {
 
 /// Progress of a run, reported after each configuration.
 pub trait Progress {
-    /// `total` configurations will be measured (`skipped` were resumed).
-    fn start(&mut self, exp: &str, total: usize, skipped: usize);
-    /// Configuration `key` is about to be measured.
-    fn begin(&mut self, key: &str);
+    /// `total` configurations will be measured (`skipped` were resumed),
+    /// expected to take `secs` seconds in all ([`Config::expected_secs`]).
+    fn start(&mut self, exp: &str, total: usize, skipped: usize, secs: f64);
+    /// Configuration `key` is about to be measured; it is expected to take
+    /// `secs` seconds.
+    fn begin(&mut self, key: &str, secs: f64);
     /// A configuration finished.
     fn done(&mut self);
     /// A configuration failed and was skipped (the run goes on).
@@ -139,7 +141,8 @@ pub fn run(
         .iter()
         .filter(|c| !done.contains_key(&c.resume_key()))
         .collect();
-    progress.start(exp.name(), todo.len(), configs.len() - todo.len());
+    let secs = todo.iter().map(|c| c.expected_secs()).sum();
+    progress.start(exp.name(), todo.len(), configs.len() - todo.len(), secs);
     let mut out: Vec<LabRecord> = configs
         .iter()
         .filter_map(|c| done.get(&c.resume_key()).map(|r| (*r).clone()))
@@ -148,7 +151,7 @@ pub fn run(
         if ctx.stop.load(Ordering::Relaxed) {
             break;
         }
-        progress.begin(&cfg.key);
+        progress.begin(&cfg.key, cfg.expected_secs());
         let rec = match measure(exp, cfg, ctx, machine, command) {
             Ok(r) => r,
             Err(_) if ctx.stop.load(Ordering::Relaxed) => break,

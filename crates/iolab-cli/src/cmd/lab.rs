@@ -108,47 +108,6 @@ fn select(names: &[String]) -> Result<Vec<&'static dyn Experiment>> {
     Ok(v)
 }
 
-/// A progress bar over the configurations of one experiment, with an ETA.
-struct Bar {
-    pb: Option<indicatif::ProgressBar>,
-}
-
-impl lab::Progress for Bar {
-    fn start(&mut self, exp: &str, total: usize, skipped: usize) {
-        if skipped > 0 {
-            eprintln!(
-                "{exp}: resuming: {skipped} configuration(s) already measured, {total} to go"
-            );
-        }
-        let pb = indicatif::ProgressBar::new(total as u64);
-        pb.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} ETA {eta} {msg}",
-            )
-            .expect("valid template"),
-        );
-        pb.set_prefix(exp.to_string());
-        self.pb = Some(pb);
-    }
-    fn begin(&mut self, key: &str) {
-        if let Some(pb) = &self.pb {
-            pb.set_message(key.to_string());
-        }
-    }
-    fn skipped(&mut self, key: &str, error: &str) {
-        let line = format!("note: skipped {key}: {error}");
-        match &self.pb {
-            Some(pb) if !pb.is_hidden() => pb.println(line),
-            _ => eprintln!("{line}"),
-        }
-    }
-    fn done(&mut self) {
-        if let Some(pb) = &self.pb {
-            pb.inc(1);
-        }
-    }
-}
-
 /// Marker written into every figure, so a later run knows the file is ours.
 pub const FIGURE_MARK: &str = "<!-- iolab figure -->";
 
@@ -299,7 +258,7 @@ fn run_one(
         resume::load(&path).with_context(|| format!("read {}", path.display()))?
     };
     let t0 = std::time::Instant::now();
-    let mut bar = Bar { pb: None };
+    let mut bar = super::lab_progress::Bar::default();
     let mut sink = |r: &LabRecord| -> iolab_bench::Result<()> {
         let line = serde_json::to_vec(r)
             .map_err(|e| iolab_bench::BenchError::Usage(format!("cannot encode a record: {e}")))?;
@@ -309,9 +268,7 @@ fn run_one(
     };
     let recs = lab::run(e, ctx, machine, command, &previous, &mut bar, &mut sink)
         .with_context(|| format!("experiment {}", e.name()))?;
-    if let Some(pb) = bar.pb.take() {
-        pb.finish_and_clear();
-    }
+    bar.finish();
     let secs = t0.elapsed().as_secs_f64();
     let an = e.analyse(&recs);
     for f in &an.figures {

@@ -5,6 +5,7 @@ pub mod bench_args;
 pub mod cat;
 pub mod fio;
 pub mod lab;
+pub mod lab_progress;
 pub mod lab_ranks;
 pub mod limits;
 pub mod mixed;
