@@ -163,12 +163,15 @@ fn measure(
     prep: &Prepared,
     resident_before: f64,
 ) -> Result<Measured> {
-    let ctl = RunControl {
-        stop: r.stop,
-        on_interval: None,
-        before_start: Some(&|| r.world.barrier()),
-    };
-    let once = |s: &WorkloadSpec| -> Result<RunMetrics> {
+    let meet = || r.world.barrier();
+    // `together`: every rank makes this run, so they start it together; the
+    // wear-out runs are made only by the ranks behind, each on its own.
+    let once = |s: &WorkloadSpec, together: bool| -> Result<RunMetrics> {
+        let ctl = RunControl {
+            stop: r.stop,
+            on_interval: None,
+            before_start: together.then_some(&meet as &dyn Fn()),
+        };
         match run_once(
             s,
             prep,
@@ -181,7 +184,7 @@ fn measure(
             other => other,
         }
     };
-    let first = once(spec)?;
+    let first = once(spec, true)?;
     if !r.wearout {
         return Ok(Measured {
             metrics: first,
@@ -206,7 +209,7 @@ fn measure(
     if let Some(p) = rest.place.as_mut() {
         p.resume_ops = first.ops;
     }
-    let second = once(&rest)?;
+    let second = once(&rest, false)?;
     Ok(Measured {
         metrics: combine(first, second),
         stonewall: Some(point),
