@@ -83,6 +83,10 @@ fn bad_inputs_exit_2_with_one_line_naming_the_flag() {
         "--iopoll",
     );
     assert_bad(&["xor", "no-such-file"], "no-such-file");
+}
+
+#[test]
+fn buffer_sqpoll_and_write_fill_flags_refuse_bad_values() {
     assert_bad(
         &["bench", "--direct", "--buf-offset", "16", "--size", "1m"],
         "--buf-offset",

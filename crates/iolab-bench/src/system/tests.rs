@@ -5,6 +5,11 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicBool;
 
 fn smoke_all() -> HashMap<String, Entry> {
+    smoke(&[])
+}
+
+/// The named measurements (all when empty) at smoke scale, two repeats.
+fn smoke(names: &[&str]) -> HashMap<String, Entry> {
     let stop = AtomicBool::new(false);
     // The crate directory is on a real file system (O_DIRECT, eviction);
     // /tmp may be tmpfs. The measurements make and remove their own
@@ -17,7 +22,8 @@ fn smoke_all() -> HashMap<String, Entry> {
         stop: &stop,
     };
     let mut out = HashMap::new();
-    run(&select(&[]).unwrap(), &cfg, &mut |m, r| match r {
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    run(&select(&names).unwrap(), &cfg, &mut |m, r| match r {
         Ok(e) => {
             out.insert(m.name.to_string(), e.clone());
         }
@@ -41,6 +47,14 @@ fn best(r: &HashMap<String, Entry>, name: &str) -> f64 {
 #[test]
 fn every_measurement_at_smoke_scale() {
     let r = smoke_all();
+    values_are_finite_and_positive(&r);
+    relations_hold(&r);
+    report_round_trips(r);
+}
+
+/// Every headline and series point is a finite number, positive except
+/// for context switches.
+fn values_are_finite_and_positive(r: &HashMap<String, Entry>) {
     for m in MEASUREMENTS {
         let Some(e) = r.get(m.name) else { continue };
         assert_eq!(e.schema_version, SCHEMA_VERSION);
@@ -68,7 +82,10 @@ fn every_measurement_at_smoke_scale() {
             }
         }
     }
-    // The relations the brief asks for.
+}
+
+/// The relations the brief asks for.
+fn relations_hold(r: &HashMap<String, Entry>) {
     let must = [
         "getpid",
         "call0",
@@ -82,10 +99,10 @@ fn every_measurement_at_smoke_scale() {
     for n in must {
         assert!(r.contains_key(n), "{n} did not run");
     }
-    assert!(best(&r, "getpid") > best(&r, "call0"), "syscall vs call");
-    assert!(best(&r, "fork") > best(&r, "thread"), "fork vs thread");
+    assert!(best(r, "getpid") > best(r, "call0"), "syscall vs call");
+    fork_costs_more_than_a_thread(r);
     assert!(
-        best(&r, "fault_major") > best(&r, "fault_minor"),
+        best(r, "fault_major") > best(r, "fault_minor"),
         "major vs minor fault"
     );
     let lat = &r["mem_latency"];
@@ -96,11 +113,7 @@ fn every_measurement_at_smoke_scale() {
         .map(|p| p.latency_ns);
     let first = lat.series[0].points[0].y;
     let l1 = l1.unwrap_or(first);
-    assert!(
-        best(&r, "mem_latency") > l1,
-        "RAM vs L1: {:?}",
-        lat.plateaus
-    );
+    assert!(best(r, "mem_latency") > l1, "RAM vs L1: {:?}", lat.plateaus);
     for n in ["tcp_rtt", "udp_rtt", "unix_rtt", "pipe_rtt"] {
         if let Some(e) = r.get(n) {
             let pts = &e.series[0].points;
@@ -118,6 +131,27 @@ fn every_measurement_at_smoke_scale() {
             );
         }
     }
+}
+
+/// Under heavy load a thread's creation can come out dearer than a fork in
+/// two repeats (it happened at load 15): both are measured again, up to
+/// three times, before concluding; a fork never gets cheaper than a thread
+/// on a machine that is not descheduling every thread it makes.
+fn fork_costs_more_than_a_thread(r: &HashMap<String, Entry>) {
+    let (mut fork, mut thread) = (best(r, "fork"), best(r, "thread"));
+    for _ in 0..3 {
+        if fork > thread {
+            break;
+        }
+        let again = smoke(&["fork", "thread"]);
+        fork = fork.min(best(&again, "fork"));
+        thread = thread.min(best(&again, "thread"));
+    }
+    assert!(fork > thread, "fork {fork} vs thread {thread}");
+}
+
+/// The report's CSV rows and JSON carry every entry.
+fn report_round_trips(r: HashMap<String, Entry>) {
     let rep = SysReport {
         schema_version: SCHEMA_VERSION,
         scale: "smoke".into(),
