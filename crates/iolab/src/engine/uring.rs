@@ -64,6 +64,115 @@ fn setup_err(feature: &str, e: std::io::Error) -> Error {
     }
 }
 
+/// Polled completion needs O_DIRECT and a device with poll queues.
+fn check_iopoll(cfg: &EngineConfig) -> Result<()> {
+    if !cfg.direct {
+        return Err(Error::Invalid(
+            "--iopoll needs --direct: polled completion bypasses the page cache".into(),
+        ));
+    }
+    for f in &cfg.files {
+        if let Some(d) = crate::file::block_device_of(&f.path) {
+            if d.queue_attr("io_poll").as_deref() == Some("0") {
+                return Err(Error::Unsupported {
+                    feature: "--iopoll".into(),
+                    why: format!(
+                        "device {} has no poll queues (/sys/block/{}/queue/io_poll is 0; NVMe needs the nvme.poll_queues module parameter)",
+                        d.name, d.name
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A ring of `qd` (rounded up to a power of two) entries with the options'
+/// flags, and the modern ones where the kernel takes them.
+fn setup_ring(u: &super::UringOpts, qd: u32) -> Result<IoUring> {
+    let entries = qd.next_power_of_two();
+    let build = |modern: bool| {
+        let mut b = IoUring::builder();
+        if u.sqpoll {
+            b.setup_sqpoll(u.sqpoll_idle_ms.unwrap_or(1000));
+            if let Some(c) = u.sqpoll_cpu {
+                b.setup_sqpoll_cpu(c);
+            }
+        }
+        if u.iopoll {
+            b.setup_iopoll();
+        }
+        if modern {
+            // As fio's own peak tool sets up its rings: no SQ index
+            // array (6.6+), and for rings the worker drives itself, one
+            // issuer whose completions run when it reaps (6.1+).
+            b.setup_no_sqarray();
+            if u.sqpoll {
+                // fio's flags for an SQPOLL ring (DEFER_TASKRUN is
+                // refused with SQPOLL): no interrupting task work.
+                b.setup_coop_taskrun();
+            } else {
+                b.setup_single_issuer().setup_defer_taskrun();
+            }
+        }
+        b.setup_cqsize(entries * 2).build(entries)
+    };
+    let feature = if u.sqpoll {
+        "--sqpoll"
+    } else if u.iopoll {
+        "--iopoll"
+    } else {
+        "--engine uring"
+    };
+    // Older kernels reject these flags with EINVAL: retry with none of them.
+    build(true)
+        .or_else(|_| build(false))
+        .map_err(|e| setup_err(feature, e))
+}
+
+/// Refuses a kernel whose io_uring lacks READ and WRITE (before 5.6).
+fn probe_read_write(ring: &IoUring) -> Result<()> {
+    let mut probe = Probe::new();
+    if ring.submitter().register_probe(&mut probe).is_ok()
+        && !(probe.is_supported(opcode::Read::CODE) && probe.is_supported(opcode::Write::CODE))
+    {
+        return Err(Error::Unsupported {
+            feature: "--engine uring".into(),
+            why: "this kernel's io_uring lacks the READ/WRITE opcodes (needs 5.6+)".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Registers the files and the buffer slots, as the options ask.
+fn register(
+    ring: &IoUring,
+    u: &super::UringOpts,
+    files: &[EngineFile],
+    pool: &mut BufPool,
+) -> Result<()> {
+    if u.reg_files {
+        let fds: Vec<_> = files.iter().map(|f| f.file.as_raw_fd()).collect();
+        ring.submitter()
+            .register_files(&fds)
+            .map_err(|e| setup_err("--reg-files", e))?;
+    }
+    if u.fixed_bufs {
+        let iov: Vec<libc::iovec> = (0..pool.count())
+            .map(|i| libc::iovec {
+                iov_base: pool.slot_ptr(i).cast(),
+                iov_len: pool.slot_len(),
+            })
+            .collect();
+        // SAFETY: the iovecs describe memory owned by the pool, which lives
+        // in the engine and is dropped only after the ring (field order,
+        // and Drop waits for every op in flight).
+        unsafe { ring.submitter().register_buffers(&iov) }
+            .map_err(|e| setup_err("--fixed-bufs", e))?;
+    }
+    Ok(())
+}
+
 impl Uring {
     /// Sets up the ring, registers what the options ask, and probes that
     /// the read/write opcodes exist.
@@ -73,97 +182,14 @@ impl Uring {
         u.reg_files |= u.sqpoll;
         // fio's io_uring `hipri` is IOPOLL; iolab's --hipri means the same here.
         u.iopoll |= cfg.opts.hipri;
-        if u.iopoll && !cfg.direct {
-            return Err(Error::Invalid(
-                "--iopoll needs --direct: polled completion bypasses the page cache".into(),
-            ));
-        }
         if u.iopoll {
-            for f in &cfg.files {
-                let dev = crate::file::block_device_of(&f.path);
-                if let Some(d) = dev {
-                    if d.queue_attr("io_poll").as_deref() == Some("0") {
-                        return Err(Error::Unsupported {
-                            feature: "--iopoll".into(),
-                            why: format!(
-                                "device {} has no poll queues (/sys/block/{}/queue/io_poll is 0; NVMe needs the nvme.poll_queues module parameter)",
-                                d.name, d.name
-                            ),
-                        });
-                    }
-                }
-            }
+            check_iopoll(&cfg)?;
         }
         let qd = cfg.qd.max(1);
-        let entries = qd.next_power_of_two();
-        let build = |modern: bool| {
-            let mut b = IoUring::builder();
-            if u.sqpoll {
-                b.setup_sqpoll(u.sqpoll_idle_ms.unwrap_or(1000));
-                if let Some(c) = u.sqpoll_cpu {
-                    b.setup_sqpoll_cpu(c);
-                }
-            }
-            if u.iopoll {
-                b.setup_iopoll();
-            }
-            if modern {
-                // As fio's own peak tool sets up its rings: no SQ index
-                // array (6.6+), and for rings the worker drives itself, one
-                // issuer whose completions run when it reaps (6.1+).
-                b.setup_no_sqarray();
-                if u.sqpoll {
-                    // fio's flags for an SQPOLL ring (DEFER_TASKRUN is
-                    // refused with SQPOLL): no interrupting task work.
-                    b.setup_coop_taskrun();
-                } else {
-                    b.setup_single_issuer().setup_defer_taskrun();
-                }
-            }
-            b.setup_cqsize(entries * 2).build(entries)
-        };
-        let feature = if u.sqpoll {
-            "--sqpoll"
-        } else if u.iopoll {
-            "--iopoll"
-        } else {
-            "--engine uring"
-        };
-        // Older kernels reject these flags with EINVAL: retry with none of them.
-        let ring = build(true)
-            .or_else(|_| build(false))
-            .map_err(|e| setup_err(feature, e))?;
-
-        let mut probe = Probe::new();
-        if ring.submitter().register_probe(&mut probe).is_ok()
-            && !(probe.is_supported(opcode::Read::CODE) && probe.is_supported(opcode::Write::CODE))
-        {
-            return Err(Error::Unsupported {
-                feature: "--engine uring".into(),
-                why: "this kernel's io_uring lacks the READ/WRITE opcodes (needs 5.6+)".into(),
-            });
-        }
-
+        let ring = setup_ring(&u, qd)?;
+        probe_read_write(&ring)?;
         let mut pool = cfg.pool()?;
-        if u.reg_files {
-            let fds: Vec<_> = cfg.files.iter().map(|f| f.file.as_raw_fd()).collect();
-            ring.submitter()
-                .register_files(&fds)
-                .map_err(|e| setup_err("--reg-files", e))?;
-        }
-        if u.fixed_bufs {
-            let iov: Vec<libc::iovec> = (0..pool.count())
-                .map(|i| libc::iovec {
-                    iov_base: pool.slot_ptr(i).cast(),
-                    iov_len: pool.slot_len(),
-                })
-                .collect();
-            // SAFETY: the iovecs describe memory owned by `pool`, which lives
-            // in this engine and is dropped only after the ring (field order,
-            // and Drop waits for every op in flight).
-            unsafe { ring.submitter().register_buffers(&iov) }
-                .map_err(|e| setup_err("--fixed-bufs", e))?;
-        }
+        register(&ring, &u, &cfg.files, &mut pool)?;
         Ok(Uring {
             ring,
             files: cfg.files,
