@@ -66,10 +66,35 @@ pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool, plan: Planner) -> Result<Opti
         }
         Err(e) => return Err(super::usage(e.to_string())),
     };
-    let rank = world.rank();
-    let host = world.host();
-    // Every rank must measure the same thing with the same binary: refused
-    // before any I/O, by rank 0 alone.
+    if let Some(code) = disagreement(&world) {
+        return Ok(Some(code));
+    }
+    let (spec, targets) = match planned(a, &world, plan) {
+        Ok(p) => p,
+        Err(code) => return Ok(Some(code)),
+    };
+    match run_rank(a, &world, &spec, stop) {
+        Ok(report) => {
+            if let Some(reports) = run::gather(&world, &report)? {
+                report_root(a, &world, &spec, &reports, targets)?;
+            }
+            Ok(Some(0))
+        }
+        Err(e) => {
+            eprintln!(
+                "iolab: rank {} on {}: {}",
+                world.rank(),
+                world.host(),
+                crate::error::one_line(&e)
+            );
+            world.abort(1)
+        }
+    }
+}
+
+/// Every rank must measure the same thing with the same binary: refused
+/// before any I/O, by rank 0 alone. Some(exit code) when they disagree.
+fn disagreement(world: &World) -> Option<i32> {
     let mut facts = vec![
         (
             "iolab version".to_string(),
@@ -86,25 +111,32 @@ pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool, plan: Planner) -> Result<Opti
     for (i, arg) in std::env::args().enumerate().skip(1) {
         facts.push((format!("argument {i}"), arg));
     }
-    if let Err(e) = world.agree(&facts) {
-        if world.is_root() {
-            eprintln!("error: {e}");
-        }
-        // Nobody leaves before rank 0 has said it: the launcher ends every
-        // rank as soon as one exits with an error.
-        world.barrier();
-        return Ok(Some(2));
+    let e = world.agree(&facts).err()?;
+    if world.is_root() {
+        eprintln!("error: {e}");
     }
-    // Bad input: each rank finds the same problem and rank 0 says it once;
-    // a problem only some ranks have (their own file) they say themselves.
-    let planned = plan_rank(a, &world, plan);
+    // Nobody leaves before rank 0 has said it: the launcher ends every
+    // rank as soon as one exits with an error.
+    world.barrier();
+    Some(2)
+}
+
+/// This rank's plan ([`plan_rank`]), or the exit code once bad input has
+/// been said: each rank finds the same problem and rank 0 says it once; a
+/// problem only some ranks have (their own file) they say themselves.
+fn planned(
+    a: &BenchArgs,
+    world: &World,
+    plan: Planner,
+) -> std::result::Result<(WorkloadSpec, Option<crate::output::flags::Targets>), i32> {
+    let planned = plan_rank(a, world, plan);
     let root_failed = world.broadcast_i64(i64::from(planned.is_err())) != 0;
     let any_failed = world.all_max_u64(u64::from(planned.is_err())) != 0;
-    let (spec, targets) = match planned {
-        Ok(p) if !any_failed => p,
+    match planned {
+        Ok(p) if !any_failed => Ok(p),
         Ok(_) => {
             world.barrier();
-            return Ok(Some(2));
+            Err(2)
         }
         Err(e) => {
             // Said once (by rank 0, or by the ranks whose own input alone
@@ -114,29 +146,59 @@ pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool, plan: Planner) -> Result<Opti
                 eprintln!("error: {}", crate::error::one_line(&e));
             } else if !root_failed {
                 eprintln!(
-                    "iolab: rank {rank} on {host}: {}",
+                    "iolab: rank {} on {}: {}",
+                    world.rank(),
+                    world.host(),
                     crate::error::one_line(&e)
                 );
             }
             world.barrier();
-            return Ok(Some(crate::error::exit_code(&e)));
-        }
-    };
-    match run_rank(a, &world, &spec, stop) {
-        Ok(report) => {
-            if let Some(reports) = run::gather(&world, &report)? {
-                report_root(a, &world, &spec, &reports, targets)?;
-            }
-            Ok(Some(0))
-        }
-        Err(e) => {
-            eprintln!(
-                "iolab: rank {rank} on {host}: {}",
-                crate::error::one_line(&e)
-            );
-            world.abort(1)
+            Err(crate::error::exit_code(&e))
         }
     }
+}
+
+/// The file a rank opens with per-rank files (`{rank}` in `--file` made
+/// the rank it works on); None keeps `--file` (shared layouts).
+fn rank_file(
+    file: Option<&std::path::Path>,
+    layout: Layout,
+    target: u32,
+    ranks: u32,
+) -> Result<Option<PathBuf>> {
+    match (file, layout) {
+        (Some(f), Layout::PerRank) => {
+            let s = f.to_string_lossy();
+            if !s.contains("{rank}") && ranks > 1 {
+                return Err(super::usage(format!(
+                    "--file {s}: with --layout per-rank each rank needs its own file: put {{rank}} in the name (e.g. --file 'data.{{rank}}')"
+                )));
+            }
+            Ok(Some(PathBuf::from(
+                s.replace("{rank}", &target.to_string()),
+            )))
+        }
+        (None, l) if l.shared() => Err(super::usage(format!(
+            "--layout {l}: name the shared file with --file (every rank must open the same one)"
+        ))),
+        _ => Ok(None),
+    }
+}
+
+/// `--wearout` needs a deadline, and one stream of ops per rank.
+fn check_wearout(a: &BenchArgs, spec: &WorkloadSpec) -> Result<()> {
+    if a.ranks.wearout && a.ranks.deadline.is_none() {
+        return Err(super::usage(
+            "--wearout evens the ranks out after a deadline: give --deadline too (e.g. --deadline 30s --wearout, IOR's -D with stoneWallingWearOut)",
+        ));
+    }
+    if a.ranks.wearout && spec.workers() > 1 {
+        return Err(super::usage(format!(
+            "--wearout counts each rank's ops as one stream: give --threads 1, not {}",
+            spec.threads
+        )));
+    }
+    Ok(())
 }
 
 /// This rank's spec (its file, its place) and, on rank 0, the checked
@@ -161,22 +223,8 @@ fn plan_rank(
     } else {
         rank
     };
-    match (&a.file, layout) {
-        (Some(f), Layout::PerRank) => {
-            let s = f.to_string_lossy();
-            if !s.contains("{rank}") && ranks > 1 {
-                return Err(super::usage(format!(
-                    "--file {s}: with --layout per-rank each rank needs its own file: put {{rank}} in the name (e.g. --file 'data.{{rank}}')"
-                )));
-            }
-            b.file = Some(PathBuf::from(s.replace("{rank}", &target.to_string())));
-        }
-        (None, l) if l.shared() => {
-            return Err(super::usage(format!(
-                "--layout {l}: name the shared file with --file (every rank must open the same one)"
-            )));
-        }
-        _ => {}
+    if let Some(f) = rank_file(a.file.as_deref(), layout, target, ranks)? {
+        b.file = Some(f);
     }
     let size = a.size.unwrap_or(1 << 30);
     let region = a.ranks.region.unwrap_or(if layout.shared() {
@@ -203,17 +251,7 @@ fn plan_rank(
         ));
     }
     let mut spec = all[0].clone();
-    if a.ranks.wearout && a.ranks.deadline.is_none() {
-        return Err(super::usage(
-            "--wearout evens the ranks out after a deadline: give --deadline too (e.g. --deadline 30s --wearout, IOR's -D with stoneWallingWearOut)",
-        ));
-    }
-    if a.ranks.wearout && spec.workers() > 1 {
-        return Err(super::usage(format!(
-            "--wearout counts each rank's ops as one stream: give --threads 1, not {}",
-            spec.threads
-        )));
-    }
+    check_wearout(a, &spec)?;
     spec.place = Some(place);
     if let Some(d) = a.ranks.deadline {
         spec.stop.time_ns = Some(d.as_nanos() as u64);
