@@ -253,91 +253,121 @@ pub fn file_cache(cfg: &Config<'_>) -> Result<Entry> {
     let balloon = prim::Balloon::inflate(balloon_bytes)?;
     let inflate_ms = (prim::monotonic_ns() - t) / 1_000_000;
     let avail1 = meminfo_bytes("MemAvailable").unwrap_or(0);
-    let reps = cfg.reps().min(2);
-    let mut times: Vec<Vec<f64>> = vec![Vec::new(); sizes.len()];
-    let mut res: Vec<Vec<f64>> = vec![Vec::new(); sizes.len()];
-    let mut cached_max = 0u64;
-    for _ in 0..reps {
-        for (i, &s) in sizes.iter().enumerate() {
-            cfg.check_stop()?;
-            iolab::cache::evict(&path)?;
-            read_through(&path, s)?;
-            let r = iolab::cache::residency(&path, s)?;
-            res[i].push(r.resident_pages as f64 * iolab::os::page_size() as f64);
-            cached_max = cached_max.max(meminfo_bytes("Cached").unwrap_or(0));
-            let t = prim::monotonic_ns();
-            read_through(&path, s)?;
-            times[i].push((prim::monotonic_ns() - t) as f64 / (s / BLOCK) as f64);
-            if !balloon.alive() {
-                return Err(SysError::Unsupported(
-                    "the balloon helper died (memory pressure); file_cache abandoned".into(),
-                ));
-            }
-        }
-    }
+    let sweep = CacheSweep::measure(cfg, &path, sizes, &balloon)?;
     let ballooned = balloon.bytes();
     drop(balloon);
     drop(dir);
-    // The cache size: the most of one file it held, per repeat.
-    let per_rep: Vec<f64> = (0..reps)
-        .map(|r| res.iter().map(|v| v[r]).fold(0.0, f64::max))
-        .collect();
-    let fast = times
-        .iter()
-        .map(|t| Stats::of(t).median)
-        .fold(f64::INFINITY, f64::min);
-    let knee = sizes
-        .iter()
-        .zip(&times)
-        .find(|(_, t)| Stats::of(t).median > 3.0 * fast)
-        .map(|(s, _)| *s);
     let mut e = Entry::new(
         "file_cache",
         "fs",
         format!(
             "balloon process mlocks {} MiB; for files of {}..{} MiB: evict, read once, count resident pages (mincore), time a re-read; size = most of a file kept",
             ballooned / MIB,
-            sizes[0] / MIB,
+            sweep.sizes[0] / MIB,
             max / MIB
         ),
     );
-    e.size_bytes = Some(Stats::of(&per_rep));
     e.notes.push(format!(
         "MemAvailable {} MiB before, {} MiB with the balloon (inflated in {inflate_ms} ms); largest Cached seen {} MiB",
         avail0 / MIB,
         avail1 / MIB,
-        cached_max / MIB
+        sweep.cached_max / MIB
     ));
-    e.notes.push(match knee {
-        Some(k) => format!(
-            "re-read time jumps (>3x the fastest) at {} MiB: files this big no longer come from memory",
-            k / MIB
-        ),
-        None => format!(
-            "no knee from {} to {} MiB: every size re-read at about the same speed",
-            sizes[0] / MIB,
-            max / MIB
-        ),
-    });
-    e.series.push(Series {
-        name: "file_cache_reread".into(),
-        x_unit: "bytes".into(),
-        y_unit: "ns_per_block".into(),
-        points: sizes
-            .iter()
-            .zip(&times)
-            .map(|(&s, v)| Point::of(s as f64, v))
-            .collect(),
-    });
-    e.series.push(Series {
-        name: "file_cache_resident".into(),
-        x_unit: "bytes".into(),
-        y_unit: "bytes".into(),
-        points: sizes
-            .iter()
-            .zip(&res)
-            .map(|(&s, v)| Point::of(s as f64, v))
-            .collect(),
-    });
+    sweep.fill(&mut e);
     Ok(e)
+}
+
+/// Re-read times and resident bytes per file size, over the repeats.
+struct CacheSweep {
+    sizes: Vec<u64>,
+    /// ns per block of the re-read, per size, per repeat.
+    times: Vec<Vec<f64>>,
+    /// Resident bytes after one read, per size, per repeat.
+    res: Vec<Vec<f64>>,
+    /// The most `Cached` seen in /proc/meminfo.
+    cached_max: u64,
+}
+
+impl CacheSweep {
+    /// For each size (twice at most): evict, read once, count what stayed,
+    /// time a re-read; the balloon must stay alive throughout.
+    fn measure(
+        cfg: &Config<'_>,
+        path: &Path,
+        sizes: Vec<u64>,
+        balloon: &prim::Balloon,
+    ) -> Result<CacheSweep> {
+        let reps = cfg.reps().min(2);
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); sizes.len()];
+        let mut res: Vec<Vec<f64>> = vec![Vec::new(); sizes.len()];
+        let mut cached_max = 0u64;
+        for _ in 0..reps {
+            for (i, &s) in sizes.iter().enumerate() {
+                cfg.check_stop()?;
+                iolab::cache::evict(path)?;
+                read_through(path, s)?;
+                let r = iolab::cache::residency(path, s)?;
+                res[i].push(r.resident_pages as f64 * iolab::os::page_size() as f64);
+                cached_max = cached_max.max(meminfo_bytes("Cached").unwrap_or(0));
+                let t = prim::monotonic_ns();
+                read_through(path, s)?;
+                times[i].push((prim::monotonic_ns() - t) as f64 / (s / BLOCK) as f64);
+                if !balloon.alive() {
+                    return Err(SysError::Unsupported(
+                        "the balloon helper died (memory pressure); file_cache abandoned".into(),
+                    ));
+                }
+            }
+        }
+        Ok(CacheSweep {
+            sizes,
+            times,
+            res,
+            cached_max,
+        })
+    }
+
+    /// The headline (the most of one file the cache held, per repeat), the
+    /// knee note and both series.
+    fn fill(&self, e: &mut Entry) {
+        let (sizes, times, res) = (&self.sizes, &self.times, &self.res);
+        let reps = res.first().map_or(0, Vec::len);
+        let per_rep: Vec<f64> = (0..reps)
+            .map(|r| res.iter().map(|v| v[r]).fold(0.0, f64::max))
+            .collect();
+        e.size_bytes = Some(Stats::of(&per_rep));
+        let fast = times
+            .iter()
+            .map(|t| Stats::of(t).median)
+            .fold(f64::INFINITY, f64::min);
+        let knee = sizes
+            .iter()
+            .zip(times)
+            .find(|(_, t)| Stats::of(t).median > 3.0 * fast)
+            .map(|(s, _)| *s);
+        e.notes.push(match knee {
+            Some(k) => format!(
+                "re-read time jumps (>3x the fastest) at {} MiB: files this big no longer come from memory",
+                k / MIB
+            ),
+            None => format!(
+                "no knee from {} to {} MiB: every size re-read at about the same speed",
+                sizes[0] / MIB,
+                sizes[sizes.len() - 1] / MIB
+            ),
+        });
+        let series = |name: &str, y_unit: &str, v: &[Vec<f64>]| Series {
+            name: name.into(),
+            x_unit: "bytes".into(),
+            y_unit: y_unit.into(),
+            points: sizes
+                .iter()
+                .zip(v)
+                .map(|(&s, v)| Point::of(s as f64, v))
+                .collect(),
+        };
+        e.series
+            .push(series("file_cache_reread", "ns_per_block", times));
+        e.series.push(series("file_cache_resident", "bytes", res));
+    }
 }

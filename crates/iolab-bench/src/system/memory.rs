@@ -370,51 +370,11 @@ fn bandwidth(cfg: &Config<'_>, kind: Kind, all: bool) -> Result<Entry> {
     let mut per_rep = Vec::new();
     for _ in 0..cfg.reps() {
         cfg.check_stop()?;
-        let barrier = Barrier::new(threads);
-        let spans: Vec<(u64, u64)> = std::thread::scope(|s| {
-            let hs: Vec<_> = bufs
-                .iter_mut()
-                .map(|(src, dst)| {
-                    let barrier = &barrier;
-                    s.spawn(move || {
-                        barrier.wait();
-                        let t0 = prim::monotonic_ns();
-                        for p in 0..passes {
-                            match kind {
-                                Kind::Read => {
-                                    keep(src.iter().fold(0u64, |a, &x| a.wrapping_add(x)));
-                                }
-                                Kind::Write => src.fill(p as u64),
-                                Kind::Copy => dst.copy_from_slice(src),
-                            }
-                            keep(&*src);
-                            keep(&*dst);
-                        }
-                        (t0, prim::monotonic_ns())
-                    })
-                })
-                .collect();
-            hs.into_iter().map(|h| h.join().unwrap_or((0, 1))).collect()
-        });
-        let start = spans.iter().map(|s| s.0).min().unwrap_or(0);
-        let end = spans.iter().map(|s| s.1).max().unwrap_or(1);
+        let (start, end) = timed_passes(&mut bufs, kind, passes);
         let moved = (bytes * passes * threads) as f64;
         per_rep.push(moved / (MIB as f64) / ((end - start).max(1) as f64 / 1e9));
     }
-    let (name, what) = match (kind, all) {
-        (Kind::Read, false) => ("bw_read", "sum of u64 words"),
-        (Kind::Write, false) => ("bw_write", "fill (memset)"),
-        (Kind::Copy, false) => (
-            "bw_copy",
-            "copy_from_slice (memcpy), bytes copied counted once",
-        ),
-        (Kind::Read, true) => ("bw_read_all", "sum of u64 words"),
-        (Kind::Write, true) => ("bw_write_all", "fill (memset)"),
-        (Kind::Copy, true) => (
-            "bw_copy_all",
-            "copy_from_slice (memcpy), bytes copied counted once",
-        ),
-    };
+    let (name, what) = bandwidth_names(kind, all);
     let mut e = Entry::new(
         name,
         "memory",
@@ -425,6 +385,53 @@ fn bandwidth(cfg: &Config<'_>, kind: Kind, all: bool) -> Result<Entry> {
     );
     e.bandwidth_mib_s = Some(Stats::of(&per_rep));
     Ok(e)
+}
+
+/// One thread per buffer pair, released together, each making `passes`
+/// passes of `kind`; the earliest start and latest end, ns.
+fn timed_passes(bufs: &mut [(Vec<u64>, Vec<u64>)], kind: Kind, passes: usize) -> (u64, u64) {
+    let barrier = Barrier::new(bufs.len());
+    let spans: Vec<(u64, u64)> = std::thread::scope(|s| {
+        let hs: Vec<_> = bufs
+            .iter_mut()
+            .map(|(src, dst)| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    barrier.wait();
+                    let t0 = prim::monotonic_ns();
+                    for p in 0..passes {
+                        match kind {
+                            Kind::Read => {
+                                keep(src.iter().fold(0u64, |a, &x| a.wrapping_add(x)));
+                            }
+                            Kind::Write => src.fill(p as u64),
+                            Kind::Copy => dst.copy_from_slice(src),
+                        }
+                        keep(&*src);
+                        keep(&*dst);
+                    }
+                    (t0, prim::monotonic_ns())
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap_or((0, 1))).collect()
+    });
+    let start = spans.iter().map(|s| s.0).min().unwrap_or(0);
+    let end = spans.iter().map(|s| s.1).max().unwrap_or(1);
+    (start, end)
+}
+
+/// The entry's name and what its passes do.
+fn bandwidth_names(kind: Kind, all: bool) -> (&'static str, &'static str) {
+    const COPY: &str = "copy_from_slice (memcpy), bytes copied counted once";
+    match (kind, all) {
+        (Kind::Read, false) => ("bw_read", "sum of u64 words"),
+        (Kind::Write, false) => ("bw_write", "fill (memset)"),
+        (Kind::Copy, false) => ("bw_copy", COPY),
+        (Kind::Read, true) => ("bw_read_all", "sum of u64 words"),
+        (Kind::Write, true) => ("bw_write_all", "fill (memset)"),
+        (Kind::Copy, true) => ("bw_copy_all", COPY),
+    }
 }
 
 /// Read bandwidth, one thread.
