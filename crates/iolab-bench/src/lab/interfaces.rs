@@ -82,117 +82,21 @@ impl Experiment for Interfaces {
                 s.threads = t;
                 push(s);
             }
-            for engine in [EngineKind::Libaio, EngineKind::Uring] {
-                for &qd in &qds {
-                    let mut batches = vec![1];
-                    if qd >= 4 {
-                        batches.push(qd / 4);
-                    }
-                    for batch in batches {
-                        for &t in threads.iter().take(2) {
-                            let mut s = base(bs);
-                            s.engine = engine;
-                            s.qd = qd;
-                            s.batch_submit = batch;
-                            s.threads = t;
-                            push(s);
-                        }
-                    }
-                }
+            for s in asynchronous(base(bs), &qds, &threads) {
+                push(s);
             }
-            let deep = *qds.last().unwrap_or(&16);
-            let mut s = base(bs);
-            s.engine = EngineKind::Uring;
-            s.qd = deep;
-            s.engine_opts.uring.reg_files = true;
-            s.engine_opts.uring.fixed_bufs = true;
-            push(s.clone());
-            s.engine_opts.uring.sqpoll = true;
-            push(s);
         }
         v
     }
     fn analyse(&self, recs: &[LabRecord]) -> Analysis {
         let all: Vec<&LabRecord> = recs.iter().collect();
         let sizes = cats(&all, "bs");
-        let groups: Vec<String> = sizes
-            .iter()
-            .map(|s| format!("block {}", figure::bytes(*s)))
-            .collect();
-        let pts: Vec<MapPoint> = recs
-            .iter()
-            .map(|r| MapPoint {
-                x: r.stats().median,
-                y: st(r, "p99_9_ns").median,
-                label: r.tag("label").to_string(),
-                group: sizes.iter().position(|s| *s == r.num("bs")).unwrap_or(0),
-                cpu: st(r, "cpu_pct").median,
-            })
-            .collect();
-        let fig = figure::map(
-            "interfaces-map",
-            "Every configuration: throughput against p99.9 latency",
-            &groups,
-            &pts,
-        );
-        let mut rows = Vec::new();
-        for s in &sizes {
-            let g: Vec<&LabRecord> = recs.iter().filter(|r| r.num("bs") == *s).collect();
-            let best_t = g
-                .iter()
-                .max_by(|a, b| a.stats().median.total_cmp(&b.stats().median));
-            let best_l = g.iter().min_by(|a, b| {
-                st(a, "p99_9_ns")
-                    .median
-                    .total_cmp(&st(b, "p99_9_ns").median)
-            });
-            if let (Some(t), Some(l)) = (best_t, best_l) {
-                rows.push(vec![
-                    figure::bytes(*s),
-                    t.tag("label").into(),
-                    mibs(t.stats().median),
-                    figure::ns(st(t, "p99_9_ns").median),
-                    l.tag("label").into(),
-                    mibs(l.stats().median),
-                    figure::ns(st(l, "p99_9_ns").median),
-                ]);
-            }
-        }
-        let small = sizes.first().copied().unwrap_or(0.0);
-        let one = |r: &&LabRecord| r.num("bs") == small && !r.tag("label").contains('T');
-        let pread = recs.iter().filter(one).find(|r| r.tag("engine") == "pread");
-        let asy = recs
-            .iter()
-            .filter(one)
-            .filter(|r| matches!(r.tag("engine"), "libaio" | "uring"))
-            .max_by(|a, b| a.stats().median.total_cmp(&b.stats().median));
-        let (v, nums) = match (pread, asy) {
-            (Some(p), Some(a)) if p.stats().min > 0.0 => {
-                let (ps, as_) = (p.stats(), a.stats());
-                (
-                    over_range(as_.min / ps.max, as_.max / ps.min, |x| x >= ASYNC_GAIN),
-                    format!(
-                        "block {}: pread {}, best asynchronous {} {}, gain {:.2} (range {:.2}–{:.2})",
-                        figure::bytes(small),
-                        mibs(ps.median),
-                        a.tag("label"),
-                        mibs(as_.median),
-                        as_.median / ps.median,
-                        as_.min / ps.max,
-                        as_.max / ps.min
-                    ),
-                )
-            }
-            _ => (
-                super::verdict::Verdict::Inconclusive,
-                "pread or asynchronous runs missing".into(),
-            ),
-        };
+        let (v, nums) = async_gain(recs, sizes.first().copied().unwrap_or(0.0));
         Analysis {
-            figures: vec![fig],
+            figures: vec![map_figure(recs, &sizes)],
             table: table(
                 &["block", "best throughput", "MiB/s", "p99.9", "best p99.9", "MiB/s", "p99.9"],
-                &rows,
+                &best_rows(recs, &sizes),
             ),
             findings: vec![Finding::new(
                 NAME,
@@ -201,6 +105,128 @@ impl Experiment for Interfaces {
                 nums,
             )],
         }
+    }
+}
+
+/// The asynchronous configurations of one block size: libaio and io_uring
+/// at each depth (batches of 1 and of a quarter of the depth, on one and
+/// two threads), then io_uring at the deepest depth with registered files
+/// and buffers, without and with SQPOLL.
+fn asynchronous(base: WorkloadSpec, qds: &[u32], threads: &[u32]) -> Vec<WorkloadSpec> {
+    let mut v = Vec::new();
+    for engine in [EngineKind::Libaio, EngineKind::Uring] {
+        for &qd in qds {
+            let mut batches = vec![1];
+            if qd >= 4 {
+                batches.push(qd / 4);
+            }
+            for batch in batches {
+                for &t in threads.iter().take(2) {
+                    let mut s = base.clone();
+                    s.engine = engine;
+                    s.qd = qd;
+                    s.batch_submit = batch;
+                    s.threads = t;
+                    v.push(s);
+                }
+            }
+        }
+    }
+    let mut s = base;
+    s.engine = EngineKind::Uring;
+    s.qd = *qds.last().unwrap_or(&16);
+    s.engine_opts.uring.reg_files = true;
+    s.engine_opts.uring.fixed_bufs = true;
+    v.push(s.clone());
+    s.engine_opts.uring.sqpoll = true;
+    v.push(s);
+    v
+}
+
+/// Every configuration as a point: throughput against p99.9, one group
+/// per block size.
+fn map_figure(recs: &[LabRecord], sizes: &[f64]) -> figure::Figure {
+    let groups: Vec<String> = sizes
+        .iter()
+        .map(|s| format!("block {}", figure::bytes(*s)))
+        .collect();
+    let pts: Vec<MapPoint> = recs
+        .iter()
+        .map(|r| MapPoint {
+            x: r.stats().median,
+            y: st(r, "p99_9_ns").median,
+            label: r.tag("label").to_string(),
+            group: sizes.iter().position(|s| *s == r.num("bs")).unwrap_or(0),
+            cpu: st(r, "cpu_pct").median,
+        })
+        .collect();
+    figure::map(
+        "interfaces-map",
+        "Every configuration: throughput against p99.9 latency",
+        &groups,
+        &pts,
+    )
+}
+
+/// Per block size, the best configuration by throughput and by p99.9.
+fn best_rows(recs: &[LabRecord], sizes: &[f64]) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for s in sizes {
+        let g: Vec<&LabRecord> = recs.iter().filter(|r| r.num("bs") == *s).collect();
+        let best_t = g
+            .iter()
+            .max_by(|a, b| a.stats().median.total_cmp(&b.stats().median));
+        let best_l = g.iter().min_by(|a, b| {
+            st(a, "p99_9_ns")
+                .median
+                .total_cmp(&st(b, "p99_9_ns").median)
+        });
+        if let (Some(t), Some(l)) = (best_t, best_l) {
+            rows.push(vec![
+                figure::bytes(*s),
+                t.tag("label").into(),
+                mibs(t.stats().median),
+                figure::ns(st(t, "p99_9_ns").median),
+                l.tag("label").into(),
+                mibs(l.stats().median),
+                figure::ns(st(l, "p99_9_ns").median),
+            ]);
+        }
+    }
+    rows
+}
+
+/// The finding: one thread's best asynchronous configuration against one
+/// thread of pread at the `small` block size, over the repeats' range.
+fn async_gain(recs: &[LabRecord], small: f64) -> (super::verdict::Verdict, String) {
+    let one = |r: &&LabRecord| r.num("bs") == small && !r.tag("label").contains('T');
+    let pread = recs.iter().filter(one).find(|r| r.tag("engine") == "pread");
+    let asy = recs
+        .iter()
+        .filter(one)
+        .filter(|r| matches!(r.tag("engine"), "libaio" | "uring"))
+        .max_by(|a, b| a.stats().median.total_cmp(&b.stats().median));
+    match (pread, asy) {
+        (Some(p), Some(a)) if p.stats().min > 0.0 => {
+            let (ps, as_) = (p.stats(), a.stats());
+            (
+                over_range(as_.min / ps.max, as_.max / ps.min, |x| x >= ASYNC_GAIN),
+                format!(
+                    "block {}: pread {}, best asynchronous {} {}, gain {:.2} (range {:.2}–{:.2})",
+                    figure::bytes(small),
+                    mibs(ps.median),
+                    a.tag("label"),
+                    mibs(as_.median),
+                    as_.median / ps.median,
+                    as_.min / ps.max,
+                    as_.max / ps.min
+                ),
+            )
+        }
+        _ => (
+            super::verdict::Verdict::Inconclusive,
+            "pread or asynchronous runs missing".into(),
+        ),
     }
 }
 
