@@ -67,72 +67,15 @@ impl Experiment for Sys {
             let Some(r) = recs.iter().find(|r| r.tag("measurement") == m) else {
                 continue;
             };
-            let (x, y) = (values(r, "x"), values(r, "y"));
-            let (lo, hi) = (values(r, "y_min"), values(r, "y_max"));
-            let pts: Vec<Pt> = (0..x.len().min(y.len()))
-                .map(|i| Pt {
-                    x: x[i],
-                    y: y[i],
-                    lo: lo.get(i).copied().unwrap_or(y[i]),
-                    hi: hi.get(i).copied().unwrap_or(y[i]),
-                })
-                .collect();
-            let xunit = r
-                .notes
-                .iter()
-                .find_map(|n| n.strip_prefix("x: ").and_then(|s| s.split(',').next()))
-                .unwrap_or("");
-            let xlabel = if xl == "x" {
-                format!("{xunit} (count)")
-            } else {
-                xl.to_string()
-            };
-            if !pts.is_empty() {
-                figures.push(figure::lines(
-                    &format!("sys-{}", m.replace('_', "-")),
-                    title,
-                    if xl.contains("bytes") {
-                        Axis::bytes(&xlabel)
-                    } else {
-                        Axis::new(&xlabel, true, figure::num)
-                    },
-                    Axis::new(yl, true, figure::ns),
-                    &[LineSeries {
-                        name: m.into(),
-                        pts,
-                    }],
-                ));
+            if let Some(f) = part_figure(r, m, title, xl, yl) {
+                figures.push(f);
             }
             rows.push(vec![
                 m.into(),
                 format!("{} {}", figure::num(r.stats().median), r.unit),
             ]);
         }
-        let (lo, hi, nums) = match recs.iter().find(|r| r.tag("measurement") == "mem_latency") {
-            Some(r) if values(r, "y").len() >= 2 => {
-                let y = values(r, "y");
-                let (a, z) = (y[0].max(1e-9), y[y.len() - 1]);
-                let (amin, amax) = (
-                    values(r, "y_min").first().copied().unwrap_or(a),
-                    values(r, "y_max").first().copied().unwrap_or(a),
-                );
-                let (zmin, zmax) = (
-                    values(r, "y_min").last().copied().unwrap_or(z),
-                    values(r, "y_max").last().copied().unwrap_or(z),
-                );
-                (
-                    zmin / amax.max(1e-9),
-                    zmax / amin.max(1e-9),
-                    format!(
-                        "{} at the smallest working set, {} at the largest: × {:.1}",
-                        figure::ns(a),
-                        figure::ns(z),
-                        z / a
-                    ),
-                )
-            }
-            _ => (f64::NAN, f64::NAN, "memory latency not measured".into()),
-        };
+        let (lo, hi, nums) = memory_growth(recs);
         Analysis {
             figures,
             table: table(&["measurement", "headline"], &rows),
@@ -143,6 +86,78 @@ impl Experiment for Sys {
                 nums,
             )],
         }
+    }
+}
+
+/// One measurement's curve (its repeats' range as the band), or None when
+/// it has no points.
+fn part_figure(r: &LabRecord, m: &str, title: &str, xl: &str, yl: &str) -> Option<figure::Figure> {
+    let (x, y) = (values(r, "x"), values(r, "y"));
+    let (lo, hi) = (values(r, "y_min"), values(r, "y_max"));
+    let pts: Vec<Pt> = (0..x.len().min(y.len()))
+        .map(|i| Pt {
+            x: x[i],
+            y: y[i],
+            lo: lo.get(i).copied().unwrap_or(y[i]),
+            hi: hi.get(i).copied().unwrap_or(y[i]),
+        })
+        .collect();
+    if pts.is_empty() {
+        return None;
+    }
+    let xunit = r
+        .notes
+        .iter()
+        .find_map(|n| n.strip_prefix("x: ").and_then(|s| s.split(',').next()))
+        .unwrap_or("");
+    let xlabel = if xl == "x" {
+        format!("{xunit} (count)")
+    } else {
+        xl.to_string()
+    };
+    Some(figure::lines(
+        &format!("sys-{}", m.replace('_', "-")),
+        title,
+        if xl.contains("bytes") {
+            Axis::bytes(&xlabel)
+        } else {
+            Axis::new(&xlabel, true, figure::num)
+        },
+        Axis::new(yl, true, figure::ns),
+        &[LineSeries {
+            name: m.into(),
+            pts,
+        }],
+    ))
+}
+
+/// Memory latency at the largest working set over the smallest, as the
+/// repeats' range (low, high) and the numbers that decide it.
+fn memory_growth(recs: &[LabRecord]) -> (f64, f64, String) {
+    match recs.iter().find(|r| r.tag("measurement") == "mem_latency") {
+        Some(r) if values(r, "y").len() >= 2 => {
+            let y = values(r, "y");
+            let (a, z) = (y[0].max(1e-9), y[y.len() - 1]);
+            let (amin, amax) = (
+                values(r, "y_min").first().copied().unwrap_or(a),
+                values(r, "y_max").first().copied().unwrap_or(a),
+            );
+            let (zmin, zmax) = (
+                values(r, "y_min").last().copied().unwrap_or(z),
+                values(r, "y_max").last().copied().unwrap_or(z),
+            );
+            (
+                zmin / amax.max(1e-9),
+                zmax / amin.max(1e-9),
+                format!(
+                    "{} at the smallest working set, {} at the largest: × {:.1}",
+                    figure::ns(a),
+                    figure::ns(z),
+                    z / a
+                ),
+            )
+        }
+        _ => (f64::NAN, f64::NAN, "memory latency not measured".into()),
     }
 }
 
