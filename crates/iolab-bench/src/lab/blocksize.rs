@@ -127,39 +127,10 @@ impl Experiment for Blocksize {
             }
             rows.push(row);
         }
-        let mut findings = Vec::new();
-        for c in ["cold", "warm"] {
-            let g = sorted(groups.get(c).cloned().unwrap_or_default(), "bs");
-            let curve = |f: fn(&crate::stats::Stats) -> f64| -> Vec<(f64, f64)> {
-                g.iter().map(|r| (r.num("bs"), f(&r.stats()))).collect()
-            };
-            let p_med = plateau(&curve(|s| s.median), TOL);
-            let p_min = plateau(&curve(|s| s.min), TOL);
-            let p_max = plateau(&curve(|s| s.max), TOL);
-            let (lo, hi) = (p_min.min(p_max).min(p_med), p_min.max(p_max).max(p_med));
-            let v = if g.len() < 3 {
-                Verdict::Inconclusive
-            } else {
-                over_range(lo, hi, |p| p <= LIMIT)
-            };
-            findings.push(Finding::new(
-                NAME,
-                format!(
-                    "{c} throughput reaches a plateau: the smallest block size within {:.0} % of the maximum is ≤ {}",
-                    TOL * 100.0,
-                    figure::bytes(LIMIT)
-                ),
-                v,
-                format!(
-                    "plateau at {} (medians), {}–{} over min/max curves; {} block sizes; {}",
-                    figure::bytes(p_med),
-                    figure::bytes(lo),
-                    figure::bytes(hi),
-                    g.len(),
-                    at_limit(&curve(|s| s.median))
-                ),
-            ));
-        }
+        let findings = ["cold", "warm"]
+            .iter()
+            .map(|c| plateau_finding(c, groups.get(*c).cloned().unwrap_or_default()))
+            .collect();
         Analysis {
             figures: vec![fig],
             table: table(
@@ -169,6 +140,42 @@ impl Experiment for Blocksize {
             findings,
         }
     }
+}
+
+/// The study's claim for one cache state: throughput reaches a plateau
+/// (within `TOL` of the maximum) at a block size ≤ `LIMIT`, decided over
+/// the median, min and max curves.
+fn plateau_finding(c: &str, g: Vec<&LabRecord>) -> Finding {
+    let g = sorted(g, "bs");
+    let curve = |f: fn(&crate::stats::Stats) -> f64| -> Vec<(f64, f64)> {
+        g.iter().map(|r| (r.num("bs"), f(&r.stats()))).collect()
+    };
+    let p_med = plateau(&curve(|s| s.median), TOL);
+    let p_min = plateau(&curve(|s| s.min), TOL);
+    let p_max = plateau(&curve(|s| s.max), TOL);
+    let (lo, hi) = (p_min.min(p_max).min(p_med), p_min.max(p_max).max(p_med));
+    let v = if g.len() < 3 {
+        Verdict::Inconclusive
+    } else {
+        over_range(lo, hi, |p| p <= LIMIT)
+    };
+    Finding::new(
+        NAME,
+        format!(
+            "{c} throughput reaches a plateau: the smallest block size within {:.0} % of the maximum is ≤ {}",
+            TOL * 100.0,
+            figure::bytes(LIMIT)
+        ),
+        v,
+        format!(
+            "plateau at {} (medians), {}–{} over min/max curves; {} block sizes; {}",
+            figure::bytes(p_med),
+            figure::bytes(lo),
+            figure::bytes(hi),
+            g.len(),
+            at_limit(&curve(|s| s.median))
+        ),
+    )
 }
 
 #[cfg(test)]
