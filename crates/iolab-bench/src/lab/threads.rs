@@ -96,31 +96,7 @@ impl Experiment for Threads {
         let mut rows = Vec::new();
         let mut findings = Vec::new();
         for (cache, g) in by(recs, "cache") {
-            let mut series = Vec::new();
-            for (t, tg) in by(
-                &g.iter().map(|r| (*r).clone()).collect::<Vec<_>>(),
-                "threads",
-            )
-            .into_iter()
-            .map(|(t, v)| (t.parse::<u32>().unwrap_or(0), v))
-            .collect::<std::collections::BTreeMap<_, _>>()
-            {
-                let pts = sorted(tg, "bs")
-                    .iter()
-                    .map(|r| Pt::of(r.num("bs"), &r.stats()))
-                    .collect();
-                series.push(LineSeries {
-                    name: format!("{t} thread(s)"),
-                    pts,
-                });
-            }
-            figures.push(figure::lines(
-                &format!("threads-{cache}"),
-                &format!("Reads by block size and threads, {cache} cache"),
-                Axis::bytes("block size (bytes)"),
-                Axis::new("throughput (MiB/s)", true, figure::num),
-                &series,
-            ));
+            figures.push(cache_figure(&cache, &g));
             let best = g
                 .iter()
                 .max_by(|a, b| a.stats().median.total_cmp(&b.stats().median))
@@ -137,29 +113,7 @@ impl Experiment for Threads {
                     fast.map(|f| mmm(&f.stats(), mibs)).unwrap_or("-".into()),
                 ]);
             }
-            let (v, nums) = match (best, fast) {
-                (Some(bst), Some(f)) => {
-                    let (bs, fs) = (bst.stats(), f.stats());
-                    (
-                        over_range(fs.min / bs.max, fs.max / bs.min.max(1e-9), |x| x >= FRACTION),
-                        format!(
-                            "{cache}: best {} × {} thr {}, fast {}, ratio {:.2} (range {:.2}–{:.2})",
-                            hb(bst, "bs"),
-                            bst.tag("threads"),
-                            mibs(bs.median),
-                            mibs(fs.median),
-                            fs.median / bs.median,
-                            fs.min / bs.max,
-                            fs.max / bs.min.max(1e-9)
-                        ),
-                    )
-                }
-                _ => (
-                    super::verdict::Verdict::Inconclusive,
-                    format!("{cache}: 8 threads × 32 KiB not measured"),
-                ),
-            };
-            findings.push((v, nums));
+            findings.push(fast_against_best(&cache, best, fast));
         }
         let verdict = all_of(&findings.iter().map(|f| f.0).collect::<Vec<_>>());
         let nums = findings
@@ -180,6 +134,66 @@ impl Experiment for Threads {
                 nums,
             )],
         }
+    }
+}
+
+/// Throughput by block size, one line per thread count, for one cache state.
+fn cache_figure(cache: &str, g: &[&LabRecord]) -> figure::Figure {
+    let mut series = Vec::new();
+    let owned: Vec<LabRecord> = g.iter().map(|r| (*r).clone()).collect();
+    let by_threads: std::collections::BTreeMap<u32, Vec<&LabRecord>> = by(&owned, "threads")
+        .into_iter()
+        .map(|(t, v)| (t.parse::<u32>().unwrap_or(0), v))
+        .collect();
+    for (t, tg) in by_threads {
+        let pts = sorted(tg, "bs")
+            .iter()
+            .map(|r| Pt::of(r.num("bs"), &r.stats()))
+            .collect();
+        series.push(LineSeries {
+            name: format!("{t} thread(s)"),
+            pts,
+        });
+    }
+    figure::lines(
+        &format!("threads-{cache}"),
+        &format!("Reads by block size and threads, {cache} cache"),
+        Axis::bytes("block size (bytes)"),
+        Axis::new("throughput (MiB/s)", true, figure::num),
+        &series,
+    )
+}
+
+/// The course's pair (8 threads × 32 KiB) against the best pair of one
+/// cache state, over the repeats' range, and the numbers.
+fn fast_against_best(
+    cache: &str,
+    best: Option<&LabRecord>,
+    fast: Option<&LabRecord>,
+) -> (super::verdict::Verdict, String) {
+    match (best, fast) {
+        (Some(bst), Some(f)) => {
+            let (bs, fs) = (bst.stats(), f.stats());
+            (
+                over_range(fs.min / bs.max, fs.max / bs.min.max(1e-9), |x| {
+                    x >= FRACTION
+                }),
+                format!(
+                    "{cache}: best {} × {} thr {}, fast {}, ratio {:.2} (range {:.2}–{:.2})",
+                    hb(bst, "bs"),
+                    bst.tag("threads"),
+                    mibs(bs.median),
+                    mibs(fs.median),
+                    fs.median / bs.median,
+                    fs.min / bs.max,
+                    fs.max / bs.min.max(1e-9)
+                ),
+            )
+        }
+        _ => (
+            super::verdict::Verdict::Inconclusive,
+            format!("{cache}: 8 threads × 32 KiB not measured"),
+        ),
     }
 }
 
