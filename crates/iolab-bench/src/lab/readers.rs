@@ -209,6 +209,12 @@ Reading more than memory (balloon in place):
         ],
         &rows,
     ));
+    out.findings.extend(memory_findings(&tech));
+}
+
+/// The two findings of the memory sweep: mmap's collapse once the data
+/// outgrows memory, and mmap against buffered 4 KiB reads out of memory.
+fn memory_findings(tech: &std::collections::BTreeMap<String, Vec<&LabRecord>>) -> [Finding; 2] {
     let get = |t: &str| in_out(tech.get(t).map(Vec::as_slice).unwrap_or(&[]));
     let (m_in, m_out) = get("mmap");
     let (b_in, b_out) = get("buffered 4 KiB");
@@ -257,20 +263,22 @@ Reading more than memory (balloon in place):
             )
         }
     };
-    out.findings.push(Finding::new(
-        NAME,
-        format!(
-            "mmap collapses once the data outgrows memory: random 4 KiB reads over data ≥ {OUTGROWS}× the memory left keep ≤ {COLLAPSE} of mmap's throughput on data ≤ {FITS}× it (thesis: about 1/5)"
+    [
+        Finding::new(
+            NAME,
+            format!(
+                "mmap collapses once the data outgrows memory: random 4 KiB reads over data ≥ {OUTGROWS}× the memory left keep ≤ {COLLAPSE} of mmap's throughput on data ≤ {FITS}× it (thesis: about 1/5)"
+            ),
+            collapse.0,
+            collapse.1,
         ),
-        collapse.0,
-        collapse.1,
-    ));
-    out.findings.push(Finding::new(
-        NAME,
-        "out of memory, mmap is slower than buffered 4 KiB reads (mmap/buffered < 1 on the smallest data that outgrows memory)",
-        versus.0,
-        versus.1,
-    ));
+        Finding::new(
+            NAME,
+            "out of memory, mmap is slower than buffered 4 KiB reads (mmap/buffered < 1 on the smallest data that outgrows memory)",
+            versus.0,
+            versus.1,
+        ),
+    ]
 }
 
 impl Experiment for Readers {
@@ -366,44 +374,22 @@ impl Experiment for Readers {
     }
     fn analyse(&self, recs: &[LabRecord]) -> Analysis {
         let sweeps = by(recs, "sweep");
-        let mut figures = Vec::new();
-        let frac: Vec<LabRecord> = sweeps
-            .get("fraction")
-            .map(|v| v.iter().map(|r| (*r).clone()).collect())
-            .unwrap_or_default();
-        let req: Vec<LabRecord> = sweeps
-            .get("request")
-            .map(|v| v.iter().map(|r| (*r).clone()).collect())
-            .unwrap_or_default();
+        let owned = |k: &str| -> Vec<LabRecord> {
+            sweeps
+                .get(k)
+                .map(|v| v.iter().map(|r| (*r).clone()).collect())
+                .unwrap_or_default()
+        };
+        let (frac, req) = (owned("fraction"), owned("request"));
         let tech = by(&frac, "technique");
-        let series: Vec<LineSeries> = tech
-            .iter()
-            .map(|(t, g)| LineSeries {
-                name: t.clone(),
-                pts: sorted(g.clone(), "fraction")
-                    .iter()
-                    .map(|r| Pt::of(r.num("fraction") * 100.0, &r.stats()))
-                    .collect(),
-            })
-            .collect();
-        figures.push(figure::lines(
+        let mut figures = vec![figure::lines(
             "readers-fraction",
             "Random 4 KiB requests, cold cache, by fraction of the file read",
             Axis::new("fraction of the file read (%)", true, |v| format!("{v:.1}")),
             Axis::new("throughput (MiB/s)", true, figure::num),
-            &series,
-        ));
-        let rtech = by(&req, "technique");
-        let rseries: Vec<LineSeries> = rtech
-            .iter()
-            .map(|(t, g)| LineSeries {
-                name: t.clone(),
-                pts: sorted(g.clone(), "request")
-                    .iter()
-                    .map(|r| Pt::of(r.num("request"), &r.stats()))
-                    .collect(),
-            })
-            .collect();
+            &lines_by_technique(&tech, "fraction", 100.0),
+        )];
+        let rseries = lines_by_technique(&by(&req, "technique"), "request", 1.0);
         if !rseries.is_empty() {
             figures.push(figure::lines(
                 "readers-request",
@@ -418,69 +404,99 @@ impl Experiment for Readers {
             tech.get("buffered 4 KiB").cloned().unwrap_or_default(),
             "fraction",
         );
-        let mut rows = Vec::new();
-        let mut pairs_med = Vec::new();
-        let mut pairs_early = Vec::new();
-        let mut pairs_late = Vec::new();
-        for m in &mm {
-            if let Some(b) = bu.iter().find(|b| b.num("fraction") == m.num("fraction")) {
-                let (ms, bs) = (m.stats(), b.stats());
-                let f = m.num("fraction");
-                pairs_med.push((f, ms.median, bs.median));
-                pairs_early.push((f, ms.max, bs.min));
-                pairs_late.push((f, ms.min, bs.max));
-                rows.push(vec![
-                    format!("{:.1} %", f * 100.0),
-                    mibs(ms.median),
-                    mibs(bs.median),
-                    format!("{:.2}", ms.median / bs.median.max(1e-9)),
-                ]);
-            }
-        }
-        let (c, early, late) = (
-            crossover(&pairs_med),
-            crossover(&pairs_early),
-            crossover(&pairs_late),
-        );
-        let ok = |x: f64| (THESIS / FACTOR..=THESIS * FACTOR).contains(&x);
-        let v = if pairs_med.len() < 2 {
-            Verdict::Inconclusive
-        } else if early.is_nan() {
-            Verdict::NotReproduced
-        } else if late.is_nan() {
-            if ok(early) {
-                Verdict::Inconclusive
-            } else {
-                Verdict::NotReproduced
-            }
-        } else {
-            over_range(early, late, ok)
-        };
-        let pct = |x: f64| {
-            if x.is_nan() {
-                "none".to_string()
-            } else {
-                format!("{:.1} %", x * 100.0)
-            }
-        };
+        let (rows, finding) = crossover_finding(&mm, &bu);
         let mut a = Analysis {
             figures,
-            table: table(&["fraction read", "mmap", "buffered 4 KiB", "mmap/buffered"], &rows),
-            findings: vec![Finding::new(
-                NAME,
-                format!(
-                    "mmap overtakes buffered 4 KiB random reads once enough of the file is read: crossover within {:.1}–{:.0} % of the file (thesis: {:.0} %)",
-                    THESIS / FACTOR * 100.0,
-                    THESIS * FACTOR * 100.0,
-                    THESIS * 100.0
-                ),
-                v,
-                format!("crossover found at {} (medians), {}–{} over the repeats' range", pct(c), pct(early), pct(late)),
-            )],
+            table: table(
+                &["fraction read", "mmap", "buffered 4 KiB", "mmap/buffered"],
+                &rows,
+            ),
+            findings: vec![finding],
         };
         memory_analysis(recs, &mut a);
         a
     }
+}
+
+/// One line per technique: throughput against the tag `x` (times `scale`).
+fn lines_by_technique(
+    tech: &std::collections::BTreeMap<String, Vec<&LabRecord>>,
+    x: &str,
+    scale: f64,
+) -> Vec<LineSeries> {
+    tech.iter()
+        .map(|(t, g)| LineSeries {
+            name: t.clone(),
+            pts: sorted(g.clone(), x)
+                .iter()
+                .map(|r| Pt::of(r.num(x) * scale, &r.stats()))
+                .collect(),
+        })
+        .collect()
+}
+
+/// Where mmap overtakes buffered 4 KiB reads as more of the file is read:
+/// the table rows and the finding (crossover over the medians, and over
+/// the repeats' range: mmap at its best against buffered at its worst,
+/// and the reverse).
+fn crossover_finding(mm: &[&LabRecord], bu: &[&LabRecord]) -> (Vec<Vec<String>>, Finding) {
+    let mut rows = Vec::new();
+    let mut pairs_med = Vec::new();
+    let mut pairs_early = Vec::new();
+    let mut pairs_late = Vec::new();
+    for m in mm {
+        if let Some(b) = bu.iter().find(|b| b.num("fraction") == m.num("fraction")) {
+            let (ms, bs) = (m.stats(), b.stats());
+            let f = m.num("fraction");
+            pairs_med.push((f, ms.median, bs.median));
+            pairs_early.push((f, ms.max, bs.min));
+            pairs_late.push((f, ms.min, bs.max));
+            rows.push(vec![
+                format!("{:.1} %", f * 100.0),
+                mibs(ms.median),
+                mibs(bs.median),
+                format!("{:.2}", ms.median / bs.median.max(1e-9)),
+            ]);
+        }
+    }
+    let (c, early, late) = (
+        crossover(&pairs_med),
+        crossover(&pairs_early),
+        crossover(&pairs_late),
+    );
+    let ok = |x: f64| (THESIS / FACTOR..=THESIS * FACTOR).contains(&x);
+    let v = if pairs_med.len() < 2 {
+        Verdict::Inconclusive
+    } else if early.is_nan() {
+        Verdict::NotReproduced
+    } else if late.is_nan() {
+        if ok(early) {
+            Verdict::Inconclusive
+        } else {
+            Verdict::NotReproduced
+        }
+    } else {
+        over_range(early, late, ok)
+    };
+    let pct = |x: f64| {
+        if x.is_nan() {
+            "none".to_string()
+        } else {
+            format!("{:.1} %", x * 100.0)
+        }
+    };
+    let finding = Finding::new(
+        NAME,
+        format!(
+            "mmap overtakes buffered 4 KiB random reads once enough of the file is read: crossover within {:.1}–{:.0} % of the file (thesis: {:.0} %)",
+            THESIS / FACTOR * 100.0,
+            THESIS * FACTOR * 100.0,
+            THESIS * 100.0
+        ),
+        v,
+        format!("crossover found at {} (medians), {}–{} over the repeats' range", pct(c), pct(early), pct(late)),
+    );
+    (rows, finding)
 }
 
 #[cfg(test)]
