@@ -331,46 +331,16 @@ pub fn bars(
             .y_label_formatter(&|v| (y.fmt)(untx(&y, *v)))
             .draw()
             .map_err(|e| e.to_string())?;
-        let k = series.len().max(1) as f64;
-        let w = 0.8 / k;
-        for (si, s) in series.iter().enumerate() {
-            let c = colour(si);
-            for (ci, v) in s.vals.iter().enumerate() {
-                let Some(v) = v else { continue };
-                let x0 = ci as f64 - 0.4 + si as f64 * w;
-                let xm = x0 + w / 2.0;
-                ch.draw_series(std::iter::once(Rectangle::new(
-                    [(x0 + w * 0.08, base), (x0 + w * 0.92, tx(&y, v.mean))],
-                    c.mix(0.85).filled(),
-                )))
-                .map_err(|e| e.to_string())?;
-                ch.draw_series(std::iter::once(PathElement::new(
-                    vec![(xm, tx(&y, v.min)), (xm, tx(&y, v.max))],
-                    BLACK.stroke_width(1),
-                )))
-                .map_err(|e| e.to_string())?;
-                ch.draw_series(std::iter::once(Circle::new(
-                    (xm, tx(&y, v.median)),
-                    POINT_R,
-                    BLACK.filled(),
-                )))
-                .map_err(|e| e.to_string())?;
-                points += 1;
-            }
-        }
+        points = draw_bars(&mut ch, series, &y, base)?;
         legend(&side, &names, false)?;
-        side.draw(&Text::new(
-            "bar mean, dot median,",
-            (8, 50 + names.len() as i32 * 20),
-            ("sans-serif", 12).into_font(),
-        ))
-        .map_err(|e| e.to_string())?;
-        side.draw(&Text::new(
-            "line min–max",
-            (8, 65 + names.len() as i32 * 20),
-            ("sans-serif", 12).into_font(),
-        ))
-        .map_err(|e| e.to_string())?;
+        for (i, line) in ["bar mean, dot median,", "line min–max"].iter().enumerate() {
+            side.draw(&Text::new(
+                *line,
+                (8, 50 + 15 * i as i32 + names.len() as i32 * 20),
+                ("sans-serif", 12).into_font(),
+            ))
+            .map_err(|e| e.to_string())?;
+        }
         root.present().map_err(|e| e.to_string())?;
         Ok(())
     })();
@@ -378,6 +348,47 @@ pub fn bars(
         svg = error_svg(&e);
     }
     finish(name, title, svg, names, points)
+}
+
+/// The chart [`bars`] and [`map`] draw on.
+type Chart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// Each series' bars within their category's slot: the bar up to the mean
+/// from `base`, a min–max whisker and a dot at the median. Returns the
+/// number of bars drawn.
+fn draw_bars(ch: &mut Chart, series: &[BarSeries], y: &Axis, base: f64) -> Result<usize, String> {
+    let w = 0.8 / series.len().max(1) as f64;
+    let mut points = 0;
+    for (si, s) in series.iter().enumerate() {
+        let c = colour(si);
+        for (ci, v) in s.vals.iter().enumerate() {
+            let Some(v) = v else { continue };
+            let x0 = ci as f64 - 0.4 + si as f64 * w;
+            let xm = x0 + w / 2.0;
+            ch.draw_series(std::iter::once(Rectangle::new(
+                [(x0 + w * 0.08, base), (x0 + w * 0.92, tx(y, v.mean))],
+                c.mix(0.85).filled(),
+            )))
+            .map_err(|e| e.to_string())?;
+            ch.draw_series(std::iter::once(PathElement::new(
+                vec![(xm, tx(y, v.min)), (xm, tx(y, v.max))],
+                BLACK.stroke_width(1),
+            )))
+            .map_err(|e| e.to_string())?;
+            ch.draw_series(std::iter::once(Circle::new(
+                (xm, tx(y, v.median)),
+                POINT_R,
+                BLACK.filled(),
+            )))
+            .map_err(|e| e.to_string())?;
+            points += 1;
+        }
+    }
+    Ok(points)
 }
 
 /// Lines over x with a dot per point and a min–max whisker.
@@ -499,43 +510,8 @@ pub fn map(name: &str, title: &str, groups: &[String], pts: &[MapPoint]) -> Figu
         .map_err(|e| e.to_string())?
         .label("Pareto front");
         let cmax = pts.iter().map(|p| p.cpu).fold(1.0, f64::max);
-        for p in pts {
-            if !(p.x > 0.0 && p.y > 0.0) {
-                continue;
-            }
-            let at = (tx(&x, p.x), tx(&y, p.y));
-            // Colour by CPU: light (little CPU) to dark (much).
-            let t = (p.cpu / cmax).clamp(0.0, 1.0);
-            let g = (220.0 - 200.0 * t) as u8;
-            let c = RGBColor(g, g / 2, (255.0 - 150.0 * t) as u8);
-            let sc = colour(p.group);
-            match p.group % 3 {
-                0 => ch
-                    .draw_series(std::iter::once(
-                        EmptyElement::at(at)
-                            + Rectangle::new([(-6, -6), (6, 6)], sc.stroke_width(1)),
-                    ))
-                    .map(|_| ()),
-                1 => ch
-                    .draw_series(std::iter::once(TriangleMarker::new(
-                        at,
-                        7,
-                        sc.stroke_width(1),
-                    )))
-                    .map(|_| ()),
-                _ => ch
-                    .draw_series(std::iter::once(Cross::new(at, 6, sc.stroke_width(1))))
-                    .map(|_| ()),
-            }
-            .map_err(|e| e.to_string())?;
-            ch.draw_series(std::iter::once(Circle::new(at, POINT_R, c.filled())))
-                .map_err(|e| e.to_string())?;
-            ch.draw_series(std::iter::once(Text::new(
-                p.label.clone(),
-                at,
-                ("sans-serif", 9).into_font(),
-            )))
-            .map_err(|e| e.to_string())?;
+        for p in pts.iter().filter(|p| p.x > 0.0 && p.y > 0.0) {
+            draw_map_point(&mut ch, p, (tx(&x, p.x), tx(&y, p.y)), cmax)?;
             points += 1;
         }
         legend(&side, &names, false)?;
@@ -561,6 +537,42 @@ pub fn map(name: &str, title: &str, groups: &[String], pts: &[MapPoint]) -> Figu
         svg = error_svg(&e);
     }
     finish(name, title, svg, names, points)
+}
+
+/// One configuration on the map at `at`: its group's shape, a dot coloured
+/// by its CPU use (light: little, dark: `cmax`), and its label.
+fn draw_map_point(ch: &mut Chart, p: &MapPoint, at: (f64, f64), cmax: f64) -> Result<(), String> {
+    let t = (p.cpu / cmax).clamp(0.0, 1.0);
+    let g = (220.0 - 200.0 * t) as u8;
+    let c = RGBColor(g, g / 2, (255.0 - 150.0 * t) as u8);
+    let sc = colour(p.group);
+    match p.group % 3 {
+        0 => ch
+            .draw_series(std::iter::once(
+                EmptyElement::at(at) + Rectangle::new([(-6, -6), (6, 6)], sc.stroke_width(1)),
+            ))
+            .map(|_| ()),
+        1 => ch
+            .draw_series(std::iter::once(TriangleMarker::new(
+                at,
+                7,
+                sc.stroke_width(1),
+            )))
+            .map(|_| ()),
+        _ => ch
+            .draw_series(std::iter::once(Cross::new(at, 6, sc.stroke_width(1))))
+            .map(|_| ()),
+    }
+    .map_err(|e| e.to_string())?;
+    ch.draw_series(std::iter::once(Circle::new(at, POINT_R, c.filled())))
+        .map_err(|e| e.to_string())?;
+    ch.draw_series(std::iter::once(Text::new(
+        p.label.clone(),
+        at,
+        ("sans-serif", 9).into_font(),
+    )))
+    .map_err(|e| e.to_string())?;
+    Ok(())
 }
 
 /// Indices of the Pareto front (no other point has both more throughput and
