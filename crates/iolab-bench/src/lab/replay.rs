@@ -255,110 +255,126 @@ impl Experiment for Replay {
                 }
             }
         }
-        // Bars: each reader's time per round over the trace's best median.
-        let series: Vec<BarSeries> = names
-            .iter()
-            .map(|n| BarSeries {
-                name: n.clone(),
-                vals: recs
-                    .iter()
-                    .map(|r| {
-                        let best = names
-                            .iter()
-                            .filter_map(|m| r.extra.get(&format!("{m}_s")))
-                            .map(|v| median(v))
-                            .fold(f64::INFINITY, f64::min);
-                        let v = r.extra.get(&format!("{n}_s"))?;
-                        let rel: Vec<f64> = v.iter().map(|x| x / best.max(1e-12)).collect();
-                        Some(Stats::of(&rel))
-                    })
-                    .collect(),
-            })
-            .collect();
         let figures = vec![figure::bars(
             "replay-readers",
             "Replayed traces, cold cache: each reader's time over the fastest",
             "replayed trace (application shape)",
             &cats,
             Axis::new("time (× the fastest reader's median)", false, figure::num),
-            &series,
+            &relative_times(&recs, &names),
         )];
-        let mut rows = Vec::new();
-        let (mut within, mut wins, mut nums) = (Vec::new(), Vec::new(), Vec::new());
-        for r in &recs {
-            let best = best_fixed(&r.extra);
-            let auto = r
-                .extra
-                .get(&format!("{}_s", auto_name()))
-                .map(|v| median(v));
-            let s = Stats::of(&r.samples);
-            let (Some((bname, bmed)), Some(amed)) = (best, auto) else {
-                within.push(Verdict::Inconclusive);
-                continue;
-            };
-            // Auto against the second-best fixed reader too: "beats every
-            // fixed reader" means beating the best one.
-            within.push(if r.samples.is_empty() {
-                Verdict::Inconclusive
-            } else {
-                over_range(s.min, s.max, |x| x <= WITHIN)
-            });
-            wins.push(if r.samples.is_empty() {
-                Verdict::Inconclusive
-            } else {
-                over_range(s.min, s.max, |x| x <= WINS)
-            });
-            nums.push(format!(
-                "{}: auto/{bname} {:.2} (rounds {:.2}–{:.2})",
-                r.tag("trace"),
-                amed / bmed.max(1e-12),
-                s.min,
-                s.max
-            ));
-            rows.push(vec![
-                r.tag("trace").to_string(),
-                bname,
-                format!("{bmed:.3} s"),
-                format!("{amed:.3} s"),
-                format!("{:.2}", amed / bmed.max(1e-12)),
-            ]);
-        }
-        let any_win = if wins.contains(&Verdict::Reproduced) {
-            Verdict::Reproduced
-        } else if wins.is_empty() || wins.contains(&Verdict::Inconclusive) {
-            Verdict::Inconclusive
-        } else {
-            Verdict::NotReproduced
-        };
-        let numbers = if nums.is_empty() {
-            "no traces measured".to_string()
-        } else {
-            nums.join("; ")
-        };
+        let (rows, findings) = auto_findings(&recs);
         Analysis {
             figures,
             table: table(
-                &["trace", "best fixed reader", "its time", "auto", "auto/best"],
+                &[
+                    "trace",
+                    "best fixed reader",
+                    "its time",
+                    "auto",
+                    "auto/best",
+                ],
                 &rows,
             ),
-            findings: vec![
-                Finding::new(
-                    NAME,
-                    format!(
-                        "auto takes at most {WITHIN:.2}× the best fixed reader's time on every replayed trace (cold cache, per-round ratios)"
-                    ),
-                    all_of(&within),
-                    numbers.clone(),
-                ),
-                Finding::new(
-                    NAME,
-                    "auto is at least 10 % faster than every fixed reader on at least one trace",
-                    any_win,
-                    numbers,
-                ),
-            ],
+            findings,
         }
     }
+}
+
+/// Bars: each reader's time per round over the trace's best median.
+fn relative_times(recs: &[&LabRecord], names: &[String]) -> Vec<BarSeries> {
+    names
+        .iter()
+        .map(|n| BarSeries {
+            name: n.clone(),
+            vals: recs
+                .iter()
+                .map(|r| {
+                    let best = names
+                        .iter()
+                        .filter_map(|m| r.extra.get(&format!("{m}_s")))
+                        .map(|v| median(v))
+                        .fold(f64::INFINITY, f64::min);
+                    let v = r.extra.get(&format!("{n}_s"))?;
+                    let rel: Vec<f64> = v.iter().map(|x| x / best.max(1e-12)).collect();
+                    Some(Stats::of(&rel))
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Auto against the best fixed reader of each trace: the table rows and
+/// the two findings (within `WITHIN` on every trace; `WINS` on one).
+fn auto_findings(recs: &[&LabRecord]) -> (Vec<Vec<String>>, Vec<Finding>) {
+    let mut rows = Vec::new();
+    let (mut within, mut wins, mut nums) = (Vec::new(), Vec::new(), Vec::new());
+    for r in recs {
+        let best = best_fixed(&r.extra);
+        let auto = r
+            .extra
+            .get(&format!("{}_s", auto_name()))
+            .map(|v| median(v));
+        let s = Stats::of(&r.samples);
+        let (Some((bname, bmed)), Some(amed)) = (best, auto) else {
+            within.push(Verdict::Inconclusive);
+            continue;
+        };
+        // Auto against the second-best fixed reader too: "beats every
+        // fixed reader" means beating the best one.
+        let judge = |limit: f64| {
+            if r.samples.is_empty() {
+                Verdict::Inconclusive
+            } else {
+                over_range(s.min, s.max, |x| x <= limit)
+            }
+        };
+        within.push(judge(WITHIN));
+        wins.push(judge(WINS));
+        nums.push(format!(
+            "{}: auto/{bname} {:.2} (rounds {:.2}–{:.2})",
+            r.tag("trace"),
+            amed / bmed.max(1e-12),
+            s.min,
+            s.max
+        ));
+        rows.push(vec![
+            r.tag("trace").to_string(),
+            bname,
+            format!("{bmed:.3} s"),
+            format!("{amed:.3} s"),
+            format!("{:.2}", amed / bmed.max(1e-12)),
+        ]);
+    }
+    let any_win = if wins.contains(&Verdict::Reproduced) {
+        Verdict::Reproduced
+    } else if wins.is_empty() || wins.contains(&Verdict::Inconclusive) {
+        Verdict::Inconclusive
+    } else {
+        Verdict::NotReproduced
+    };
+    let numbers = if nums.is_empty() {
+        "no traces measured".to_string()
+    } else {
+        nums.join("; ")
+    };
+    let findings = vec![
+        Finding::new(
+            NAME,
+            format!(
+                "auto takes at most {WITHIN:.2}× the best fixed reader's time on every replayed trace (cold cache, per-round ratios)"
+            ),
+            all_of(&within),
+            numbers.clone(),
+        ),
+        Finding::new(
+            NAME,
+            "auto is at least 10 % faster than every fixed reader on at least one trace",
+            any_win,
+            numbers,
+        ),
+    ];
+    (rows, findings)
 }
 
 #[cfg(test)]
