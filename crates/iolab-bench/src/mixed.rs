@@ -172,78 +172,56 @@ pub fn run(
     t: Technique,
     profile: &Option<Arc<Profile>>,
 ) -> Result<MixedTimes, String> {
-    let e = |e: iolab::reader::ReadError| e.to_string();
-    let mut times = MixedTimes::default();
+    let open = |path: &std::path::Path, random: bool, expected_fraction: f64| {
+        let hints = Hints {
+            random,
+            expected_fraction,
+        };
+        Reader::open(path, opts(t, profile, spec.budget, hints)).map_err(|e| e.to_string())
+    };
     // 1. Large sequential reads of a file that does not stay cached.
-    iolab::cache::evict(&files.seq).map_err(|e| e.to_string())?;
-    let r = Reader::open(
-        &files.seq,
-        opts(
-            t,
-            profile,
-            spec.budget,
-            Hints {
-                random: false,
-                expected_fraction: 1.0,
-            },
-        ),
-    )
-    .map_err(e)?;
-    let mut buf = vec![0u8; spec.seq_req];
-    let t0 = Instant::now();
-    let mut off = 0;
-    while off < spec.seq_len {
-        let n = r.read_at(off, &mut buf).map_err(e)?;
-        if n == 0 {
-            break;
+    let seq = evicted_around(&files.seq, || {
+        let r = open(&files.seq, false, 1.0)?;
+        let mut buf = vec![0u8; spec.seq_req];
+        let t0 = Instant::now();
+        let mut off = 0;
+        while off < spec.seq_len {
+            let n = r.read_at(off, &mut buf).map_err(|e| e.to_string())?;
+            if n == 0 {
+                break;
+            }
+            off += n as u64;
         }
-        off += n as u64;
-    }
-    times.seq = t0.elapsed();
-    drop(r);
-    iolab::cache::evict(&files.seq).map_err(|e| e.to_string())?;
+        Ok(t0.elapsed())
+    })?;
     // 2. Small random reads over a file that fits (read about twice over).
-    iolab::cache::evict(&files.fit).map_err(|e| e.to_string())?;
-    let r = Reader::open(
-        &files.fit,
-        opts(
-            t,
-            profile,
-            spec.budget,
-            Hints {
-                random: true,
-                expected_fraction: 1.0,
-            },
-        ),
-    )
-    .map_err(e)?;
-    let offs = offsets(spec.fit_reads, spec.fit_len, spec.small, 12345);
-    let t0 = Instant::now();
-    random_phase(&r, &offs, spec.small, spec.batch)?;
-    times.fit = t0.elapsed();
-    drop(r);
-    iolab::cache::evict(&files.fit).map_err(|e| e.to_string())?;
+    let fit = evicted_around(&files.fit, || {
+        let r = open(&files.fit, true, 1.0)?;
+        let offs = offsets(spec.fit_reads, spec.fit_len, spec.small, 12345);
+        let t0 = Instant::now();
+        random_phase(&r, &offs, spec.small, spec.batch)?;
+        Ok(t0.elapsed())
+    })?;
     // 3. Small random reads over a file that does not fit.
-    iolab::cache::evict(&files.big).map_err(|e| e.to_string())?;
     let frac = (spec.big_reads * spec.small) as f64 / spec.big_len as f64;
-    let r = Reader::open(
-        &files.big,
-        opts(
-            t,
-            profile,
-            spec.budget,
-            Hints {
-                random: true,
-                expected_fraction: frac,
-            },
-        ),
-    )
-    .map_err(e)?;
-    let offs = offsets(spec.big_reads, spec.big_len, spec.small, 777);
-    let t0 = Instant::now();
-    random_phase(&r, &offs, spec.small, spec.batch)?;
-    times.big = t0.elapsed();
-    drop(r);
-    iolab::cache::evict(&files.big).map_err(|e| e.to_string())?;
-    Ok(times)
+    let big = evicted_around(&files.big, || {
+        let r = open(&files.big, true, frac)?;
+        let offs = offsets(spec.big_reads, spec.big_len, spec.small, 777);
+        let t0 = Instant::now();
+        random_phase(&r, &offs, spec.small, spec.batch)?;
+        Ok(t0.elapsed())
+    })?;
+    Ok(MixedTimes { seq, fit, big })
+}
+
+/// Runs one phase with `path` evicted before it and after it (the reader
+/// is dropped inside `phase`, before the second eviction).
+fn evicted_around(
+    path: &std::path::Path,
+    phase: impl FnOnce() -> Result<Duration, String>,
+) -> Result<Duration, String> {
+    iolab::cache::evict(path).map_err(|e| e.to_string())?;
+    let took = phase()?;
+    iolab::cache::evict(path).map_err(|e| e.to_string())?;
+    Ok(took)
 }
