@@ -209,17 +209,15 @@ fn async_gain(recs: &[LabRecord], small: f64) -> (super::verdict::Verdict, Strin
     match (pread, asy) {
         (Some(p), Some(a)) if p.stats().min > 0.0 => {
             let (ps, as_) = (p.stats(), a.stats());
+            let (gain, lo, hi) = ratio(&as_, &ps);
             (
-                over_range(as_.min / ps.max, as_.max / ps.min, |x| x >= ASYNC_GAIN),
+                over_range(lo, hi, |x| x >= ASYNC_GAIN),
                 format!(
-                    "block {}: pread {}, best asynchronous {} {}, gain {:.2} (range {:.2}–{:.2})",
+                    "block {}: pread {}, best asynchronous {} {}, gain {gain:.2} (range {lo:.2}–{hi:.2})",
                     figure::bytes(small),
                     mibs(ps.median),
                     a.tag("label"),
                     mibs(as_.median),
-                    as_.median / ps.median,
-                    as_.min / ps.max,
-                    as_.max / ps.min
                 ),
             )
         }

@@ -33,17 +33,15 @@ fn gain(g: &[&LabRecord]) -> (f64, f64, String) {
     match (one, best) {
         (Some(o), Some(b)) if o.min > 0.0 => {
             let s: Stats = b.stats();
+            let (gain, lo, hi) = ratio(&s, &o);
             (
-                s.min / o.max,
-                s.max / o.min,
+                lo,
+                hi,
                 format!(
-                    "1 thread {}, best {} threads {}, gain {:.2} (range {:.2}–{:.2})",
+                    "1 thread {}, best {} threads {}, gain {gain:.2} (range {lo:.2}–{hi:.2})",
                     mibs(o.median),
                     b.tag("threads"),
                     mibs(s.median),
-                    s.median / o.median,
-                    s.min / o.max,
-                    s.max / o.min
                 ),
             )
         }

@@ -19,7 +19,6 @@ use super::util::*;
 use super::verdict::{over_range, Finding, Verdict};
 use super::{Analysis, Config, Ctx, Experiment, Work};
 use crate::spec::{AccessPattern, CacheMode, StopRule, WorkloadSpec};
-use crate::stats::Stats;
 use iolab::engine::EngineKind;
 
 /// The experiment.
@@ -138,11 +137,6 @@ fn in_out<'a>(g: &[&'a LabRecord]) -> (Option<&'a LabRecord>, Option<&'a LabReco
         .filter(|r| over_room(r) >= OUTGROWS)
         .min_by(|a, b| over_room(a).total_cmp(&over_room(b)));
     (fit.copied(), out.copied())
-}
-
-/// Range of a ratio `a / b` of two repeated quantities: (median, low, high).
-fn ratio(a: &Stats, b: &Stats) -> (f64, f64, f64) {
-    (a.median / b.median, a.min / b.max, a.max / b.min)
 }
 
 /// Figure, table rows and findings of the memory sweep.

@@ -167,6 +167,11 @@ pub(crate) fn sys_entry(
     Ok(out)
 }
 
+/// Range of a ratio `a / b` of two repeated quantities: (median, low, high).
+pub(crate) fn ratio(a: &Stats, b: &Stats) -> (f64, f64, f64) {
+    (a.median / b.median, a.min / b.max, a.max / b.min)
+}
+
 /// Block-size tags in increasing order, for categories.
 pub(crate) fn cats(recs: &[&LabRecord], tag: &str) -> Vec<f64> {
     let mut v: Vec<f64> = recs.iter().map(|r| r.num(tag)).collect();
