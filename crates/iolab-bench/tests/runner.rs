@@ -34,11 +34,7 @@ fn run(
     f: Arc<dyn EngineFactory>,
 ) -> Result<iolab_bench::record::RunMetrics, BenchError> {
     let stop = AtomicBool::new(false);
-    let ctl = RunControl {
-        stop: &stop,
-        on_interval: None,
-        before_start: None,
-    };
+    let ctl = RunControl::new(&stop);
     let res = set_cache(s, p, s.file_size).unwrap();
     run_once(s, p, s.file_size, res, f, &ctl)
 }

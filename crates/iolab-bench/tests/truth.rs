@@ -33,11 +33,7 @@ fn spec(file: &Path, engine: EngineKind, pattern: AccessPattern) -> WorkloadSpec
 
 fn run(s: &WorkloadSpec, p: &Prepared) -> RunMetrics {
     let stop = AtomicBool::new(false);
-    let ctl = RunControl {
-        stop: &stop,
-        on_interval: None,
-        before_start: None,
-    };
+    let ctl = RunControl::new(&stop);
     let res = set_cache(s, p, s.file_size).unwrap();
     run_once(s, p, s.file_size, res, RealEngines::shared(), &ctl).unwrap()
 }
@@ -98,11 +94,7 @@ fn a_cold_run_that_warms_its_own_reads_is_flagged_and_one_sized_to_stay_cold_is_
 
 fn try_run(s: &WorkloadSpec, p: &Prepared) -> Result<RunMetrics, iolab_bench::BenchError> {
     let stop = AtomicBool::new(false);
-    let ctl = RunControl {
-        stop: &stop,
-        on_interval: None,
-        before_start: None,
-    };
+    let ctl = RunControl::new(&stop);
     let res = set_cache(s, p, s.file_size).unwrap();
     run_once(s, p, s.file_size, res, RealEngines::shared(), &ctl)
 }

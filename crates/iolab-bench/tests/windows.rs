@@ -123,11 +123,7 @@ fn setup_blocks(dir: &Path, blocks: u64) -> (WorkloadSpec, Prepared) {
 
 fn run(s: &WorkloadSpec, p: &Prepared, f: FixedFactory) -> Result<RunMetrics, BenchError> {
     let stop = AtomicBool::new(false);
-    let ctl = RunControl {
-        stop: &stop,
-        on_interval: None,
-        before_start: None,
-    };
+    let ctl = RunControl::new(&stop);
     run_once(s, p, s.file_size, 0.0, Arc::new(f), &ctl)
 }
 

@@ -220,11 +220,7 @@ pub fn measure_bench(spec: &WorkloadSpec, repeats: u32, ctx: &Ctx) -> Result<Ben
             break;
         }
         let resident = prepare::set_cache(spec, &prep, spec.file_size)?;
-        let ctl = RunControl {
-            stop: ctx.stop,
-            on_interval: None,
-            before_start: None,
-        };
+        let ctl = RunControl::new(ctx.stop);
         runs.push(run_once(
             spec,
             &prep,

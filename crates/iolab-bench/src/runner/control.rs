@@ -59,6 +59,18 @@ pub struct RunControl<'a> {
     pub before_start: Option<&'a dyn Fn()>,
 }
 
+impl<'a> RunControl<'a> {
+    /// Stops on `stop`, with no live intervals and no start hook (what
+    /// most callers want).
+    pub fn new(stop: &'a AtomicBool) -> Self {
+        RunControl {
+            stop,
+            on_interval: None,
+            before_start: None,
+        }
+    }
+}
+
 /// How many errors a record keeps word for word (the rest are counted).
 pub const FIRST_ERRORS_KEPT: usize = 10;
 

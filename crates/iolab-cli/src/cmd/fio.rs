@@ -268,11 +268,7 @@ fn measure(j: &FioJob, r: &Ready, stop: &AtomicBool) -> Result<RunMetrics> {
             );
         }
     }
-    let ctl = RunControl {
-        stop,
-        on_interval: None,
-        before_start: None,
-    };
+    let ctl = RunControl::new(stop);
     let mut m = run_once(
         &r.spec,
         &r.prep,

@@ -173,11 +173,7 @@ fn run_iolab(
     pin: Option<usize>,
 ) -> Result<iolab_bench::record::RunMetrics> {
     let go = || {
-        let ctl = RunControl {
-            stop: ses.stop,
-            on_interval: None,
-            before_start: None,
-        };
+        let ctl = RunControl::new(ses.stop);
         run_once(
             spec,
             prep,

@@ -340,6 +340,10 @@ pub struct EngineStats {
     /// Waits for completions met by spinning on the CQ ring (SQPOLL).
     #[serde(default)]
     pub spin_waits: u64,
+    /// Spins given up because the SQ thread was getting no CPU (the wait
+    /// went on sleeping).
+    #[serde(default)]
+    pub starved_spins: u64,
 }
 
 /// Checks a batch before any of it starts: every op names an existing file

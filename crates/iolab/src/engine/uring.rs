@@ -318,6 +318,7 @@ impl Uring {
                     // the SQ thread is not getting a CPU (a slow device
                     // alone does not count; the SQEs would be consumed).
                     self.spinner.starved();
+                    self.stats.starved_spins += 1;
                     return Ok(got);
                 }
             }
