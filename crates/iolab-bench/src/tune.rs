@@ -375,7 +375,17 @@ pub fn derive(
     p.created_unix = now_unix;
     p.fit_fraction = 0.5;
     let mut rec = Vec::new();
-    // Whole files and large cold reads.
+    derive_whole(ms, &mut p, &mut rec);
+    derive_random_cold(ms, &mut p, &mut rec);
+    derive_random_warm(ms, &mut p, &mut rec);
+    p.recommendations = rec;
+    p.measurements = ms.to_vec();
+    p
+}
+
+/// Whole files and large reads: cold (direct or not, pieces, depth) and
+/// warm (piece size).
+fn derive_whole(ms: &[Measurement], p: &mut Profile, rec: &mut Vec<String>) {
     if let Some(b) = best(ms, |m| m.pattern == "seq" && m.cache == "cold") {
         let direct = b.technique == "whole:direct" || b.technique == "direct";
         p.whole.direct_cold = direct;
@@ -407,23 +417,17 @@ pub fn derive(
             b.block, b.mib_s
         ));
     }
-    // Small random reads of data not cached.
+}
+
+/// Small random reads of data not cached: io_uring's depth, and whether
+/// the mapping's read-around beats one pread at a time.
+fn derive_random_cold(ms: &[Measurement], p: &mut Profile, rec: &mut Vec<String>) {
+    let cold4k = |m: &Measurement| m.pattern == "rand" && m.cache == "cold" && m.block == 4096;
     let qd1 = best(ms, |m| {
-        m.pattern == "rand"
-            && m.cache == "cold"
-            && m.block == 4096
-            && m.technique == "stream"
-            && m.threads == 1
+        cold4k(m) && m.technique == "stream" && m.threads == 1
     });
-    let mapped_cold = best(ms, |m| {
-        m.pattern == "rand" && m.cache == "cold" && m.block == 4096 && m.technique == "mapped"
-    });
-    if let Some(b) = best(ms, |m| {
-        m.pattern == "rand"
-            && m.cache == "cold"
-            && m.block == 4096
-            && m.technique.starts_with("uring")
-    }) {
+    let mapped_cold = best(ms, |m| cold4k(m) && m.technique == "mapped");
+    if let Some(b) = best(ms, |m| cold4k(m) && m.technique.starts_with("uring")) {
         p.random_depth = b.depth;
         rec.push(format!(
             "Batches of small random reads of data not cached: io_uring with {} in flight ({:.0} MiB/s{}).",
@@ -441,24 +445,23 @@ pub fn derive(
     } else {
         "Small random reads of data not cached: pread, not the mapping (its read-around reads more than asked).".to_string()
     });
-    // Small random reads of cached data: mapping or pread, by size.
+}
+
+/// Small random reads of cached data: up to which size copying from a
+/// mapping beats a pread, one thread.
+fn derive_random_warm(ms: &[Measurement], p: &mut Profile, rec: &mut Vec<String>) {
     let mut small_max = 0;
     for bs in [4096usize, 32 << 10, 128 << 10] {
-        let s = best(ms, |m| {
-            m.pattern == "rand"
-                && m.cache == "warm"
-                && m.block == bs
-                && m.technique == "stream"
-                && m.threads == 1
-        });
-        let mm = best(ms, |m| {
-            m.pattern == "rand"
-                && m.cache == "warm"
-                && m.block == bs
-                && m.technique == "mapped"
-                && m.threads == 1
-        });
-        if let (Some(s), Some(mm)) = (s, mm) {
+        let one = |t: &str| {
+            best(ms, |m| {
+                m.pattern == "rand"
+                    && m.cache == "warm"
+                    && m.block == bs
+                    && m.technique == t
+                    && m.threads == 1
+            })
+        };
+        if let (Some(s), Some(mm)) = (one("stream"), one("mapped")) {
             if mm.mib_s >= s.mib_s {
                 small_max = bs;
             }
@@ -474,9 +477,6 @@ pub fn derive(
     } else {
         rec.push("Random reads of cached data: pread (the mapping did not win here).".into());
     }
-    p.recommendations = rec;
-    p.measurements = ms.to_vec();
-    p
 }
 
 /// Creates the tuning file, or reuses one already there of the right size.
