@@ -72,62 +72,16 @@ pub fn serve(addr: SocketAddr, stop: &AtomicBool, ready: &mut dyn FnMut(SocketAd
         });
         let mut pending: Vec<Pending> = Vec::new();
         while !stop.load(Ordering::Relaxed) {
-            let mut busy = false;
-            // Take every connection waiting in the backlog.
-            loop {
-                match listener.accept() {
-                    Ok((s, _)) => {
-                        busy = true;
-                        if s.set_nonblocking(true).is_err() {
-                            continue;
-                        }
-                        if pending.len() >= MAX_PENDING {
-                            pending.remove(0);
-                        }
-                        pending.push(Pending {
-                            s,
-                            got: 0,
-                            h: [0; 16],
-                            since: Instant::now(),
-                        });
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                    Err(_) => break,
-                }
-            }
+            let mut busy = accept_all(&listener, &mut pending);
             // Read what headers have arrived; drop the dead and the slow.
-            let now = Instant::now();
-            let mut i = 0;
-            while i < pending.len() {
-                let p = &mut pending[i];
-                let done = match p.s.read(&mut p.h[p.got..]) {
-                    Ok(0) => Some(false),
-                    Ok(n) => {
-                        busy = true;
-                        p.got += n;
-                        (p.got == 16).then_some(true)
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                        (now.duration_since(p.since) > HEADER_TIMEOUT).then_some(false)
-                    }
-                    Err(_) => Some(false),
-                };
-                match done {
-                    None => i += 1,
-                    Some(false) => {
-                        pending.swap_remove(i);
-                    }
-                    Some(true) => {
-                        let p = pending.swap_remove(i);
-                        if active.load(Ordering::SeqCst) < MAX_ACTIVE {
-                            active.fetch_add(1, Ordering::SeqCst);
-                            let active = &active;
-                            sc.spawn(move || {
-                                handle(p.s, p.h, stop);
-                                active.fetch_sub(1, Ordering::SeqCst);
-                            });
-                        }
-                    }
+            for p in read_headers(&mut pending, &mut busy) {
+                if active.load(Ordering::SeqCst) < MAX_ACTIVE {
+                    active.fetch_add(1, Ordering::SeqCst);
+                    let active = &active;
+                    sc.spawn(move || {
+                        handle(p.s, p.h, stop);
+                        active.fetch_sub(1, Ordering::SeqCst);
+                    });
                 }
             }
             if !busy {
@@ -140,6 +94,64 @@ pub fn serve(addr: SocketAddr, stop: &AtomicBool, ready: &mut dyn FnMut(SocketAd
         }
     });
     Ok(())
+}
+
+/// Takes every connection waiting in the backlog (the oldest pending one
+/// goes when there are too many); true when there was any.
+fn accept_all(listener: &TcpListener, pending: &mut Vec<Pending>) -> bool {
+    let mut busy = false;
+    loop {
+        match listener.accept() {
+            Ok((s, _)) => {
+                busy = true;
+                if s.set_nonblocking(true).is_err() {
+                    continue;
+                }
+                if pending.len() >= MAX_PENDING {
+                    pending.remove(0);
+                }
+                pending.push(Pending {
+                    s,
+                    got: 0,
+                    h: [0; 16],
+                    since: Instant::now(),
+                });
+            }
+            Err(_) => return busy,
+        }
+    }
+}
+
+/// Reads what header bytes have arrived; drops connections that closed,
+/// failed or were silent past [`HEADER_TIMEOUT`]; returns those whose
+/// 16-byte header is complete. Sets `busy` when any bytes came.
+fn read_headers(pending: &mut Vec<Pending>, busy: &mut bool) -> Vec<Pending> {
+    let now = Instant::now();
+    let mut ready = Vec::new();
+    let mut i = 0;
+    while i < pending.len() {
+        let p = &mut pending[i];
+        let done = match p.s.read(&mut p.h[p.got..]) {
+            Ok(0) => Some(false),
+            Ok(n) => {
+                *busy = true;
+                p.got += n;
+                (p.got == 16).then_some(true)
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                (now.duration_since(p.since) > HEADER_TIMEOUT).then_some(false)
+            }
+            Err(_) => Some(false),
+        };
+        match done {
+            None => i += 1,
+            Some(false) => {
+                pending.swap_remove(i);
+            }
+            Some(true) => ready.push(pending.swap_remove(i)),
+        }
+    }
+    ready
 }
 
 /// Reads into `buf` until it is full, the peer is silent for
