@@ -317,31 +317,7 @@ pub(crate) fn fork_readers(jobs: &mut [ReadJob<'_>]) -> Result<Vec<u64>> {
             }
         };
         if pid == 0 {
-            let mut b = 0u8;
-            if !raw_read1(go_r.as_raw_fd(), &mut b) {
-                child_exit(2);
-            }
-            let t0 = clock_ns(libc::CLOCK_MONOTONIC);
-            let len = job.buf.len();
-            for &off in job.offsets {
-                // SAFETY: buf is a writable region of len bytes owned by the
-                // (copied) job; fd was opened by the parent.
-                let r = unsafe {
-                    libc::pread(job.fd, job.buf.as_mut_ptr().cast(), len, off as libc::off_t)
-                };
-                if r < 0 {
-                    child_exit(3);
-                }
-            }
-            let dt = clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(t0);
-            let mut msg = [0u8; 16];
-            msg[..8].copy_from_slice(&(i as u64).to_le_bytes());
-            msg[8..].copy_from_slice(&dt.to_le_bytes());
-            // A 16-byte write to a pipe is atomic (below PIPE_BUF).
-            if !raw_write_all(res_w.as_raw_fd(), &msg) {
-                child_exit(4);
-            }
-            child_exit(0);
+            child_read(i, job, go_r.as_raw_fd(), res_w.as_raw_fd());
         }
         pids.push(pid);
     }
@@ -350,21 +326,11 @@ pub(crate) fn fork_readers(jobs: &mut [ReadJob<'_>]) -> Result<Vec<u64>> {
     let go = vec![1u8; jobs.len()];
     let wrote = raw_write_all(go_w.as_raw_fd(), &go);
     drop(go_w);
-    let mut out = vec![0u64; jobs.len()];
-    let mut got = 0;
-    let mut msg = [0u8; 16];
-    let mut res_file = std::fs::File::from(res_r);
-    while got < jobs.len() && wrote {
-        use std::io::Read;
-        if res_file.read_exact(&mut msg).is_err() {
-            break;
-        }
-        let i = u64::from_le_bytes(msg[..8].try_into().unwrap_or_default()) as usize;
-        if let Some(slot) = out.get_mut(i) {
-            *slot = u64::from_le_bytes(msg[8..].try_into().unwrap_or_default());
-        }
-        got += 1;
-    }
+    let (out, got) = if wrote {
+        collect_times(res_r, jobs.len())
+    } else {
+        (vec![0u64; jobs.len()], 0)
+    };
     let mut bad = None;
     for p in pids {
         match wait_pid(p) {
@@ -382,6 +348,56 @@ pub(crate) fn fork_readers(jobs: &mut [ReadJob<'_>]) -> Result<Vec<u64>> {
         return Err(Error::Invalid("a reader process reported no time".into()));
     }
     Ok(out)
+}
+
+/// In the child of job `i`: waits for the go byte on `go`, preads the
+/// job's offsets, writes (i, elapsed ns) to `res` and exits; never returns.
+fn child_read(i: usize, job: &mut ReadJob<'_>, go: RawFd, res: RawFd) -> ! {
+    let mut b = 0u8;
+    if !raw_read1(go, &mut b) {
+        child_exit(2);
+    }
+    let t0 = clock_ns(libc::CLOCK_MONOTONIC);
+    let len = job.buf.len();
+    for &off in job.offsets {
+        // SAFETY: buf is a writable region of len bytes owned by the
+        // (copied) job; fd was opened by the parent.
+        let r =
+            unsafe { libc::pread(job.fd, job.buf.as_mut_ptr().cast(), len, off as libc::off_t) };
+        if r < 0 {
+            child_exit(3);
+        }
+    }
+    let dt = clock_ns(libc::CLOCK_MONOTONIC).saturating_sub(t0);
+    let mut msg = [0u8; 16];
+    msg[..8].copy_from_slice(&(i as u64).to_le_bytes());
+    msg[8..].copy_from_slice(&dt.to_le_bytes());
+    // A 16-byte write to a pipe is atomic (below PIPE_BUF).
+    if !raw_write_all(res, &msg) {
+        child_exit(4);
+    }
+    child_exit(0)
+}
+
+/// Reads up to `n` (job, elapsed ns) messages from the children's pipe:
+/// the times by job, and how many came.
+fn collect_times(res: OwnedFd, n: usize) -> (Vec<u64>, usize) {
+    use std::io::Read;
+    let mut out = vec![0u64; n];
+    let mut got = 0;
+    let mut msg = [0u8; 16];
+    let mut res_file = std::fs::File::from(res);
+    while got < n {
+        if res_file.read_exact(&mut msg).is_err() {
+            break;
+        }
+        let i = u64::from_le_bytes(msg[..8].try_into().unwrap_or_default()) as usize;
+        if let Some(slot) = out.get_mut(i) {
+            *slot = u64::from_le_bytes(msg[8..].try_into().unwrap_or_default());
+        }
+        got += 1;
+    }
+    (out, got)
 }
 
 /// A child process holding `bytes` of locked anonymous memory until it is
