@@ -163,6 +163,29 @@ pub struct FaultFs {
 const TTL: Duration = Duration::ZERO;
 
 impl FaultFs {
+    /// A stalled read's reply, `d` from now, on a thread of its own so the
+    /// file system keeps answering other requests (and the unmount)
+    /// meanwhile: EIO if the file system is released first, EINTR if the
+    /// reading thread `tid` gets a signal (fuser drops FUSE_INTERRUPT; a
+    /// kernel file system would end the wait, so we look for the signal).
+    fn reply_after(&self, d: Duration, tid: u32, buf: Vec<u8>, reply: ReplyData) {
+        let (stats, release) = (self.stats.clone(), self.release.clone());
+        std::thread::spawn(move || {
+            let end = Instant::now() + d;
+            while Instant::now() < end {
+                if release.load(Ordering::Relaxed) {
+                    return reply.error(libc::EIO);
+                }
+                if proc_signal::stop_pending(tid) {
+                    stats.interrupted.fetch_add(1, Ordering::Relaxed);
+                    return reply.error(libc::EINTR);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            reply.data(&buf);
+        });
+    }
+
     fn new(files: Vec<FaultFile>, stats: Arc<Stats>, release: Arc<AtomicBool>) -> Self {
         let mut nodes = BTreeMap::new();
         let mut enospc_after = None;
@@ -366,27 +389,7 @@ impl Filesystem for FaultFs {
         match f.stall {
             Some((r, d)) if overlaps(&r, off, size as u64) => {
                 self.stats.stalled.fetch_add(1, Ordering::Relaxed);
-                // The wait runs on its own thread so the file system keeps
-                // answering other requests (and the unmount) meanwhile.
-                let stats = self.stats.clone();
-                let release = self.release.clone();
-                let tid = req.pid();
-                std::thread::spawn(move || {
-                    let end = Instant::now() + d;
-                    while Instant::now() < end {
-                        if release.load(Ordering::Relaxed) {
-                            return reply.error(libc::EIO);
-                        }
-                        // fuser drops FUSE_INTERRUPT; a kernel file system
-                        // would end the wait, so we look for the signal.
-                        if proc_signal::stop_pending(tid) {
-                            stats.interrupted.fetch_add(1, Ordering::Relaxed);
-                            return reply.error(libc::EINTR);
-                        }
-                        std::thread::sleep(Duration::from_millis(5));
-                    }
-                    reply.data(&buf);
-                });
+                self.reply_after(d, req.pid(), buf, reply);
             }
             _ => reply.data(&buf),
         }
