@@ -392,20 +392,7 @@ pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
         )?),
         None => None,
     };
-    let mut log_targets = Vec::new();
-    for j in &jobs {
-        for name in log_names(j) {
-            let t = OutputTarget::check(
-                "write_*_log",
-                Path::new(&name),
-                c.overwrite,
-                Mode::Replace,
-                &measured,
-            )
-            .with_context(|| format!("{}: job '{}'", j.loc, j.name))?;
-            log_targets.push((name, t));
-        }
-    }
+    let mut log_targets = check_logs(&jobs, &c, &measured)?;
     let started = unix_ms();
     let mut done: Vec<(FioJob, RunMetrics)> = Vec::new();
     for batch in group::batches(&jobs) {
@@ -429,12 +416,47 @@ pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
         .iter()
         .map(|(job, run)| JobResult { job, run })
         .collect();
+    let text = summaries(&results, &c.formats, started)?;
+    match out.as_mut() {
+        Some(t) => t.write_all_atomically(text.as_bytes())?,
+        None => crate::output::stdout(&text)?,
+    }
+    Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 })
+}
+
+/// Every log file the jobs ask for (`write_*_log`), checked before
+/// anything runs: (file name, its target).
+fn check_logs(
+    jobs: &[FioJob],
+    c: &Cli,
+    measured: &[PathBuf],
+) -> Result<Vec<(String, OutputTarget)>> {
+    let mut log_targets = Vec::new();
+    for j in jobs {
+        for name in log_names(j) {
+            let t = OutputTarget::check(
+                "write_*_log",
+                Path::new(&name),
+                c.overwrite,
+                Mode::Replace,
+                measured,
+            )
+            .with_context(|| format!("{}: job '{}'", j.loc, j.name))?;
+            log_targets.push((name, t));
+        }
+    }
+    Ok(log_targets)
+}
+
+/// The summary in each of the `--output-format`s asked for, in order:
+/// fio's normal text (per job, then per group), JSON or JSON+, terse.
+fn summaries(results: &[JobResult], formats: &[Format], started: u64) -> Result<String> {
     let mut text = String::new();
-    for f in &c.formats {
+    for f in formats {
         match f {
             Format::Normal => {
                 let pid = std::process::id();
-                for r in &results {
+                for r in results {
                     text.push_str(&report::job_text(r, pid, started / 1000));
                 }
                 let mut groups: Vec<u32> = results.iter().map(|r| r.job.groupid).collect();
@@ -446,23 +468,19 @@ pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
                 }
             }
             Format::Json | Format::JsonPlus => {
-                let d = json::document(&results, started, *f == Format::JsonPlus);
+                let d = json::document(results, started, *f == Format::JsonPlus);
                 text.push_str(&serde_json::to_string_pretty(&d)?);
                 text.push('\n');
             }
             Format::Terse => {
-                for r in &results {
+                for r in results {
                     text.push_str(&report::terse(r));
                     text.push('\n');
                 }
             }
         }
     }
-    match out.as_mut() {
-        Some(t) => t.write_all_atomically(text.as_bytes())?,
-        None => crate::output::stdout(&text)?,
-    }
-    Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 })
+    Ok(text)
 }
 
 /// `iolab bench ... --fio-job`: the fio job file of each configuration.
