@@ -224,23 +224,7 @@ fn csv(d: &Doc) -> Result<Vec<u8>> {
 
 /// Runs `iolab replay`.
 pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
-    super::limits::check_input_file("replay", &a.trace)?;
-    let threads = threads_of(&a.threads)?;
-    if a.coalesce == Some(0) || a.coalesce.is_some_and(|c| c > 1 << 30) {
-        return Err(super::usage(
-            "--coalesce: the merged request size must be 1 byte to 1 GiB",
-        ));
-    }
-    // Names are checked before the trace is read.
-    build_readers(&a.reader, &HashMap::new())?;
-    let t = tr::load(&a.trace, a.format).map_err(trace_err)?;
-    if t.reads.is_empty() {
-        return Err(super::usage(format!(
-            "{}: the trace has no reads to replay ({})",
-            a.trace.display(),
-            summary(&t)
-        )));
-    }
+    let (t, threads) = load_checked(a)?;
     // Outputs are checked before any file is made.
     let measured: Vec<PathBuf> = match (&a.dir, a.in_place) {
         (Some(d), _) => t.files.iter().map(|f| place::map_path(d, f)).collect(),
@@ -260,20 +244,7 @@ pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
     let hints = readers::hints_for(&t, &placed.paths);
     let readers = build_readers(&a.reader, &hints)?;
     let plan = rp::plan(&t, threads, a.coalesce);
-    let opts = SessionOpts {
-        repeat: a.repeat as usize,
-        cache: if a.cache == "warm" {
-            Cache::Warm
-        } else {
-            Cache::Cold
-        },
-        timing: if a.timing == "asap" {
-            Timing::Asap
-        } else {
-            Timing::Recorded
-        },
-        verify: a.verify,
-    };
+    let opts = session_opts(a);
     let pb = crate::progress::runs(a.repeat * readers.len() as u64);
     let results = session::compare(
         &plan,
@@ -313,6 +284,47 @@ pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
     };
     write_outputs(a, &doc, &results, targets)?;
     Ok(0)
+}
+
+/// The flags checked and the trace loaded: refused before any file is
+/// made when a flag is bad, a reader unknown, or the trace has no reads.
+fn load_checked(a: &ReplayArgs) -> Result<(tr::Trace, Threads)> {
+    super::limits::check_input_file("replay", &a.trace)?;
+    let threads = threads_of(&a.threads)?;
+    if a.coalesce == Some(0) || a.coalesce.is_some_and(|c| c > 1 << 30) {
+        return Err(super::usage(
+            "--coalesce: the merged request size must be 1 byte to 1 GiB",
+        ));
+    }
+    // Names are checked before the trace is read.
+    build_readers(&a.reader, &HashMap::new())?;
+    let t = tr::load(&a.trace, a.format).map_err(trace_err)?;
+    if t.reads.is_empty() {
+        return Err(super::usage(format!(
+            "{}: the trace has no reads to replay ({})",
+            a.trace.display(),
+            summary(&t)
+        )));
+    }
+    Ok((t, threads))
+}
+
+/// How the session runs: repeats, cache state, timing, verification.
+fn session_opts(a: &ReplayArgs) -> SessionOpts {
+    SessionOpts {
+        repeat: a.repeat as usize,
+        cache: if a.cache == "warm" {
+            Cache::Warm
+        } else {
+            Cache::Cold
+        },
+        timing: if a.timing == "asap" {
+            Timing::Asap
+        } else {
+            Timing::Recorded
+        },
+        verify: a.verify,
+    }
 }
 
 /// `--threads`: as recorded, or a count.
