@@ -154,29 +154,44 @@ pub fn compare(
             });
         }
     }
-    let mut out: Vec<ReaderResult> = (0..n)
+    let out: Vec<ReaderResult> = (0..n)
         .filter(|&i| !runs[i].is_empty())
-        .map(|i| {
-            let times: Vec<f64> = runs[i].iter().map(|r| r.wall_ns as f64).collect();
-            let cpu: Vec<f64> = runs[i]
-                .iter()
-                .map(|r| (r.user_ns + r.sys_ns) as f64 / r.wall_ns.max(1) as f64 * 100.0)
-                .collect();
-            let m = median(&times);
-            ReaderResult {
-                reader: readers[i].name(),
-                runs: runs[i].clone(),
-                median_ns: m,
-                bytes: want,
-                requests: requests[i],
-                mib_per_s: want as f64 / (m / 1e9).max(1e-12) / (1u64 << 20) as f64,
-                latency: LatencySummary::of(&hists[i]),
-                cpu_percent: median(&cpu),
-                relative: 1.0,
-                winner: false,
-            }
-        })
+        .map(|i| summarize(readers[i].name(), &runs[i], want, requests[i], &hists[i]))
         .collect();
+    Ok(ranked(out))
+}
+
+/// One reader's rounds as a result: the median time, its throughput over
+/// the trace's bytes, latency and CPU (relative and winner set later).
+fn summarize(
+    reader: String,
+    runs: &[RunSummary],
+    want: u64,
+    requests: u64,
+    hist: &hdrhistogram::Histogram<u64>,
+) -> ReaderResult {
+    let times: Vec<f64> = runs.iter().map(|r| r.wall_ns as f64).collect();
+    let cpu: Vec<f64> = runs
+        .iter()
+        .map(|r| (r.user_ns + r.sys_ns) as f64 / r.wall_ns.max(1) as f64 * 100.0)
+        .collect();
+    let m = median(&times);
+    ReaderResult {
+        reader,
+        runs: runs.to_vec(),
+        median_ns: m,
+        bytes: want,
+        requests,
+        mib_per_s: want as f64 / (m / 1e9).max(1e-12) / (1u64 << 20) as f64,
+        latency: LatencySummary::of(hist),
+        cpu_percent: median(&cpu),
+        relative: 1.0,
+        winner: false,
+    }
+}
+
+/// Each result's time over the fastest median; the first fastest wins.
+fn ranked(mut out: Vec<ReaderResult>) -> Vec<ReaderResult> {
     let best = out
         .iter()
         .map(|r| r.median_ns)
@@ -189,7 +204,7 @@ pub fn compare(
             won = true;
         }
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]
