@@ -32,15 +32,40 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
             ))
         }
     };
-    let mut b = TraceBuilder::new(TraceFormat::Iolog);
-    // v2: time advanced by `wait`, µs.
-    let mut clock_us: u64 = 0;
-    let mut added = std::collections::HashSet::new();
-    let mut open = std::collections::HashSet::new();
+    let mut st = Iolog {
+        name,
+        v3,
+        b: TraceBuilder::new(TraceFormat::Iolog),
+        clock_us: 0,
+        added: Default::default(),
+        open: Default::default(),
+    };
     for (i, line) in lines {
-        let n = i + 1;
+        st.line(i + 1, line)?;
+    }
+    Ok(st.b.finish())
+}
+
+/// What parsing an iolog keeps between lines.
+struct Iolog<'a> {
+    /// The file's name, for errors.
+    name: &'a str,
+    /// Version 3 (a timestamp starts each line) rather than 2.
+    v3: bool,
+    b: TraceBuilder,
+    /// v2: time advanced by `wait`, µs.
+    clock_us: u64,
+    /// Files added, and those open now.
+    added: std::collections::HashSet<String>,
+    open: std::collections::HashSet<String>,
+}
+
+impl Iolog<'_> {
+    /// One line, numbered `n`.
+    fn line(&mut self, n: usize, line: &str) -> Result<(), TraceError> {
+        let name = self.name;
         let mut f: Vec<&str> = line.split_whitespace().collect();
-        let t_us = if v3 {
+        let t_us = if self.v3 {
             let ts = f.first().copied().unwrap_or("");
             let t = num(ts).ok_or_else(|| {
                 TraceError::at(
@@ -64,7 +89,22 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
                 ))
             }
         };
-        let args = &f[2..];
+        self.act(n, file, action, &f[2..], t_us)
+    }
+
+    // Long on purpose: one flat match over fio's iolog actions, each arm
+    // that action's rule as fio documents it; split, the table would be lost.
+    /// Line `n`'s `action` on `file` with its numbers `args` (`t_us`: its
+    /// version 3 timestamp).
+    fn act(
+        &mut self,
+        n: usize,
+        file: &str,
+        action: &str,
+        args: &[&str],
+        t_us: Option<u64>,
+    ) -> Result<(), TraceError> {
+        let name = self.name;
         let want = |k: usize| -> Result<(), TraceError> {
             if args.len() != k {
                 Err(TraceError::at(
@@ -91,11 +131,11 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
         match action {
             "add" => {
                 want(0)?;
-                added.insert(file.to_string());
+                self.added.insert(file.to_string());
             }
             "open" | "close" => {
                 want(0)?;
-                if !added.contains(file) {
+                if !self.added.contains(file) {
                     return Err(TraceError::at(
                         name,
                         n,
@@ -103,22 +143,22 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
                     ));
                 }
                 if action == "open" {
-                    open.insert(file.to_string());
+                    self.open.insert(file.to_string());
                 } else {
-                    open.remove(file);
+                    self.open.remove(file);
                 }
             }
-            "wait" if v3 => {
+            "wait" if self.v3 => {
                 return Err(TraceError::at(name, n, "version 3 iologs have no 'wait' action (timestamps replace it)"))
             }
             "wait" => {
                 want(2)?;
-                clock_us += arg(0)?;
+                self.clock_us += arg(0)?;
             }
             "read" | "write" | "trim" | "sync" | "datasync" => {
                 want(2)?;
                 let (off, len) = (arg(0)?, arg(1)?);
-                if !open.contains(file) {
+                if !self.open.contains(file) {
                     return Err(TraceError::at(
                         name,
                         n,
@@ -126,22 +166,22 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
                     ));
                 }
                 if action == "read" {
-                    let t = t_us.unwrap_or(clock_us);
-                    b.read(file, off, len, TraceOp::Block, 0, Some(t * 1000));
+                    let t = t_us.unwrap_or(self.clock_us);
+                    self.b.read(file, off, len, TraceOp::Block, 0, Some(t * 1000));
                 } else {
-                    b.skip(action);
+                    self.b.skip(action);
                 }
             }
             _ => {
                 return Err(TraceError::at(
                     name,
                     n,
-                    format!("unknown action '{action}'; expected add, open, close, read, write, sync, datasync, trim{}", if v3 { "" } else { " or wait" }),
+                    format!("unknown action '{action}'; expected add, open, close, read, write, sync, datasync, trim{}", if self.v3 { "" } else { " or wait" }),
                 ))
             }
         }
+        Ok(())
     }
-    Ok(b.finish())
 }
 
 #[cfg(test)]
