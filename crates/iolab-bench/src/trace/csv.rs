@@ -26,40 +26,7 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
         .headers()
         .map_err(|e| TraceError::at(name, 1, format!("unreadable header: {e}")))?
         .clone();
-    let mut col = [usize::MAX; 6];
-    for (i, h) in headers.iter().enumerate() {
-        match COLUMNS.iter().position(|c| *c == h) {
-            Some(k) if col[k] == usize::MAX => col[k] = i,
-            Some(_) => {
-                return Err(TraceError::at(
-                    name,
-                    1,
-                    format!("column '{h}' appears twice"),
-                ))
-            }
-            None => {
-                return Err(TraceError::at(
-                    name,
-                    1,
-                    format!(
-                        "unknown column '{h}'; the header is file,offset,len[,op][,thread][,t_ns]"
-                    ),
-                ))
-            }
-        }
-    }
-    for k in 0..3 {
-        if col[k] == usize::MAX {
-            return Err(TraceError::at(
-                name,
-                1,
-                format!(
-                    "the header lacks the '{}' column; it must name file,offset,len[,op][,thread][,t_ns]",
-                    COLUMNS[k]
-                ),
-            ));
-        }
-    }
+    let col = columns(&headers, name)?;
     let mut b = TraceBuilder::new(TraceFormat::Csv);
     for rec in rdr.records() {
         let rec = rec.map_err(|e| {
@@ -117,6 +84,46 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
         b.read(file, offset, len, op, thread, t_ns);
     }
     Ok(b.finish())
+}
+
+/// Where each of [`COLUMNS`] sits in the header (usize::MAX: absent);
+/// unknown, repeated or missing required columns are refused on line 1.
+fn columns(headers: &::csv::StringRecord, name: &str) -> Result<[usize; 6], TraceError> {
+    let mut col = [usize::MAX; 6];
+    for (i, h) in headers.iter().enumerate() {
+        match COLUMNS.iter().position(|c| *c == h) {
+            Some(k) if col[k] == usize::MAX => col[k] = i,
+            Some(_) => {
+                return Err(TraceError::at(
+                    name,
+                    1,
+                    format!("column '{h}' appears twice"),
+                ))
+            }
+            None => {
+                return Err(TraceError::at(
+                    name,
+                    1,
+                    format!(
+                        "unknown column '{h}'; the header is file,offset,len[,op][,thread][,t_ns]"
+                    ),
+                ))
+            }
+        }
+    }
+    for k in 0..3 {
+        if col[k] == usize::MAX {
+            return Err(TraceError::at(
+                name,
+                1,
+                format!(
+                    "the header lacks the '{}' column; it must name file,offset,len[,op][,thread][,t_ns]",
+                    COLUMNS[k]
+                ),
+            ));
+        }
+    }
+    Ok(col)
 }
 
 impl Trace {
