@@ -133,11 +133,58 @@ fn frac(a: u64, b: u64) -> f64 {
     }
 }
 
+/// Per-file counts from one pass over the reads.
+struct FileTally {
+    reads: Vec<u64>,
+    bytes: Vec<u64>,
+    /// Reads that went on where the same thread's last read of the file ended.
+    seq: Vec<u64>,
+    /// The byte ranges read.
+    iv: Vec<Vec<(u64, u64)>>,
+}
+
+/// Each file's statistics and the policies' advice for it; and the working
+/// set (distinct bytes read over all files).
+fn per_file(
+    t: &Trace,
+    mut c: FileTally,
+    advise: &dyn Fn(&FileStats) -> Vec<Advice>,
+) -> (Vec<FileStats>, u64) {
+    let sizes = t.file_sizes();
+    let mut mapped = vec![false; t.files.len()];
+    for m in &t.mappings {
+        mapped[m.file as usize] = true;
+    }
+    let mut out = Vec::new();
+    let mut working_set = 0;
+    for i in 0..t.files.len() {
+        let unique = union_len(std::mem::take(&mut c.iv[i]));
+        working_set += unique;
+        let mut fs = FileStats {
+            path: t.files[i].clone(),
+            size: sizes[i],
+            reads: c.reads[i],
+            bytes: c.bytes[i],
+            unique_bytes: unique,
+            mean_request: frac(c.bytes[i], c.reads[i]),
+            sequential_fraction: frac(c.seq[i], c.reads[i]),
+            reread_fraction: 1.0 - frac(unique, c.bytes[i]).min(1.0),
+            mapped: mapped[i],
+            advice: Vec::new(),
+        };
+        if c.bytes[i] == 0 {
+            fs.reread_fraction = 0.0;
+        }
+        fs.advice = advise(&fs);
+        out.push(fs);
+    }
+    (out, working_set)
+}
+
 /// Computes the statistics; `advise` says what each policy would choose for
 /// a file (given everything else about it).
 pub fn compute(t: &Trace, advise: &dyn Fn(&FileStats) -> Vec<Advice>) -> TraceStats {
     let nf = t.files.len();
-    let sizes = t.file_sizes();
     let mut reads = vec![0u64; nf];
     let mut bytes = vec![0u64; nf];
     let mut seq = vec![0u64; nf];
@@ -177,34 +224,17 @@ pub fn compute(t: &Trace, advise: &dyn Fn(&FileStats) -> Vec<Advice>) -> TraceSt
     for (i, s) in th.iter_mut().enumerate() {
         s.sequential_fraction = frac(th_seq[i], s.reads);
     }
-    let mut mapped = vec![false; nf];
-    for m in &t.mappings {
-        mapped[m.file as usize] = true;
-    }
-    let mut per_file = Vec::new();
-    let mut working_set = 0;
-    for i in 0..nf {
-        let unique = union_len(std::mem::take(&mut iv[i]));
-        working_set += unique;
-        let mut fs = FileStats {
-            path: t.files[i].clone(),
-            size: sizes[i],
-            reads: reads[i],
-            bytes: bytes[i],
-            unique_bytes: unique,
-            mean_request: frac(bytes[i], reads[i]),
-            sequential_fraction: frac(seq[i], reads[i]),
-            reread_fraction: 1.0 - frac(unique, bytes[i]).min(1.0),
-            mapped: mapped[i],
-            advice: Vec::new(),
-        };
-        if bytes[i] == 0 {
-            fs.reread_fraction = 0.0;
-        }
-        fs.advice = advise(&fs);
-        per_file.push(fs);
-    }
     let total: u64 = bytes.iter().sum();
+    let (per_file, working_set) = per_file(
+        t,
+        FileTally {
+            reads,
+            bytes,
+            seq,
+            iv,
+        },
+        advise,
+    );
     let (mem_total, mem_available) = meminfo();
     let times: Vec<u64> = t.reads.iter().filter_map(|r| r.t_ns).collect();
     TraceStats {
