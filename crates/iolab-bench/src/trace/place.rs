@@ -100,54 +100,7 @@ pub fn place(
                 p.display()
             )));
         }
-        let rel = p.strip_prefix(dir).expect("mapped under dir");
-        let mut cur = dir.to_path_buf();
-        let comps: Vec<_> = rel.components().collect();
-        for (k, c) in comps.iter().enumerate() {
-            cur.push(c);
-            let last = k + 1 == comps.len();
-            match std::fs::symlink_metadata(&cur) {
-                Err(_) => {
-                    if last {
-                        need += sizes[i];
-                    }
-                    break;
-                }
-                Ok(m) if m.file_type().is_symlink() => {
-                    return Err(refuse(format!(
-                        "trace file '{}' maps to {}, and {} is a symbolic link; iolab does not follow links out of --dir (remove it or choose another --dir)",
-                        t.files[i],
-                        p.display(),
-                        cur.display()
-                    )))
-                }
-                Ok(m) if !last && !m.is_dir() => {
-                    return Err(refuse(format!(
-                        "trace file '{}' maps to {}, but {} is not a directory",
-                        t.files[i],
-                        p.display(),
-                        cur.display()
-                    )))
-                }
-                Ok(m) if last && !m.is_file() => {
-                    return Err(refuse(format!(
-                        "trace file '{}' maps to {}, which exists and is not a regular file",
-                        t.files[i],
-                        p.display()
-                    )))
-                }
-                Ok(m) if last && m.len() < sizes[i] => {
-                    return Err(refuse(format!(
-                        "trace file '{}' maps to {}, which holds {} bytes but the trace reads up to {}; remove it or choose another --dir",
-                        t.files[i],
-                        p.display(),
-                        m.len(),
-                        sizes[i]
-                    )))
-                }
-                Ok(_) => {}
-            }
-        }
+        need += check_path(dir, p, &t.files[i], sizes[i])?;
     }
     let free = iolab::file::free_space(dir).unwrap_or(u64::MAX);
     if need > free {
@@ -161,30 +114,9 @@ pub fn place(
     let mut patterns = Vec::new();
     let mut created = 0;
     for (i, p) in paths.iter().enumerate() {
-        if let Some(parent) = p.parent() {
-            // Each component was checked above: no links, only directories.
-            std::fs::create_dir_all(parent).map_err(|source| TraceError::Io {
-                path: parent.to_path_buf(),
-                source,
-            })?;
-        }
-        if std::fs::symlink_metadata(p).is_err() {
-            let pat = Pattern::new(seed_of(&t.files[i]));
-            iolab::file::create_pattern_file_with(
-                p,
-                sizes[i],
-                pat,
-                false,
-                cancel,
-                &mut |_| {},
-                &mut |id| on_created(p, id),
-            )
-            .map_err(|e| refuse(format!("{}: {e}", p.display())))?;
-            created += 1;
-            patterns.push(Some(pat));
-        } else {
-            patterns.push(iolab::file::verifiable_seed(p).map(Pattern::new));
-        }
+        let (pattern, made) = make_or_reuse(p, &t.files[i], sizes[i], cancel, on_created)?;
+        patterns.push(pattern);
+        created += usize::from(made);
     }
     Ok(Placed {
         paths,
@@ -192,6 +124,83 @@ pub fn place(
         patterns,
         created,
     })
+}
+
+/// Checks the path trace file `name` maps to under `dir`, component by
+/// component: no symbolic links, directories on the way, and at the end a
+/// regular file of at least `size` bytes or nothing. Returns the bytes
+/// still to be made (`size` when the file, or a directory on its way, is
+/// missing; before, a missing directory counted nothing against the free
+/// space), else 0.
+fn check_path(dir: &Path, p: &Path, name: &str, size: u64) -> Result<u64, TraceError> {
+    let rel = p.strip_prefix(dir).expect("mapped under dir");
+    let mut cur = dir.to_path_buf();
+    let comps: Vec<_> = rel.components().collect();
+    for (k, c) in comps.iter().enumerate() {
+        cur.push(c);
+        let last = k + 1 == comps.len();
+        match std::fs::symlink_metadata(&cur) {
+            // Missing here, so the file is too: it will be made.
+            Err(_) => return Ok(size),
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(refuse(format!(
+                    "trace file '{name}' maps to {}, and {} is a symbolic link; iolab does not follow links out of --dir (remove it or choose another --dir)",
+                    p.display(),
+                    cur.display()
+                )))
+            }
+            Ok(m) if !last && !m.is_dir() => {
+                return Err(refuse(format!(
+                    "trace file '{name}' maps to {}, but {} is not a directory",
+                    p.display(),
+                    cur.display()
+                )))
+            }
+            Ok(m) if last && !m.is_file() => {
+                return Err(refuse(format!(
+                    "trace file '{name}' maps to {}, which exists and is not a regular file",
+                    p.display()
+                )))
+            }
+            Ok(m) if last && m.len() < size => {
+                return Err(refuse(format!(
+                    "trace file '{name}' maps to {}, which holds {} bytes but the trace reads up to {size}; remove it or choose another --dir",
+                    p.display(),
+                    m.len(),
+                )))
+            }
+            Ok(_) => {}
+        }
+    }
+    Ok(0)
+}
+
+/// Makes `p` (trace file `name`, `size` bytes of its pattern) unless it is
+/// there: its pattern (None when it cannot be verified) and whether it was
+/// made now.
+fn make_or_reuse(
+    p: &Path,
+    name: &str,
+    size: u64,
+    cancel: &AtomicBool,
+    on_created: &mut dyn FnMut(&Path, FileIdent),
+) -> Result<(Option<Pattern>, bool), TraceError> {
+    if let Some(parent) = p.parent() {
+        // Each component was checked: no links, only directories.
+        std::fs::create_dir_all(parent).map_err(|source| TraceError::Io {
+            path: parent.to_path_buf(),
+            source,
+        })?;
+    }
+    if std::fs::symlink_metadata(p).is_ok() {
+        return Ok((iolab::file::verifiable_seed(p).map(Pattern::new), false));
+    }
+    let pat = Pattern::new(seed_of(name));
+    iolab::file::create_pattern_file_with(p, size, pat, false, cancel, &mut |_| {}, &mut |id| {
+        on_created(p, id)
+    })
+    .map_err(|e| refuse(format!("{}: {e}", p.display())))?;
+    Ok((Some(pat), true))
 }
 
 /// The trace's own paths, read-only (`--in-place`): each must exist, be a
