@@ -746,6 +746,47 @@ impl<'a> Converter<'a> {
     }
 }
 
+/// One complete call line `text` (begun on line `first_line` at `t_ns`)
+/// as NAME(ARGS) = RESULT; None for calls the trace ignores and calls that
+/// never returned.
+fn split_call(
+    name: &str,
+    n: usize,
+    text: &str,
+    tid: u64,
+    t_ns: Option<u64>,
+    first_line: usize,
+) -> Result<Option<Call>, TraceError> {
+    let bad = || TraceError::at(name, n, format!("'{text}': expected NAME(ARGS) = RESULT"));
+    let open = text.find('(').ok_or_else(bad)?;
+    let sys = &text[..open];
+    if sys.is_empty() || !sys.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(bad());
+    }
+    if !HANDLED.contains(&sys) {
+        return Ok(None);
+    }
+    let Some(eq) = text.rfind(") = ") else {
+        // A call that never returned (the task exited): `= ?` lines too.
+        if text.ends_with("= ?") || text.contains(") = ?") {
+            return Ok(None);
+        }
+        return Err(TraceError::at(
+            name,
+            n,
+            format!("'{text}': no result ') = ...' on this line"),
+        ));
+    };
+    Ok(Some(Call {
+        tid,
+        t_ns,
+        line: first_line,
+        name: sys.to_string(),
+        args: text[open + 1..eq].to_string(),
+        result: text[eq + 4..].to_string(),
+    }))
+}
+
 /// Parses an strace log.
 pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
     let mut cv = Converter {
@@ -804,42 +845,8 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
             pending.insert(tid, (head.trim_end().to_string(), start, first_line));
             continue;
         }
-        let Some(open) = text.find('(') else {
-            return Err(TraceError::at(
-                name,
-                n,
-                format!("'{text}': expected NAME(ARGS) = RESULT"),
-            ));
-        };
-        let sys = &text[..open];
-        if sys.is_empty() || !sys.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(TraceError::at(
-                name,
-                n,
-                format!("'{text}': expected NAME(ARGS) = RESULT"),
-            ));
-        }
-        if !HANDLED.contains(&sys) {
+        let Some(call) = split_call(name, n, &text, tid, start, first_line)? else {
             continue;
-        }
-        let Some(eq) = text.rfind(") = ") else {
-            // A call that never returned (the task exited): `= ?` lines too.
-            if text.ends_with("= ?") || text.contains(") = ?") {
-                continue;
-            }
-            return Err(TraceError::at(
-                name,
-                n,
-                format!("'{text}': no result ') = ...' on this line"),
-            ));
-        };
-        let call = Call {
-            tid,
-            t_ns: start,
-            line: first_line,
-            name: sys.to_string(),
-            args: text[open + 1..eq].to_string(),
-            result: text[eq + 4..].to_string(),
         };
         cv.call(call)?;
     }
