@@ -146,8 +146,18 @@ pub fn read_whole_plan(
         }
     }
     // No io_uring here: plain preads into one slot, in file order.
+    read_in_order(path, len, &mut slots.as_mut_slice()[..chunk], f)
+}
+
+/// Reads `path` (`len` bytes) with preads into `buf`, in file order,
+/// calling `f` per piece until it returns false.
+fn read_in_order(
+    path: &Path,
+    len: u64,
+    buf: &mut [u8],
+    f: &mut dyn FnMut(u64, &[u8]) -> bool,
+) -> Result<WholeStats> {
     let fh = file::open(path, OpenSpec::default())?;
-    let buf = &mut slots.as_mut_slice()[..chunk];
     let mut off = 0u64;
     let mut bytes = 0u64;
     while off < len {
