@@ -74,43 +74,8 @@ pub fn decide(s: &Situation, p: &Profile) -> Decision {
     if s.len == 0 {
         return d(Choice::Pread, "empty request");
     }
-    if small && s.sequential {
-        if warm && p.mmap_small_warm {
-            return d(
-                Choice::Mapped,
-                "small sequential reads of a cached file: copy from the mapping",
-            );
-        }
-        return d(
-            Choice::Buffered { block: p.seq_block },
-            "small sequential reads: whole blocks with read-ahead",
-        );
-    }
     if small {
-        if (warm || s.reread && fits) && p.mmap_small_warm {
-            return d(
-                Choice::Mapped,
-                "small random read of cached data: a copy beats a system call",
-            );
-        }
-        if fits && p.mmap_small_cold && s.fraction_read > super::thesis::LARGER_PORTION {
-            return d(
-                Choice::Mapped,
-                "small random reads over much of a file that fits: the mapping's read-around pays",
-            );
-        }
-        if s.batch > 1 {
-            return d(
-                Choice::Uring {
-                    depth: p.random_depth,
-                },
-                "a batch of small reads of uncached data: keep the device's queue full",
-            );
-        }
-        return d(
-            Choice::Pread,
-            "small random read of uncached data: one pread, no read-around",
-        );
+        return small_request(s, p, warm, fits);
     }
     if warm {
         return d(Choice::Pread, "cached data: one copy out of the page cache");
@@ -146,6 +111,48 @@ pub fn decide(s: &Situation, p: &Profile) -> Decision {
         );
     }
     d(Choice::Pread, "medium random read: one pread")
+}
+
+/// The rules for a small request (at most the profile's `small_max`), in
+/// order: sequential ones by blocks (or the mapping when cached), random
+/// ones by the mapping, a batch, or one pread.
+fn small_request(s: &Situation, p: &Profile, warm: bool, fits: bool) -> Decision {
+    if s.sequential {
+        if warm && p.mmap_small_warm {
+            return d(
+                Choice::Mapped,
+                "small sequential reads of a cached file: copy from the mapping",
+            );
+        }
+        return d(
+            Choice::Buffered { block: p.seq_block },
+            "small sequential reads: whole blocks with read-ahead",
+        );
+    }
+    if (warm || s.reread && fits) && p.mmap_small_warm {
+        return d(
+            Choice::Mapped,
+            "small random read of cached data: a copy beats a system call",
+        );
+    }
+    if fits && p.mmap_small_cold && s.fraction_read > super::thesis::LARGER_PORTION {
+        return d(
+            Choice::Mapped,
+            "small random reads over much of a file that fits: the mapping's read-around pays",
+        );
+    }
+    if s.batch > 1 {
+        return d(
+            Choice::Uring {
+                depth: p.random_depth,
+            },
+            "a batch of small reads of uncached data: keep the device's queue full",
+        );
+    }
+    d(
+        Choice::Pread,
+        "small random read of uncached data: one pread, no read-around",
+    )
 }
 
 #[cfg(test)]
