@@ -35,6 +35,27 @@ fn value_flags(sub: &str) -> Vec<String> {
         .collect()
 }
 
+/// Runs the binary with `args` in `dir`, killed after 30 s (noted in
+/// `failures`, and None).
+fn run_bounded(
+    args: &[std::ffi::OsString],
+    dir: &std::path::Path,
+    failures: &mut Vec<String>,
+) -> Option<std::process::Output> {
+    let mut child = iolab().args(args).current_dir(dir).spawn().unwrap();
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            failures.push(format!("{args:?}: still running after 30 s"));
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    Some(child.wait_with_output().unwrap())
+}
+
 #[test]
 fn a_sample_of_the_corpus_is_refused_by_the_binary() {
     let tmp = tempfile::tempdir().unwrap();
@@ -63,17 +84,9 @@ fn a_sample_of_the_corpus_is_refused_by_the_binary() {
         {
             args.push("--json".into());
         }
-        let mut child = iolab().args(&args).current_dir(tmp.path()).spawn().unwrap();
-        let t = Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if t.elapsed() > Duration::from_secs(30) {
-                let _ = child.kill();
-                failures.push(format!("{args:?}: still running after 30 s"));
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        let o = child.wait_with_output().unwrap();
+        let Some(o) = run_bounded(&args, tmp.path(), &mut failures) else {
+            continue;
+        };
         ran += 1;
         let err = String::from_utf8_lossy(&o.stderr);
         let lines: Vec<&str> = err.lines().collect();
