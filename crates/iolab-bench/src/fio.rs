@@ -582,6 +582,8 @@ mod tests {
         assert!(command(&s).unwrap_err().contains("--mmap-touch"));
     }
 
+    // Long on purpose: one spec translated to a job file and read back,
+    // checked option by option against the command-line translation.
     #[test]
     fn the_job_file_is_the_same_translation_and_iolab_reads_it_back() {
         let mut s = base();

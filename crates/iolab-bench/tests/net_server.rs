@@ -39,6 +39,8 @@ fn good_client(addr: SocketAddr, rounds: usize) -> Duration {
     worst
 }
 
+// Long on purpose: the misbehaving clients must run at once against one
+// server, inside one thread scope with it.
 #[test]
 fn misbehaving_clients_do_not_stop_a_well_behaved_one() {
     let stop = AtomicBool::new(false);

@@ -208,6 +208,8 @@ fn never_writes_into_a_file_it_did_not_make() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+// Long on purpose: one measurement by the real binary, its table and
+// JSON checked metric by metric.
 #[test]
 fn one_measurement_prints_every_metric_and_json_is_valid() {
     let d = tempfile::tempdir().unwrap();

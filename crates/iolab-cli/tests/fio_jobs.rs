@@ -226,6 +226,8 @@ fn json_of(o: &Output, who: &str) -> serde_json::Value {
     serde_json::from_str(&s[start..]).unwrap_or_else(|e| panic!("{who}: {e}: {s}"))
 }
 
+// Long on purpose: one job run by fio and by iolab, then the same key
+// sets and fio's own tools checked on both outputs.
 #[test]
 fn json_keys_match_fio_s_for_the_same_job_and_fio_s_tools_read_them() {
     require!(
@@ -364,6 +366,8 @@ fn logs_are_read_by_fio2gnuplot() {
     );
 }
 
+// Long on purpose: one paced run per option by the real binary, each
+// checked against the bound only a slower machine could break.
 #[test]
 fn rate_and_thinktime_pace_submission() {
     let d = tempfile::tempdir().unwrap();
@@ -462,6 +466,8 @@ fn lat_triple(v: &serde_json::Value, dir: &str) -> (u64, [(u64, f64); 3]) {
     )
 }
 
+// Long on purpose: one end-to-end run of the real binary per engine and
+// the checks on its output, in the order the output gives them.
 #[test]
 fn async_engines_split_slat_and_clat_per_direction_when_asked() {
     let d = tempfile::tempdir().unwrap();

@@ -61,6 +61,8 @@ fn figures(out: &Path, stem: &str) -> Vec<std::path::PathBuf> {
     v
 }
 
+// Long on purpose: one smoke run of every experiment (the test's 90 s
+// budget allows one), then each experiment's records and figures checked.
 #[test]
 fn every_experiment_runs_at_smoke_scale() {
     let d = tempfile::tempdir().unwrap();
@@ -298,6 +300,8 @@ fn bench_resume_skips_recorded_configurations() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+// Long on purpose: records of three kinds (lab, bench, sys) made once by
+// the real binary, then the report built from them several ways and checked.
 #[test]
 fn report_builds_one_page_from_any_records() {
     let d = tempfile::tempdir().unwrap();

@@ -98,6 +98,8 @@ fn bad_traces_are_refused_before_anything_is_made() {
     assert_refused(&["replay", "ok.csv", "--dir", "nope"], d.path(), "--dir");
 }
 
+// Long on purpose: one hostile trace replayed end to end, then what was
+// read and what is on disk checked against it.
 #[test]
 fn replay_reads_exactly_the_traced_bytes_and_stays_in_dir() {
     let d = tempfile::tempdir().unwrap();

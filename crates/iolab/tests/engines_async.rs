@@ -129,6 +129,8 @@ struct RunStats {
     max_inflight: usize,
 }
 
+// Long on purpose: the reference driver's one loop (submit, reap, check
+// each completion), whose state every step of the loop shares.
 /// Drives `eng` over `offs` keeping at most `qd` ops in flight. For reads
 /// every buffer is verified against `pat`; for writes each buffer is filled
 /// from `pat` before submission.
