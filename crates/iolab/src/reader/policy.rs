@@ -124,6 +124,14 @@ fn small_request(s: &Situation, p: &Profile, warm: bool, fits: bool) -> Decision
                 "small sequential reads of a cached file: copy from the mapping",
             );
         }
+        // A block cache would read the whole block again from its start
+        // (a file's tail after 96 KiB reads: all of the file once more).
+        if s.offset.saturating_add(s.len as u64) >= s.file_len {
+            return d(
+                Choice::Pread,
+                "the last piece of a sequential read: one pread, nothing left to read ahead",
+            );
+        }
         return d(
             Choice::Buffered { block: p.seq_block },
             "small sequential reads: whole blocks with read-ahead",
@@ -274,6 +282,20 @@ mod tests {
             (
                 Situation {
                     len: 128 << 10,
+                    ..base()
+                },
+                Choice::Pread,
+            ),
+            // Small sequential, cold, the file's last piece: one pread
+            // (a block would read the start of the file again).
+            (
+                Situation {
+                    sequential: true,
+                    offset: 196608,
+                    len: 10926,
+                    file_len: 196608 + 10926,
+                    reread: true,
+                    fraction_read: 1.0,
                     ..base()
                 },
                 Choice::Pread,
