@@ -141,27 +141,68 @@ pub fn advise(f: &FileStats) -> Vec<Advice> {
         }
     };
     let p = profile::process_profile();
-    let d = policy::decide(
-        &Situation {
-            len: req,
-            offset: 0,
-            file_len: f.size,
-            sequential: f.sequential_fraction >= 0.5,
-            fraction_read: h.expected_fraction,
-            reread: f.reread_fraction > 0.0,
-            resident: 0.0,
-            available,
-            batch: 1,
-        },
-        &p,
-    );
+    let s = Situation {
+        len: req,
+        offset: 0,
+        file_len: f.size,
+        sequential: f.sequential_fraction >= 0.5,
+        fraction_read: h.expected_fraction,
+        reread: f.reread_fraction > 0.0,
+        resident: 0.0,
+        available,
+        batch: 1,
+    };
+    let d = policy::decide(&s, &p);
+    let ahead = if policy::read_ahead_whole(&s, &p) {
+        "; the whole file read ahead once its reads spread over 13 % of it"
+    } else {
+        ""
+    };
     let auto = Advice {
         policy: "auto".into(),
         technique: choice_name(d.choice),
         reason: format!(
-            "{} (typical request {req} B, cold cache, {} profile)",
+            "{}{ahead} (typical request {req} B, cold cache, {} profile)",
             d.reason, p.source
         ),
     };
     vec![thesis, auto]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(size: u64, unique: u64, mean_request: f64, sequential: f64) -> FileStats {
+        FileStats {
+            path: "db".into(),
+            size,
+            reads: 1000,
+            bytes: unique,
+            unique_bytes: unique,
+            mean_request,
+            sequential_fraction: sequential,
+            reread_fraction: 0.0,
+            mapped: false,
+            advice: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn stats_say_when_auto_reads_a_file_whole_ahead() {
+        let auto = |f: &FileStats| {
+            advise(f)
+                .into_iter()
+                .find(|a| a.policy == "auto")
+                .unwrap()
+                .reason
+        };
+        // Random 4 KiB reads over half of a 256 MiB file: read ahead
+        // (it fits twice in the memory of a machine that builds iolab).
+        let db = file(256 << 20, 128 << 20, 4096.0, 0.0);
+        assert!(auto(&db).contains("whole file read ahead"), "{}", auto(&db));
+        // A small file read whole in one request: not.
+        let small = file(6000, 6000, 6000.0, 1.0);
+        assert!(!auto(&small).contains("whole file read ahead"), "{}", auto(&small));
+    }
 }

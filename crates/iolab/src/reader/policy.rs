@@ -163,6 +163,25 @@ fn small_request(s: &Situation, p: &Profile, warm: bool, fits: bool) -> Decision
     )
 }
 
+/// Whether to ask the kernel, once per file, to read the whole file ahead
+/// (`POSIX_FADV_WILLNEED`) before this request. Small reads of uncached
+/// data that jump about have touched more than the thesis's "larger
+/// portion" (13 %) of a file that fits in memory twice over, so most of
+/// it will be read: one sequential stream of large requests reads it at
+/// the device's speed, where the mapping's read-around or a `pread` per
+/// page waits for the device once per piece. A file of at most one
+/// sequential block is left to the kernel's own read-around.
+pub fn read_ahead_whole(s: &Situation, p: &Profile) -> bool {
+    let roomy = s.file_len as f64 * 2.0 <= s.available as f64 * p.fit_fraction;
+    s.len > 0
+        && s.len <= p.small_max
+        && !s.sequential
+        && s.resident < WARM
+        && s.file_len > p.seq_block as u64
+        && roomy
+        && s.fraction_read > super::thesis::LARGER_PORTION
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -325,5 +344,53 @@ mod tests {
         };
         assert_eq!(decide(&s, &p).choice, Choice::Pread);
         assert!(!decide(&s, &p).reason.is_empty());
+    }
+
+    #[test]
+    fn the_whole_file_is_read_ahead_once_random_reads_spread_over_it() {
+        let p = tuned();
+        // Random 4 KiB reads over 20 % of a cold 1 GiB file, 8 GiB free.
+        let spread = Situation {
+            fraction_read: 0.2,
+            ..base()
+        };
+        assert!(read_ahead_whole(&spread, &p));
+        assert!(read_ahead_whole(&spread, &Profile::thesis_defaults()));
+        let not = [
+            // Not yet a larger portion of the file.
+            Situation {
+                fraction_read: 0.1,
+                ..base()
+            },
+            // Cached already.
+            Situation {
+                resident: 0.95,
+                ..spread
+            },
+            // Reads running on: the kernel's read-ahead does this.
+            Situation {
+                sequential: true,
+                ..spread
+            },
+            // Large requests: read as they come.
+            Situation {
+                len: 1 << 20,
+                ..spread
+            },
+            // Would take more than half the memory left.
+            Situation {
+                available: G + G / 2,
+                ..spread
+            },
+            // One block or less: the read-around covers it.
+            Situation {
+                file_len: 4 << 20,
+                ..spread
+            },
+            Situation { len: 0, ..spread },
+        ];
+        for s in not {
+            assert!(!read_ahead_whole(&s, &p), "{s:?}");
+        }
     }
 }
