@@ -7,7 +7,9 @@
 # (submitting threads on both sides: like for like) and p99.9 latency, and
 # the spread (min-max) of the per-pair IOPS ratios.
 #
-# usage: scripts/vs-fio-async.sh [DIR]   (env: PAIRS=3 TIME=3 SIZE=2g DEPTHS=1,4,16,32,64)
+# usage: scripts/vs-fio-async.sh [DIR]   (env: PAIRS=3 TIME=3 SIZE=2g DEPTHS=1,4,16,32,64;
+#   KEEP=1 keeps the data file; SAVE=FILE keeps every pair's records, one JSON line per row, for a rerun's
+#   comparison or to see what a run chose, e.g. SQPOLL's cpu.spin_waits)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$PWD}
@@ -20,7 +22,10 @@ command -v fio >/dev/null 2>&1 || bash "$here/scripts/setup.sh"
 iolab="$here/target/release/iolab"
 file="$dir/iolab-vs-fio.dat"
 out=$(mktemp -d)
-cleanup() { rm -rf "$out"; [ "${KEEP:-0}" = 1 ] || rm -f "$file"; }
+cleanup() {
+  [ -z "${SAVE:-}" ] || [ ! -f "$out/r.jsonl" ] || cp "$out/r.jsonl" "$SAVE"
+  rm -rf "$out"; [ "${KEEP:-0}" = 1 ] || rm -f "$file"
+}
 trap cleanup EXIT INT TERM
 [ -e "$file" ] || "$iolab" bench --file "$file" --size "$size" --ops 1 >/dev/null
 "$iolab" xor "$file" >/dev/null 2>&1
