@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{iolab, stderr};
+use common::{iolab, stderr, words};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -61,16 +61,7 @@ fn bad_inputs_exit_2_with_one_line_naming_the_flag() {
         "--fixed-bufs",
     );
     assert_bad(
-        &[
-            "bench",
-            "--engine",
-            "uring",
-            "--sqpoll",
-            "--sqpoll-cpu",
-            "99",
-            "--size",
-            "1m",
-        ],
+        &words("bench --engine uring --sqpoll --sqpoll-cpu 99 --size 1m"),
         "--sqpoll-cpu",
     );
     assert_bad(
@@ -96,28 +87,11 @@ fn buffer_sqpoll_and_write_fill_flags_refuse_bad_values() {
         "--buf-offset",
     );
     assert_bad(
-        &[
-            "bench",
-            "--engine",
-            "uring",
-            "--sqpoll-wait",
-            "spin",
-            "--size",
-            "1m",
-        ],
+        &words("bench --engine uring --sqpoll-wait spin --size 1m"),
         "--sqpoll-wait",
     );
     assert_bad(
-        &[
-            "bench",
-            "--engine",
-            "uring",
-            "--sqpoll",
-            "--sqpoll-wait",
-            "busy",
-            "--size",
-            "1m",
-        ],
+        &words("bench --engine uring --sqpoll --sqpoll-wait busy --size 1m"),
         "--sqpoll-wait",
     );
     assert_bad(
@@ -125,16 +99,7 @@ fn buffer_sqpoll_and_write_fill_flags_refuse_bad_values() {
         "--write-fill",
     );
     assert_bad(
-        &[
-            "bench",
-            "--op",
-            "rw",
-            "--write-fill",
-            "once",
-            "--verify",
-            "--size",
-            "1m",
-        ],
+        &words("bench --op rw --write-fill once --verify --size 1m"),
         "--write-fill once",
     );
 }
@@ -214,22 +179,9 @@ fn never_writes_into_a_file_it_did_not_make() {
 fn one_measurement_prints_every_metric_and_json_is_valid() {
     let d = tempfile::tempdir().unwrap();
     let o = iolab(
-        &[
-            "bench",
-            "--engine",
-            "pread",
-            "--pattern",
-            "rand",
-            "--bs",
-            "4k",
-            "--file",
-            "f",
-            "--size",
-            "4m",
-            "--ops",
-            "2000",
-            "--verify",
-        ],
+        &words(
+            "bench --engine pread --pattern rand --bs 4k --file f --size 4m --ops 2000 --verify",
+        ),
         d.path(),
     );
     let out = String::from_utf8_lossy(&o.stdout);
@@ -258,20 +210,7 @@ fn one_measurement_prints_every_metric_and_json_is_valid() {
     // The file stays, the next run reuses it.
     assert!(d.path().join("f").exists());
     let o = iolab(
-        &[
-            "bench",
-            "--engine",
-            "uring,null",
-            "--qd",
-            "1,8",
-            "--file",
-            "f",
-            "--ops",
-            "1000",
-            "--json",
-            "--repeat",
-            "2",
-        ],
+        &words("bench --engine uring,null --qd 1,8 --file f --ops 1000 --json --repeat 2"),
         d.path(),
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -305,21 +244,9 @@ fn one_measurement_prints_every_metric_and_json_is_valid() {
 fn sweep_skips_impossible_combinations_and_writes_csv_and_jsonl() {
     let d = tempfile::tempdir().unwrap();
     let o = iolab(
-        &[
-            "bench",
-            "--engine",
-            "pread,uring",
-            "--qd",
-            "1,4",
-            "--size",
-            "2m",
-            "--ops",
-            "500",
-            "--csv",
-            "r.csv",
-            "--jsonl",
-            "r.jsonl",
-        ],
+        &words(
+            "bench --engine pread,uring --qd 1,4 --size 2m --ops 500 --csv r.csv --jsonl r.jsonl",
+        ),
         d.path(),
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -388,21 +315,7 @@ fn xor_matches_an_independent_fold() {
 fn ctrl_c_stops_prints_writes_and_cleans_up() {
     let d = tempfile::tempdir().unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .args([
-            "bench",
-            "--engine",
-            "pread",
-            "--pattern",
-            "rand",
-            "--size",
-            "16m",
-            "--cache",
-            "warm",
-            "--time",
-            "60s",
-            "--jsonl",
-            "r.jsonl",
-        ])
+        .args(words("bench --engine pread --pattern rand --size 16m --cache warm --time 60s --jsonl r.jsonl"))
         .current_dir(d.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -459,24 +372,7 @@ fn vs_fio_runs_both_alternately_and_refuses_what_fio_cannot_express() {
     );
     let d = tempfile::tempdir().unwrap();
     let o = iolab(
-        &[
-            "bench",
-            "--engine",
-            "pread",
-            "--pattern",
-            "rand",
-            "--file",
-            "f",
-            "--size",
-            "8m",
-            "--ops",
-            "2000",
-            "--vs",
-            "fio",
-            "--pairs",
-            "2",
-            "--json",
-        ],
+        &words("bench --engine pread --pattern rand --file f --size 8m --ops 2000 --vs fio --pairs 2 --json"),
         d.path(),
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

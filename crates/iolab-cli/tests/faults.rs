@@ -5,6 +5,10 @@
 //! killed by SIGBUS, ENOSPC a clean error that leaves no partial file, and a
 //! stalled read ended by SIGINT/SIGTERM. Each run is bounded: a hang fails.
 
+mod common;
+
+use common::argv;
+
 use iolab_faultfs::{mount_or_skip, FaultFile, Faults, Mounted};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -132,17 +136,10 @@ fn eio_continue_on_error_counts_and_without_it_partial_results_are_kept() {
     // counted with its file and offset, and the run succeeds.
     for engine in ["pread", "uring"] {
         let o = run(
-            &[
-                "bench",
-                "--file",
-                s(&f),
-                "--engine",
-                engine,
-                "--cache",
-                "as-is",
-                "--json",
-                "--continue-on-error",
-            ],
+            &argv(
+                "bench --file {} --engine {} --cache as-is --json --continue-on-error",
+                &[s(&f), engine],
+            ),
             "continue on error",
         );
         assert_eq!(o.status.code(), Some(0), "{engine}: {}", stderr(&o));
@@ -161,15 +158,10 @@ fn eio_continue_on_error_counts_and_without_it_partial_results_are_kept() {
     // before (the first MiB) is still printed and written.
     let jsonl = d.path().join("runs.jsonl");
     let o = run(
-        &[
-            "bench",
-            "--file",
-            s(&f),
-            "--cache",
-            "as-is",
-            "--jsonl",
-            s(&jsonl),
-        ],
+        &argv(
+            "bench --file {} --cache as-is --jsonl {}",
+            &[s(&f), s(&jsonl)],
+        ),
         "stop at the first error",
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
@@ -192,15 +184,7 @@ fn a_stall_longer_than_op_timeout_names_the_op() {
     let f = m.path("stall");
     let t = Instant::now();
     let o = run(
-        &[
-            "bench",
-            "--file",
-            s(&f),
-            "--cache",
-            "as-is",
-            "--op-timeout",
-            "300ms",
-        ],
+        &argv("bench --file {} --cache as-is --op-timeout 300ms", &[s(&f)]),
         "op timeout",
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
@@ -376,15 +360,7 @@ fn enospc_while_writing_names_the_offset_and_keeps_the_users_file() {
     );
     let f = m.path("data");
     let o = run(
-        &[
-            "bench",
-            "--file",
-            s(&f),
-            "--op",
-            "write",
-            "--cache",
-            "as-is",
-        ],
+        &argv("bench --file {} --op write --cache as-is", &[s(&f)]),
         "write until ENOSPC",
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));

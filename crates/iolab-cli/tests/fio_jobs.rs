@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 mod common;
 
-use common::{has, iolab};
+use common::{has, iolab, words};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -375,18 +375,7 @@ fn rate_and_thinktime_pace_submission() {
     // A load can only slow a run down, so the bound holds on any machine:
     // a paced run issues at most rate x its measured time (+1 per thread).
     let o = iolab(
-        &[
-            "fio",
-            "--name=p",
-            "--filename=data",
-            "--size=1m",
-            "--ioengine=null",
-            "--rw=randread",
-            "--rate_iops=200",
-            "--runtime=300ms",
-            "--time_based",
-            "--output-format=json",
-        ],
+        &words("fio --name=p --filename=data --size=1m --ioengine=null --rw=randread --rate_iops=200 --runtime=300ms --time_based --output-format=json"),
         p,
     );
     let v = json_of(&o, "iolab fio rate_iops");
@@ -401,16 +390,7 @@ fn rate_and_thinktime_pace_submission() {
     );
     // Unpaced, the null engine does far more in the same time.
     let o = iolab(
-        &[
-            "fio",
-            "--name=p",
-            "--filename=data",
-            "--ioengine=null",
-            "--rw=randread",
-            "--runtime=300ms",
-            "--time_based",
-            "--output-format=json",
-        ],
+        &words("fio --name=p --filename=data --ioengine=null --rw=randread --runtime=300ms --time_based --output-format=json"),
         p,
     );
     let free = json_of(&o, "iolab fio unpaced")["jobs"][0]["read"]["total_ios"]
@@ -419,22 +399,7 @@ fn rate_and_thinktime_pace_submission() {
     assert!(free > 10 * ios, "unpaced {free} vs paced {ios}");
     // thinktime: each op waits 5 ms after the previous completion.
     let o = iolab(
-        &[
-            "bench",
-            "--file",
-            "data",
-            "--engine",
-            "pread",
-            "--pattern",
-            "rand",
-            "--thinktime",
-            "5ms",
-            "--time",
-            "300ms",
-            "--cache",
-            "as-is",
-            "--json",
-        ],
+        &words("bench --file data --engine pread --pattern rand --thinktime 5ms --time 300ms --cache as-is --json"),
         p,
     );
     assert!(o.status.success(), "{}", text(&o.stderr));

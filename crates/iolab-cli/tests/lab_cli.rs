@@ -2,6 +2,10 @@
 //! figures that parse and carry units, findings), resume after a real
 //! SIGINT, and bad input.
 
+mod common;
+
+use common::words;
+
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -302,20 +306,23 @@ fn bench_resume_skips_recorded_configurations() {
 
 // Long on purpose: records of three kinds (lab, bench, sys) made once by
 // the real binary, then the report built from them several ways and checked.
+/// `iolab report RECORDS -o PAGE`.
+fn report(records: &Path, page: &Path) -> std::process::Output {
+    Command::new(BIN)
+        .arg("report")
+        .arg(records)
+        .arg("-o")
+        .arg(page)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn report_builds_one_page_from_any_records() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("out");
     let o = Command::new(BIN)
-        .args([
-            "lab",
-            "run",
-            "fault-around",
-            "blocksize",
-            "--scale",
-            "smoke",
-            "--dir",
-        ])
+        .args(words("lab run fault-around blocksize --scale smoke --dir"))
         .arg(d.path())
         .arg("--out")
         .arg(&out)
@@ -338,13 +345,7 @@ fn report_builds_one_page_from_any_records() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let page = d.path().join("r.html");
-    let o = Command::new(BIN)
-        .arg("report")
-        .arg(&out)
-        .arg("-o")
-        .arg(&page)
-        .output()
-        .unwrap();
+    let o = report(&out, &page);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let html = std::fs::read_to_string(&page).unwrap();
     let svgs = std::fs::read_dir(&out)
@@ -369,23 +370,11 @@ fn report_builds_one_page_from_any_records() {
     );
     assert!(html.contains("<h2>Environment</h2>"));
     // The page is iolab's: a second report replaces it; someone else's file is kept.
-    let o = Command::new(BIN)
-        .arg("report")
-        .arg(&out)
-        .arg("-o")
-        .arg(&page)
-        .output()
-        .unwrap();
+    let o = report(&out, &page);
     assert!(o.status.success());
     let mine = d.path().join("mine.html");
     std::fs::write(&mine, "my page").unwrap();
-    let o = Command::new(BIN)
-        .arg("report")
-        .arg(&out)
-        .arg("-o")
-        .arg(&mine)
-        .output()
-        .unwrap();
+    let o = report(&out, &mine);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(&mine).unwrap(), "my page");
     // No records at all: bad input.

@@ -24,14 +24,28 @@ fn ready() -> bool {
     false
 }
 
-fn mpirun(n: u32, args: &[&str]) -> Command {
+/// `mpirun` as these tests run it: as root, over shared memory only.
+fn ompi() -> Command {
     let mut c = Command::new("mpirun");
     c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_btl", "self,vader")
-        .args(["--oversubscribe", "-n", &n.to_string(), BIN, "bench"])
+        .env("OMPI_MCA_btl", "self,vader");
+    c
+}
+
+fn mpirun(n: u32, args: &[&str]) -> Command {
+    let mut c = ompi();
+    c.args(["--oversubscribe", "-n", &n.to_string(), BIN, "bench"])
         .args(args);
     c
+}
+
+/// The run was refused (status 2) with exactly one line naming `flag`
+/// (not one per rank).
+fn refused_once(o: &Output, flag: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().filter(|l| l.contains(flag)).count(), 1, "{err}");
 }
 
 fn run(n: u32, args: &[&str]) -> Output {
@@ -52,6 +66,24 @@ fn json_of(o: &Output) -> Value {
     serde_json::from_str(docs[0]).unwrap()
 }
 
+/// `--file FILE` and then `flags`, split at white space (none of the
+/// flags these tests pass has a space in it).
+fn with_file<'a>(file: &'a str, flags: &'a str) -> Vec<&'a str> {
+    let mut a = vec!["--file", file];
+    a.extend(flags.split_whitespace());
+    a
+}
+
+/// Each rank's number at the JSON `pointer` (e.g. `/metrics/bytes`).
+fn per_rank(v: &Value, pointer: &str) -> Vec<u64> {
+    v["per_rank"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.pointer(pointer).and_then(Value::as_u64).unwrap())
+        .collect()
+}
+
 fn path(d: &Path, name: &str) -> String {
     d.join(name).to_string_lossy().into_owned()
 }
@@ -65,34 +97,20 @@ fn file_per_rank_aggregates_every_ranks_bytes() {
     let f = path(d.path(), "data.{rank}");
     let v = json_of(&run(
         2,
-        &[
-            "--file", &f, "--size", "8m", "--bs", "64k", "--verify", "--cache", "cold", "--json",
-        ],
+        &with_file(&f, "--size 8m --bs 64k --verify --cache cold --json"),
     ));
     let per: Vec<&Value> = v["per_rank"].as_array().unwrap().iter().collect();
     assert_eq!(per.len(), 2);
-    let sum: u64 = per
-        .iter()
-        .map(|r| r["metrics"]["bytes"].as_u64().unwrap())
-        .sum();
+    let sum: u64 = per_rank(&v, "/metrics/bytes").iter().sum();
     assert_eq!(v["aggregate"]["bytes"].as_u64().unwrap(), sum);
     assert_eq!(sum, 2 * (8 << 20));
-    let ops: u64 = per
-        .iter()
-        .map(|r| r["metrics"]["ops"].as_u64().unwrap())
-        .sum();
+    let ops: u64 = per_rank(&v, "/metrics/ops").iter().sum();
     // Latency of all ops: the merged histogram counts every rank's ops, and
     // its extremes are the ranks' extremes.
     let lat = &v["aggregate"]["latency"];
     assert_eq!(lat["count"].as_u64().unwrap(), ops);
-    let min = per
-        .iter()
-        .map(|r| r["metrics"]["latency"]["min_ns"].as_u64().unwrap())
-        .min();
-    let max = per
-        .iter()
-        .map(|r| r["metrics"]["latency"]["max_ns"].as_u64().unwrap())
-        .max();
+    let min = per_rank(&v, "/metrics/latency/min_ns").into_iter().min();
+    let max = per_rank(&v, "/metrics/latency/max_ns").into_iter().max();
     assert_eq!(lat["min_ns"].as_u64(), min);
     assert_eq!(lat["max_ns"].as_u64(), max);
     // Cold on every rank, and the record says how resident each was.
@@ -113,20 +131,10 @@ fn a_shared_file_is_read_once_in_both_layouts() {
         let f = path(d.path(), &format!("shared.{layout}"));
         let v = json_of(&run(
             4,
-            &[
-                "--file",
+            &with_file(
                 &f,
-                "--size",
-                "16m",
-                "--bs",
-                "16k",
-                "--layout",
-                layout,
-                "--segments",
-                "2",
-                "--verify",
-                "--json",
-            ],
+                &format!("--size 16m --bs 16k --layout {layout} --segments 2 --verify --json"),
+            ),
         ));
         // 4 ranks × 2 segments × 2 MiB = the whole file, each block once
         // (a byte read twice or missed would change the op count; a block
@@ -156,23 +164,7 @@ fn the_deadline_stops_every_rank() {
     let f = path(d.path(), "data.{rank}");
     let v = json_of(&run(
         2,
-        &[
-            "--file",
-            &f,
-            "--size",
-            "64m",
-            "--bs",
-            "4k",
-            "--pattern",
-            "rand",
-            "--ops",
-            "1000000000",
-            "--deadline",
-            "400ms",
-            "--cache",
-            "warm",
-            "--json",
-        ],
+        &with_file(&f, "--size 64m --bs 4k --pattern rand --ops 1000000000 --deadline 400ms --cache warm --json"),
     ));
     for r in v["per_rank"].as_array().unwrap() {
         let dur = r["metrics"]["duration_ns"].as_u64().unwrap();
@@ -196,43 +188,19 @@ fn wearout_evens_the_ranks_out_and_keeps_the_deadline_figure() {
     let f = path(d.path(), "data.{rank}");
     let v = json_of(&run(
         2,
-        &[
-            "--file",
-            &f,
-            "--size",
-            "32m",
-            "--bs",
-            "4k",
-            "--pattern",
-            "rand",
-            "--ops",
-            "1000000000",
-            "--deadline",
-            "300ms",
-            "--wearout",
-            "--cache",
-            "warm",
-            "--verify",
-            "--json",
-        ],
+        &with_file(&f, "--size 32m --bs 4k --pattern rand --ops 1000000000 --deadline 300ms --wearout --cache warm --verify --json"),
     ));
     let a = &v["aggregate"];
     let w = &a["stonewall"];
     let most = w["ops_max"].as_u64().unwrap();
     let per = v["per_rank"].as_array().unwrap();
-    let at_deadline: Vec<u64> = per
-        .iter()
-        .map(|r| r["stonewall"]["ops"].as_u64().unwrap())
-        .collect();
+    let at_deadline = per_rank(&v, "/stonewall/ops");
     // Two ranks racing for 300 ms: the counts at the deadline are theirs,
     // and the figure's extremes are those counts.
     assert_eq!(at_deadline.iter().max(), Some(&most));
     assert_eq!(at_deadline.iter().min().copied(), w["ops_min"].as_u64());
     assert!(most > 0);
-    let sw_bytes: u64 = per
-        .iter()
-        .map(|r| r["stonewall"]["bytes"].as_u64().unwrap())
-        .sum();
+    let sw_bytes: u64 = per_rank(&v, "/stonewall/bytes").iter().sum();
     assert_eq!(w["bytes"].as_u64().unwrap(), sw_bytes);
     assert!(w["wall_ns"].as_u64().unwrap() >= 300_000_000, "{w}");
     // Then every rank did as many ops as the busiest: the whole run moved
@@ -247,13 +215,9 @@ fn wearout_evens_the_ranks_out_and_keeps_the_deadline_figure() {
     }
     assert_eq!(a["ops"].as_u64().unwrap(), 2 * most);
     // Without --deadline there is nothing to wear out: refused, once.
-    let o = run(2, &["--file", &f, "--size", "1m", "--wearout"]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert_eq!(
-        err.lines().filter(|l| l.contains("--deadline")).count(),
-        1,
-        "{err}"
+    refused_once(
+        &run(2, &["--file", &f, "--size", "1m", "--wearout"]),
+        "--deadline",
     );
 }
 
@@ -264,10 +228,7 @@ fn the_lab_s_mt_suite_runs_its_tests_with_ranks_too() {
     }
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let out = d.path().join("out");
-    let o = Command::new("mpirun")
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("OMPI_MCA_btl", "self,vader")
+    let o = ompi()
         .current_dir(d.path())
         .args(["--oversubscribe", "-n", "2", BIN, "lab", "run", "mt-suite"])
         .args(["--scale", "smoke", "--out"])
@@ -307,25 +268,11 @@ fn ranks_that_disagree_are_refused_before_any_io() {
     }
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let f = path(d.path(), "data.{rank}");
-    let o = Command::new("mpirun")
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .args([
-            "--oversubscribe",
-            "-n",
-            "1",
-            BIN,
-            "bench",
-            "--file",
-            &f,
-            "--size",
-            "1m",
-            "--bs",
-            "4k",
-        ])
-        .args([
-            ":", "-n", "1", BIN, "bench", "--file", &f, "--size", "1m", "--bs", "8k",
-        ])
+    let o = ompi()
+        .args(["--oversubscribe", "-n", "1", BIN, "bench"])
+        .args(with_file(&f, "--size 1m --bs 4k"))
+        .args([":", "-n", "1", BIN, "bench"])
+        .args(with_file(&f, "--size 1m --bs 8k"))
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
@@ -342,18 +289,10 @@ fn bad_input_is_reported_once() {
     if !ready() {
         return;
     }
-    let o = run(3, &["--bs", "nope"]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    let ours: Vec<&str> = err.lines().filter(|l| l.contains("--bs")).collect();
-    assert_eq!(ours.len(), 1, "{err}");
-    let o = run(2, &["--layout", "segmented", "--size", "1m"]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert_eq!(
-        err.lines().filter(|l| l.contains("--file")).count(),
-        1,
-        "{err}"
+    refused_once(&run(3, &["--bs", "nope"]), "--bs");
+    refused_once(
+        &run(2, &["--layout", "segmented", "--size", "1m"]),
+        "--file",
     );
 }
 
@@ -384,20 +323,10 @@ fn a_killed_rank_ends_the_others() {
     let f = path(d.path(), "data.{rank}");
     let mut child = mpirun(
         2,
-        &[
-            "--file",
+        &with_file(
             &f,
-            "--size",
-            "16m",
-            "--bs",
-            "4k",
-            "--pattern",
-            "rand",
-            "--time",
-            "60s",
-            "--cache",
-            "warm",
-        ],
+            "--size 16m --bs 4k --pattern rand --time 60s --cache warm",
+        ),
     )
     .stdout(Stdio::null())
     .stderr(Stdio::piped())

@@ -3,6 +3,10 @@
 //! mtimes, link targets) before and after; the listing must not change
 //! except where the test says exactly what was meant to be written.
 
+mod common;
+
+use common::words;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -247,16 +251,7 @@ fn sys_replaces_only_with_overwrite_and_appends_jsonl() {
 fn the_measured_file_is_never_an_output() {
     let s = Scratch::new();
     s.refused(
-        &[
-            "bench",
-            "--engine",
-            "null",
-            "--file",
-            "data",
-            "--csv",
-            "data",
-            "--overwrite",
-        ],
+        &words("bench --engine null --file data --csv data --overwrite"),
         "being measured",
     );
     s.refused(

@@ -1,5 +1,9 @@
 //! `iolab sys` through the real binary.
 
+mod common;
+
+use common::words;
+
 use std::process::Command;
 
 fn iolab() -> Command {
@@ -131,15 +135,7 @@ fn serve_and_connect_on_loopback() {
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
     let o = iolab()
-        .args([
-            "sys",
-            "net",
-            "--quick",
-            "--repeat",
-            "1",
-            "--json",
-            "--connect",
-        ])
+        .args(words("sys net --quick --repeat 1 --json --connect"))
         .arg(format!("127.0.0.1:{port}"))
         .output()
         .unwrap();

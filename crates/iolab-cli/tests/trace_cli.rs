@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{iolab, listing, stderr as err};
+use common::{iolab, listing, stderr as err, words};
 use std::path::Path;
 use std::process::Command;
 
@@ -48,14 +48,7 @@ fn from_strace_writes_the_csv_and_refuses_to_overwrite() {
         "--overwrite",
     );
     let o = iolab(
-        &[
-            "record",
-            "--from-strace",
-            "s.log",
-            "-o",
-            "t.csv",
-            "--overwrite",
-        ],
+        &words("record --from-strace s.log -o t.csv --overwrite"),
         d.path(),
     );
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));
@@ -162,17 +155,7 @@ fn replay_reads_exactly_the_traced_bytes_and_stays_in_dir() {
     );
     // A second replay reuses the files.
     let o = iolab(
-        &[
-            "replay",
-            "t.csv",
-            "--dir",
-            "r",
-            "--repeat",
-            "1",
-            "--coalesce",
-            "--csv",
-            "out.csv",
-        ],
+        &words("replay t.csv --dir r --repeat 1 --coalesce --csv out.csv"),
         d.path(),
     );
     assert_eq!(o.status.code(), Some(0), "{}", err(&o));

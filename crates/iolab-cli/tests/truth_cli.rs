@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{has, iolab, stdout};
+use common::{has, iolab, stdout, words};
 use std::path::Path;
 
 use iolab::require;
@@ -18,25 +18,7 @@ fn repo_file(rel: &str) -> String {
 fn scripts_take_fio_options_from_the_one_translation() {
     let d = tempfile::tempdir().unwrap();
     let o = iolab(
-        &[
-            "bench",
-            "--engine",
-            "uring",
-            "--qd",
-            "4",
-            "--pattern",
-            "rand",
-            "--bs",
-            "4k",
-            "--direct",
-            "--file",
-            "f",
-            "--size",
-            "1m",
-            "--time",
-            "2s",
-            "--print-fio",
-        ],
+        &words("bench --engine uring --qd 4 --pattern rand --bs 4k --direct --file f --size 1m --time 2s --print-fio"),
         d.path(),
     );
     assert!(o.status.success(), "{o:?}");
@@ -47,15 +29,7 @@ fn scripts_take_fio_options_from_the_one_translation() {
     assert!(!d.path().join("f").exists());
     // The fair command is only for the null engine, with a one-line error.
     let o = iolab(
-        &[
-            "bench",
-            "--file",
-            "f",
-            "--size",
-            "1m",
-            "--print-fio",
-            "fair",
-        ],
+        &words("bench --file f --size 1m --print-fio fair"),
         d.path(),
     );
     assert_eq!(o.status.code(), Some(2));
@@ -150,27 +124,7 @@ fn sqpoll_cpu_total_is_marked_not_comparable() {
     );
     let d = tempfile::tempdir().unwrap();
     let o = iolab(
-        &[
-            "bench",
-            "--engine",
-            "uring",
-            "--sqpoll",
-            "--qd",
-            "4",
-            "--pattern",
-            "rand",
-            "--direct",
-            "--file",
-            "f",
-            "--size",
-            "4m",
-            "--ops",
-            "2000",
-            "--vs",
-            "fio",
-            "--pairs",
-            "1",
-        ],
+        &words("bench --engine uring --sqpoll --qd 4 --pattern rand --direct --file f --size 4m --ops 2000 --vs fio --pairs 1"),
         d.path(),
     );
     let err = String::from_utf8_lossy(&o.stderr);

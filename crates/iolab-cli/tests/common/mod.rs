@@ -51,3 +51,27 @@ pub fn listing(d: &Path) -> Vec<String> {
     v.sort();
     v
 }
+
+/// Arguments written as one line: `line` split at white space, each `{}`
+/// replaced by the next of `vars` as one argument (a path may hold spaces).
+/// Keeps a test's command readable as the command a person would type.
+pub fn argv<'a>(line: &'a str, vars: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vars.iter();
+    let out: Vec<&str> = line
+        .split_whitespace()
+        .map(|t| {
+            if t == "{}" {
+                *v.next().expect("a value for each {}")
+            } else {
+                t
+            }
+        })
+        .collect();
+    assert!(v.next().is_none(), "more values than {{}} in {line:?}");
+    out
+}
+
+/// Arguments written as one line, split at white space (no `{}` values).
+pub fn words(line: &str) -> Vec<&str> {
+    argv(line, &[])
+}
