@@ -159,15 +159,26 @@ pub fn bytes(v: f64) -> String {
 
 /// Three significant figures, with k/M/G suffixes.
 pub fn num(v: f64) -> String {
+    thousands(v, ["G", "M", "k", ""], "")
+}
+
+/// Nanoseconds as µs/ms/s.
+pub fn ns(v: f64) -> String {
+    thousands(v, ["s", "ms", "µs", "ns"], " ")
+}
+
+/// `v` in the largest of steps of a thousand that keeps it at least 1
+/// (`units` from 10⁹ down to 1), with three significant figures.
+fn thousands(v: f64, units: [&str; 4], sep: &str) -> String {
     let a = v.abs();
-    let (x, s) = if a >= 1e9 {
-        (v / 1e9, "G")
+    let (x, u) = if a >= 1e9 {
+        (v / 1e9, units[0])
     } else if a >= 1e6 {
-        (v / 1e6, "M")
+        (v / 1e6, units[1])
     } else if a >= 1e3 {
-        (v / 1e3, "k")
+        (v / 1e3, units[2])
     } else {
-        (v, "")
+        (v, units[3])
     };
     let digits = if x.abs() >= 100.0 {
         0
@@ -176,28 +187,7 @@ pub fn num(v: f64) -> String {
     } else {
         2
     };
-    format!("{x:.digits$}{s}")
-}
-
-/// Nanoseconds as µs/ms/s.
-pub fn ns(v: f64) -> String {
-    let (x, u) = if v >= 1e9 {
-        (v / 1e9, "s")
-    } else if v >= 1e6 {
-        (v / 1e6, "ms")
-    } else if v >= 1e3 {
-        (v / 1e3, "µs")
-    } else {
-        (v, "ns")
-    };
-    let d = if x >= 100.0 {
-        0
-    } else if x >= 10.0 {
-        1
-    } else {
-        2
-    };
-    format!("{x:.d$} {u}")
+    format!("{x:.digits$}{sep}{u}")
 }
 
 /// How many tick labels an axis gets: one per decade on log axes (so ticks
@@ -248,7 +238,45 @@ fn range(a: &Axis, vals: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     (if a.log { lo - pad } else { lo })..(hi + pad)
 }
 
-fn finish(name: &str, title: &str, svg: String, series: Vec<String>, points: usize) -> Figure {
+/// Where a figure draws: the plot, or the legend's side panel.
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// Draws a figure `H`-ish pixels high: `body` gets the plot area, the
+/// legend's side panel and the series' names, and returns how many points
+/// it drew; a drawing error becomes the figure's text.
+fn figure(
+    name: &str,
+    title: &str,
+    names: Vec<String>,
+    height: u32,
+    body: impl FnOnce(&Area, &Area, &[String]) -> Result<usize, String>,
+) -> Figure {
+    let mut svg = String::new();
+    let mut points = 0;
+    let r = (|| -> Result<(), String> {
+        let root = SVGBackend::with_string(&mut svg, (W, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        let (plot, side) = root.split_horizontally(W - LEGEND_W);
+        points = body(&plot, &side, &names)?;
+        root.present().map_err(|e| e.to_string())
+    })();
+    finish(name, title, r, svg, names, points)
+}
+
+/// The figure, or, when drawing failed (`drawn` is the error), an SVG that
+/// says why in place of the chart.
+fn finish(
+    name: &str,
+    title: &str,
+    drawn: Result<(), String>,
+    svg: String,
+    series: Vec<String>,
+    points: usize,
+) -> Figure {
+    let svg = match drawn {
+        Ok(()) => svg,
+        Err(e) => error_svg(&e),
+    };
     Figure {
         name: name.into(),
         title: title.into(),
@@ -258,10 +286,13 @@ fn finish(name: &str, title: &str, svg: String, series: Vec<String>, points: usi
     }
 }
 
+/// The series' names beside the chart (with `hollow`, every second one an
+/// outline, as its points are drawn), then `notes` on how to read it.
 fn legend(
     area: &DrawingArea<SVGBackend, Shift>,
     names: &[String],
     hollow: bool,
+    notes: &[&str],
 ) -> Result<(), String> {
     let font = ("sans-serif", 13).into_font();
     for (i, n) in names.iter().enumerate() {
@@ -278,6 +309,13 @@ fn legend(
         area.draw(&Text::new(n.clone(), (24, y - 7), font.clone()))
             .map_err(|e| e.to_string())?;
     }
+    // Notes on how to read the chart, under the names.
+    let small = ("sans-serif", 12).into_font();
+    let y0 = 50 + names.len() as i32 * 20;
+    for (i, l) in notes.iter().enumerate() {
+        area.draw(&Text::new(*l, (8, y0 + i as i32 * 15), small.clone()))
+            .map_err(|e| e.to_string())?;
+    }
     Ok(())
 }
 
@@ -291,13 +329,9 @@ pub fn bars(
     y: Axis,
     series: &[BarSeries],
 ) -> Figure {
-    let mut svg = String::new();
-    let mut points = 0;
     let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
-    let r = (|| -> Result<(), String> {
-        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let (plot, side) = root.split_horizontally(W - LEGEND_W);
+    figure(name, title, names, H, |plot, side, names| {
+        let mut points = 0;
         let all = series
             .iter()
             .flat_map(|s| s.vals.iter().flatten().flat_map(|v| [v.min, v.max]));
@@ -305,7 +339,7 @@ pub fn bars(
         let base = yr.start;
         let yt = ticks(&y, &yr);
         let n = cats.len().max(1);
-        let mut ch = ChartBuilder::on(&plot)
+        let mut ch = ChartBuilder::on(plot)
             .caption(title, ("sans-serif", 18))
             .margin(10)
             .x_label_area_size(45)
@@ -331,23 +365,15 @@ pub fn bars(
             .y_label_formatter(&|v| (y.fmt)(untx(&y, *v)))
             .draw()
             .map_err(|e| e.to_string())?;
-        points = draw_bars(&mut ch, series, &y, base)?;
-        legend(&side, &names, false)?;
-        for (i, line) in ["bar mean, dot median,", "line min–max"].iter().enumerate() {
-            side.draw(&Text::new(
-                *line,
-                (8, 50 + 15 * i as i32 + names.len() as i32 * 20),
-                ("sans-serif", 12).into_font(),
-            ))
-            .map_err(|e| e.to_string())?;
-        }
-        root.present().map_err(|e| e.to_string())?;
-        Ok(())
-    })();
-    if let Err(e) = r {
-        svg = error_svg(&e);
-    }
-    finish(name, title, svg, names, points)
+        points += draw_bars(&mut ch, series, &y, base)?;
+        legend(
+            side,
+            names,
+            false,
+            &["bar mean, dot median,", "line min–max"],
+        )?;
+        Ok(points)
+    })
 }
 
 /// The chart [`bars`] and [`map`] draw on.
@@ -393,13 +419,9 @@ fn draw_bars(ch: &mut Chart, series: &[BarSeries], y: &Axis, base: f64) -> Resul
 
 /// Lines over x with a dot per point and a min–max whisker.
 pub fn lines(name: &str, title: &str, x: Axis, y: Axis, series: &[LineSeries]) -> Figure {
-    let mut svg = String::new();
-    let mut points = 0;
     let names: Vec<String> = series.iter().map(|s| s.name.clone()).collect();
-    let r = (|| -> Result<(), String> {
-        let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let (plot, side) = root.split_horizontally(W - LEGEND_W);
+    figure(name, title, names, H, |plot, side, names| {
+        let mut points = 0;
         let xr = range(&x, series.iter().flat_map(|s| s.pts.iter().map(|p| p.x)));
         let yr = range(
             &y,
@@ -408,7 +430,7 @@ pub fn lines(name: &str, title: &str, x: Axis, y: Axis, series: &[LineSeries]) -
                 .flat_map(|s| s.pts.iter().flat_map(|p| [p.lo, p.hi, p.y])),
         );
         let (xt, yt) = (ticks(&x, &xr), ticks(&y, &yr));
-        let mut ch = ChartBuilder::on(&plot)
+        let mut ch = ChartBuilder::on(plot)
             .caption(title, ("sans-serif", 18))
             .margin(10)
             .x_label_area_size(45)
@@ -459,14 +481,9 @@ pub fn lines(name: &str, title: &str, x: Axis, y: Axis, series: &[LineSeries]) -
                 points += 1;
             }
         }
-        legend(&side, &names, true)?;
-        root.present().map_err(|e| e.to_string())?;
-        Ok(())
-    })();
-    if let Err(e) = r {
-        svg = error_svg(&e);
-    }
-    finish(name, title, svg, names, points)
+        legend(side, names, true, &[])?;
+        Ok(points)
+    })
 }
 
 /// The map of every configuration: throughput against p99.9 latency, a
@@ -474,18 +491,14 @@ pub fn lines(name: &str, title: &str, x: Axis, y: Axis, series: &[LineSeries]) -
 /// around the dot), colour by CPU use, each labelled, the Pareto front
 /// (highest throughput for the lowest latency) drawn as a line.
 pub fn map(name: &str, title: &str, groups: &[String], pts: &[MapPoint]) -> Figure {
-    let mut svg = String::new();
-    let mut points = 0;
     let x = Axis::new("throughput (MiB/s)", true, num);
     let y = Axis::new("p99.9 latency (ns)", true, ns);
     let names: Vec<String> = groups.to_vec();
-    let r = (|| -> Result<(), String> {
-        let root = SVGBackend::with_string(&mut svg, (W, H + 120)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let (plot, side) = root.split_horizontally(W - LEGEND_W);
+    figure(name, title, names, H + 120, |plot, side, names| {
+        let mut points = 0;
         let xr = range(&x, pts.iter().map(|p| p.x));
         let yr = range(&y, pts.iter().map(|p| p.y));
-        let mut ch = ChartBuilder::on(&plot)
+        let mut ch = ChartBuilder::on(plot)
             .caption(title, ("sans-serif", 18))
             .margin(10)
             .x_label_area_size(45)
@@ -514,29 +527,20 @@ pub fn map(name: &str, title: &str, groups: &[String], pts: &[MapPoint]) -> Figu
             draw_map_point(&mut ch, p, (tx(&x, p.x), tx(&y, p.y)), cmax)?;
             points += 1;
         }
-        legend(&side, &names, false)?;
-        let f = ("sans-serif", 12).into_font();
-        let y0 = 50 + names.len() as i32 * 20;
-        for (i, l) in [
-            "shape: block size group",
-            "(square, triangle, cross)",
-            "dot colour: CPU use",
-            "light = little, dark = much",
-            "black line: Pareto front",
-        ]
-        .iter()
-        .enumerate()
-        {
-            side.draw(&Text::new(*l, (8, y0 + i as i32 * 15), f.clone()))
-                .map_err(|e| e.to_string())?;
-        }
-        root.present().map_err(|e| e.to_string())?;
-        Ok(())
-    })();
-    if let Err(e) = r {
-        svg = error_svg(&e);
-    }
-    finish(name, title, svg, names, points)
+        legend(
+            side,
+            names,
+            false,
+            &[
+                "shape: block size group",
+                "(square, triangle, cross)",
+                "dot colour: CPU use",
+                "light = little, dark = much",
+                "black line: Pareto front",
+            ],
+        )?;
+        Ok(points)
+    })
 }
 
 /// One configuration on the map at `at`: its group's shape, a dot coloured
