@@ -120,8 +120,7 @@ fn syscall(
     f: &mut dyn FnMut() -> Result<()>,
 ) -> Result<Entry> {
     let stats = cfg.repeat_per_op(u64::MAX, f)?;
-    let mut e = Entry::new(name, "calls", method);
-    e.time_ns = Some(stats);
+    let mut e = Entry::timed(name, "calls", method, stats);
     if matches!(name, "read1" | "write_null" | "lseek") {
         let threads = threads_of_this_process();
         if threads > 1 {

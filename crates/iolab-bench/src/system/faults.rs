@@ -10,6 +10,17 @@ use std::io::Write;
 
 const MIB: usize = 1024 * 1024;
 
+/// A fault measurement's entry: time per page, and the kernel's own count
+/// of the faults (`counted`: how many, for how many pages) as a check.
+fn fault_entry(name: &str, how: String, per_page: Stats, counted: String) -> Entry {
+    let kind = name.trim_start_matches("fault_");
+    let mut e = Entry::timed(name, "faults", how, per_page);
+    e.notes.push(format!(
+        "{kind} faults counted per pass (getrusage): {counted}"
+    ));
+    e
+}
+
 /// Minor page fault: first touch of anonymous memory.
 pub fn minor(cfg: &Config<'_>) -> Result<Entry> {
     let len = cfg.scale.pick(8 * MIB, 64 * MIB, 256 * MIB);
@@ -29,20 +40,12 @@ pub fn minor(cfg: &Config<'_>) -> Result<Entry> {
         keep(&*b);
         Ok(dt as f64 / pages as f64)
     })?;
-    let mut e = Entry::new(
-        "fault_minor",
-        "faults",
-        format!(
-            "mmap {} MiB anonymous (MADV_NOHUGEPAGE), write one byte per 4 KiB page; time / pages",
-            len / MIB
-        ),
+    let how = format!(
+        "mmap {} MiB anonymous (MADV_NOHUGEPAGE), write one byte per 4 KiB page; time / pages",
+        len / MIB
     );
-    e.time_ns = Some(stats);
-    e.notes.push(format!(
-        "minor faults counted per pass (getrusage): {:.0} for {pages} pages",
-        Stats::of(&faults).median
-    ));
-    Ok(e)
+    let counted = format!("{:.0} for {pages} pages", Stats::of(&faults).median);
+    Ok(fault_entry("fault_minor", how, stats, counted))
 }
 
 /// Major page fault: first touch of each page of an evicted file mapping.
@@ -87,19 +90,14 @@ pub fn major(cfg: &Config<'_>) -> Result<Entry> {
         Ok(dt as f64 / pages as f64)
     })?;
     drop(dir);
-    let mut e = Entry::new(
-        "fault_major",
-        "faults",
-        format!(
-            "{} MiB file written, fsync, POSIX_FADV_DONTNEED (checked with mincore), mmap with MADV_RANDOM (no read-ahead), read one byte per page; time / pages",
-            len / MIB
-        ),
+    let how = format!(
+        "{} MiB file written, fsync, POSIX_FADV_DONTNEED (checked with mincore), mmap with MADV_RANDOM (no read-ahead), read one byte per page; time / pages",
+        len / MIB
     );
-    e.time_ns = Some(stats);
-    e.notes.push(format!(
-        "major faults counted per pass (getrusage): {:.0} for {pages} pages; resident before: {:.1}%",
+    let counted = format!(
+        "{:.0} for {pages} pages; resident before: {:.1}%",
         Stats::of(&faults).median,
         Stats::of(&resident).max * 100.0
-    ));
-    Ok(e)
+    );
+    Ok(fault_entry("fault_major", how, stats, counted))
 }

@@ -79,6 +79,14 @@ impl Entry {
         }
     }
 
+    /// A new entry whose result is a time per operation, ns.
+    pub fn timed(name: &str, group: &str, method: impl Into<String>, time_ns: Stats) -> Self {
+        Entry {
+            time_ns: Some(time_ns),
+            ..Entry::new(name, group, method)
+        }
+    }
+
     /// The headline statistics and what they measure, if any.
     pub fn headline(&self) -> Option<(Headline, &Stats)> {
         if let Some(s) = &self.time_ns {

@@ -23,13 +23,12 @@ pub fn thread(cfg: &Config<'_>) -> Result<Entry> {
         keep(h.join().unwrap_or(0));
         Ok(())
     })?;
-    let mut e = Entry::new(
+    Ok(Entry::timed(
         "thread",
         "tasks",
         "std::thread spawn of an empty closure, then join (clone + exit + futex wake)",
-    );
-    e.time_ns = Some(stats);
-    Ok(e)
+        stats,
+    ))
 }
 
 /// fork + _exit + waitpid.
@@ -64,16 +63,13 @@ pub fn spawn(cfg: &Config<'_>) -> Result<Entry> {
         }
         Ok(())
     })?;
-    let mut e = Entry::new(
+    Ok(Entry::timed(
         "spawn",
         "tasks",
         format!(
             "posix_spawn({}) with an empty environment, then waitpid (exec + dynamic loading included)",
             prog.display()
-        ),
-    );
-    e.time_ns = Some(stats);
-    Ok(e)
+        ), stats))
 }
 
 fn one_byte(mut w: &File, mut r: &File) -> Result<()> {

@@ -23,12 +23,10 @@ pub fn clock_res(cfg: &Config<'_>) -> Result<Entry> {
         }
         Ok(best as f64)
     })?;
-    let mut e = Entry::new(
+    let mut e = Entry::timed(
         "clock_res",
         "timing",
-        format!("smallest non-zero difference of {reads} back-to-back clock_gettime(CLOCK_MONOTONIC) reads"),
-    );
-    e.time_ns = Some(stats);
+        format!("smallest non-zero difference of {reads} back-to-back clock_gettime(CLOCK_MONOTONIC) reads"), stats);
     if let Ok(r) = prim::monotonic_res_ns() {
         e.notes
             .push(format!("clock_getres(CLOCK_MONOTONIC) = {r} ns"));
@@ -42,13 +40,12 @@ pub fn clock_read(cfg: &Config<'_>) -> Result<Entry> {
         keep(prim::monotonic_ns());
         Ok(())
     })?;
-    let mut e = Entry::new(
+    Ok(Entry::timed(
         "clock_read",
         "timing",
         "loop of clock_gettime(CLOCK_MONOTONIC) calls (served by the vDSO), wall time / calls",
-    );
-    e.time_ns = Some(stats);
-    Ok(e)
+        stats,
+    ))
 }
 
 /// Cost of one RDTSCP, and the TSC rate.
@@ -66,12 +63,12 @@ pub fn rdtscp(cfg: &Config<'_>) -> Result<Entry> {
     while prim::monotonic_ns() - t0 < 5_000_000 {}
     let (t1, c1) = (prim::monotonic_ns(), prim::rdtscp(avail).unwrap_or(0));
     let ghz = c1.wrapping_sub(c0) as f64 / (t1 - t0) as f64;
-    let mut e = Entry::new(
+    let mut e = Entry::timed(
         "rdtscp",
         "timing",
         "loop of RDTSCP instructions, wall time / reads",
+        stats,
     );
-    e.time_ns = Some(stats);
     e.notes.push(format!(
         "TSC runs at {ghz:.3} GHz; one read = {:.0} ticks",
         stats.median * ghz
@@ -89,11 +86,10 @@ pub fn loop_overhead(cfg: &Config<'_>) -> Result<Entry> {
         }
         Ok((prim::monotonic_ns() - t) as f64 / n as f64)
     })?;
-    let mut e = Entry::new(
+    Ok(Entry::timed(
         "loop",
         "timing",
         format!("{n} iterations of a loop whose body is black_box(i), wall time / iterations"),
-    );
-    e.time_ns = Some(stats);
-    Ok(e)
+        stats,
+    ))
 }
