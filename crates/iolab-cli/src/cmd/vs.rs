@@ -326,22 +326,25 @@ pub fn render(rec: &BenchRecord) -> String {
             "null engine, framework cost (both tools pinned to CPU {}); iolab/fio IOPS, and fio/iolab CPU per op (higher = iolab cheaper):",
             f.cpu
         );
-        let _ = writeln!(
-            o,
-            "  fair    IOPS {:.3}  cpu/op {:.3} ({} vs {})  fio with iolab's accounting: {}",
-            ours / iops(&f.fio),
-            per_op(&f.fio) / our_ns,
-            ns(our_ns),
-            ns(per_op(&f.fio)),
-            f.command
+        let mut side = |label: &str, fio: &[Comparable], how: &str| {
+            let _ = writeln!(
+                o,
+                "  {label} IOPS {:.3}  cpu/op {:.3} ({} vs {})  {how}",
+                ours / iops(fio),
+                per_op(fio) / our_ns,
+                ns(our_ns),
+                ns(per_op(fio)),
+            );
+        };
+        side(
+            "fair   ",
+            &f.fio,
+            &format!("fio with iolab's accounting: {}", f.command),
         );
-        let _ = writeln!(
-            o,
-            "  default IOPS {:.3}  cpu/op {:.3} ({} vs {})  fio's default accounting: slat, clat, lat and their histograms per op",
-            ours / iops(&c.fio),
-            per_op(&c.fio) / our_ns,
-            ns(our_ns),
-            ns(per_op(&c.fio))
+        side(
+            "default",
+            &c.fio,
+            "fio's default accounting: slat, clat, lat and their histograms per op",
         );
     }
     o

@@ -82,21 +82,32 @@ pub fn detail(rec: &BenchRecord) -> String {
         if r.interrupted { "  [interrupted]" } else { "" }
     );
     let l = &r.latency;
+    let times = |parts: [(&str, f64); 4]| {
+        let v: Vec<String> = parts
+            .iter()
+            .map(|(k, t)| format!("{k} {}", ns(*t)))
+            .collect();
+        v.join("  ")
+    };
     let _ = writeln!(
         o,
-        "  latency          min {}  mean {}  p50 {}  p90 {}",
-        ns(l.min_ns as f64),
-        ns(l.mean_ns),
-        ns(l.p50_ns as f64),
-        ns(l.p90_ns as f64)
+        "  latency          {}",
+        times([
+            ("min", l.min_ns as f64),
+            ("mean", l.mean_ns),
+            ("p50", l.p50_ns as f64),
+            ("p90", l.p90_ns as f64)
+        ])
     );
     let _ = writeln!(
         o,
-        "                   p99 {}  p99.9 {}  p99.99 {}  max {}",
-        ns(l.p99_ns as f64),
-        ns(l.p99_9_ns as f64),
-        ns(l.p99_99_ns as f64),
-        ns(l.max_ns as f64)
+        "                   {}",
+        times([
+            ("p99", l.p99_ns as f64),
+            ("p99.9", l.p99_9_ns as f64),
+            ("p99.99", l.p99_99_ns as f64),
+            ("max", l.max_ns as f64)
+        ])
     );
     let c = &r.cpu;
     let _ = writeln!(
