@@ -62,6 +62,17 @@ fn d(choice: Choice, reason: &'static str) -> Decision {
     Decision { choice, reason }
 }
 
+/// A batch of reads of uncached data: io_uring at the profile's random
+/// depth keeps the device's queue full.
+fn queued(p: &Profile, reason: &'static str) -> Decision {
+    d(
+        Choice::Uring {
+            depth: p.random_depth,
+        },
+        reason,
+    )
+}
+
 /// Residency at or above which a file counts as cached.
 pub const WARM: f64 = 0.9;
 
@@ -103,10 +114,8 @@ pub fn decide(s: &Situation, p: &Profile) -> Decision {
         );
     }
     if s.batch > 1 {
-        return d(
-            Choice::Uring {
-                depth: p.random_depth,
-            },
+        return queued(
+            p,
             "a batch of medium reads of uncached data: keep the queue full",
         );
     }
@@ -150,10 +159,8 @@ fn small_request(s: &Situation, p: &Profile, warm: bool, fits: bool) -> Decision
         );
     }
     if s.batch > 1 {
-        return d(
-            Choice::Uring {
-                depth: p.random_depth,
-            },
+        return queued(
+            p,
             "a batch of small reads of uncached data: keep the device's queue full",
         );
     }
