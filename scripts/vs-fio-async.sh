@@ -8,27 +8,12 @@
 # the spread (min-max) of the per-pair IOPS ratios.
 #
 # usage: scripts/vs-fio-async.sh [DIR]   (env: PAIRS=3 TIME=3 SIZE=2g DEPTHS=1,4,16,32,64;
-#   KEEP=1 keeps the data file; SAVE=FILE keeps every pair's records, one JSON line per row, for a rerun's
-#   comparison or to see what a run chose, e.g. SQPOLL's cpu.spin_waits)
+#   KEEP, SAVE: see vs-fio-setup.sh)
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-dir=${1:-$PWD}
-pairs=${PAIRS:-3}
-secs=${TIME:-3}
-size=${SIZE:-2g}
+default_secs=3
+# shellcheck source=scripts/vs-fio-setup.sh
+source "$(dirname "$0")/vs-fio-setup.sh" "$@"
 depths=${DEPTHS:-1,4,16,32,64}
-command -v fio >/dev/null 2>&1 || bash "$here/scripts/setup.sh"
-(cd "$here" && cargo build --release --quiet)
-iolab="$here/target/release/iolab"
-file="$dir/iolab-vs-fio.dat"
-out=$(mktemp -d)
-cleanup() {
-  [ -z "${SAVE:-}" ] || [ ! -f "$out/r.jsonl" ] || cp "$out/r.jsonl" "$SAVE"
-  rm -rf "$out"; [ "${KEEP:-0}" = 1 ] || rm -f "$file"
-}
-trap cleanup EXIT INT TERM
-[ -e "$file" ] || "$iolab" bench --file "$file" --size "$size" --ops 1 >/dev/null
-"$iolab" xor "$file" >/dev/null 2>&1
 common=(--file "$file" --direct --time "${secs}s" --vs fio --pairs "$pairs" --jsonl "$out/r.jsonl")
 rand=(--pattern rand --bs 4k --qd "$depths" --threads 1,2)
 run() { "$iolab" bench "$@" "${common[@]}" >/dev/null; }

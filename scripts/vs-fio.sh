@@ -8,25 +8,11 @@
 # `iolab bench --vs fio`, and the commands shown come from
 # `iolab bench --print-fio`, the same translation.
 #
-# usage: scripts/vs-fio.sh [DIR]   (env: PAIRS=3 TIME=5 SIZE=2g KEEP=0)
+# usage: scripts/vs-fio.sh [DIR]   (env: PAIRS=3 TIME=5 SIZE=2g KEEP SAVE: see vs-fio-setup.sh)
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-dir=${1:-$PWD}
-pairs=${PAIRS:-3}
-secs=${TIME:-5}
-size=${SIZE:-2g}
-command -v fio >/dev/null 2>&1 || bash "$here/scripts/setup.sh"
-command -v fio >/dev/null 2>&1 || { echo "vs-fio: fio is not installed and could not be installed" >&2; exit 2; }
-(cd "$here" && cargo build --release --quiet)
-iolab="$here/target/release/iolab"
-file="$dir/iolab-vs-fio.dat"
-out=$(mktemp -d)
-cleanup() { rm -rf "$out"; [ "${KEEP:-0}" = 1 ] || rm -f "$file"; }
-trap cleanup EXIT INT TERM
-[ -e "$file" ] || "$iolab" bench --file "$file" --size "$size" --ops 1 >/dev/null
-# This disk may sit on a host cache: read the file twice first so neither
-# tool inherits a cache the other warmed (--vs fio alternates who goes first).
-"$iolab" xor "$file" >/dev/null 2>&1; "$iolab" xor "$file" >/dev/null 2>&1
+default_secs=5
+# shellcheck source=scripts/vs-fio-setup.sh
+source "$(dirname "$0")/vs-fio-setup.sh" "$@"
 
 # name | iolab flags (fio's come from the same translation)
 workloads=(
