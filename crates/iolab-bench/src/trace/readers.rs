@@ -203,6 +203,10 @@ mod tests {
         assert!(auto(&db).contains("whole file read ahead"), "{}", auto(&db));
         // A small file read whole in one request: not.
         let small = file(6000, 6000, 6000.0, 1.0);
-        assert!(!auto(&small).contains("whole file read ahead"), "{}", auto(&small));
+        assert!(
+            !auto(&small).contains("whole file read ahead"),
+            "{}",
+            auto(&small)
+        );
     }
 }
