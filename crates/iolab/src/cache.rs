@@ -31,7 +31,20 @@ impl Residency {
 
 /// Measures residency of the first `len` bytes of `path` with mincore.
 pub fn residency(path: &Path, len: u64) -> Result<Residency> {
+    residency_sampled(path, len, usize::MAX)
+}
+
+/// Pages per window of [`residency_sampled`]: 64 KiB with 4 KiB pages.
+const SAMPLE_PAGES: usize = 16;
+
+/// Estimates residency of the first `len` bytes of `path` from `windows`
+/// evenly spaced runs of 16 pages (all of it when the file has no more
+/// pages than that; `total_pages` is then the pages looked at). mincore's
+/// cost grows with the pages asked about: 42 ms for a 4 GiB file here, 7 %
+/// of reading it whole from the cache.
+pub fn residency_sampled(path: &Path, len: u64, windows: usize) -> Result<Residency> {
     let f = File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
+    let pages = len.div_ceil(crate::os::page_size() as u64);
     let m = match Mapping::new(&f, len as usize) {
         Ok(m) => m,
         // A file the file system will not map shared (FUSE with direct
@@ -39,12 +52,23 @@ pub fn residency(path: &Path, len: u64) -> Result<Residency> {
         Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ENODEV) => {
             return Ok(Residency {
                 resident_pages: 0,
-                total_pages: len.div_ceil(crate::os::page_size() as u64),
+                total_pages: pages,
             })
         }
         Err(e) => return Err(e),
     };
-    let (r, t) = m.residency()?;
+    let pages = pages as usize;
+    let (mut r, mut t) = (0, 0);
+    if pages / SAMPLE_PAGES <= windows {
+        (r, t) = m.residency()?;
+    } else {
+        let step = pages / windows;
+        for w in 0..windows {
+            let (a, b) = m.residency_pages(w * step, SAMPLE_PAGES)?;
+            r += a;
+            t += b;
+        }
+    }
     Ok(Residency {
         resident_pages: r,
         total_pages: t,
@@ -154,5 +178,33 @@ mod tests {
         evict(&p).unwrap();
         let c = residency(&p, 1 << 20).unwrap();
         assert!(c.fraction() < 0.01, "{c:?}");
+    }
+
+    #[test]
+    fn sampled_residency_sees_which_part_is_cached() {
+        let d = tempfile::tempdir().unwrap();
+        crate::require!(
+            crate::file::fs_type(d.path()) != Some("tmpfs"),
+            "tmpfs pages cannot be evicted"
+        );
+        let p = d.path().join("f");
+        let len = 32u64 << 20;
+        std::fs::write(&p, vec![7u8; len as usize]).unwrap();
+        evict(&p).unwrap();
+        // The first quarter cached (read with read-ahead off, and without
+        // warm's whole-file WILLNEED), the rest not.
+        let f = File::open(&p).unwrap();
+        fs::fadvise(&f, libc::POSIX_FADV_RANDOM).unwrap();
+        let mut buf = vec![0u8; (len / 4) as usize];
+        f.read_exact_at(&mut buf, 0).unwrap();
+        let page = crate::os::page_size() as u64;
+        let s = residency_sampled(&p, len, 64).unwrap();
+        // 64 windows of 16 pages, not the file's 8192 pages.
+        assert_eq!(s.total_pages, 64 * 16, "{s:?}");
+        assert!((s.fraction() - 0.25).abs() < 0.05, "{s:?}");
+        // Few pages: all of them are looked at.
+        let all = residency_sampled(&p, len, 1 << 20).unwrap();
+        assert_eq!(all.total_pages, len / page);
+        assert!((all.fraction() - 0.25).abs() < 0.01, "{all:?}");
     }
 }

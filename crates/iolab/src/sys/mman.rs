@@ -105,15 +105,27 @@ impl Mapping {
     /// Number of pages of the mapping resident in the page cache, and the
     /// total page count (mincore).
     pub(crate) fn residency(&self) -> Result<(u64, u64)> {
-        if self.len == 0 {
+        self.residency_pages(0, usize::MAX)
+    }
+
+    /// As [`Mapping::residency`], for at most `pages` pages from page
+    /// `first` (clamped to the mapping): mincore's cost grows with the
+    /// pages asked about, so a large file can be sampled.
+    pub(crate) fn residency_pages(&self, first: usize, pages: usize) -> Result<(u64, u64)> {
+        let page = page_size();
+        let total = self.len.div_ceil(page);
+        let first = first.min(total);
+        let pages = pages.min(total - first);
+        if pages == 0 {
             return Ok((0, 0));
         }
-        let page = page_size();
-        let pages = self.len.div_ceil(page);
         let mut vec = vec![0u8; pages];
-        // SAFETY: vec has one byte per page of the live mapping, as mincore
-        // requires; the mapping start is page aligned (returned by mmap).
-        let r = unsafe { libc::mincore(self.ptr.cast(), self.len, vec.as_mut_ptr()) };
+        let bytes = (pages * page).min(self.len - first * page);
+        // SAFETY: pages first..first + pages lie inside the live mapping
+        // (clamped above), so the start is page aligned and the range
+        // mapped; vec has one byte per page of it, as mincore requires.
+        let r =
+            unsafe { libc::mincore(self.ptr.add(first * page).cast(), bytes, vec.as_mut_ptr()) };
         if r != 0 {
             return Err(Error::last_os("mincore"));
         }
