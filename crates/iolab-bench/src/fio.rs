@@ -143,15 +143,20 @@ fn refuse_untranslatable(spec: &WorkloadSpec) -> Result<(), String> {
 
 /// `--rw`, `--rwmixread`, `--bs` and the random-offset options.
 fn pattern_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String>) {
-    let rw = match (spec.op, spec.pattern) {
-        (OpMix::Read, AccessPattern::Seq) => "read",
-        (OpMix::Read, _) => "randread",
-        (OpMix::Write, AccessPattern::Seq) => "write",
-        (OpMix::Write, _) => "randwrite",
-        (OpMix::Rw { .. }, AccessPattern::Seq) => "rw",
-        (OpMix::Rw { .. }, _) => "randrw",
+    let seq = matches!(spec.pattern, AccessPattern::Seq | AccessPattern::Stride(_));
+    let rw = match (spec.op, seq) {
+        (OpMix::Read, true) => "read",
+        (OpMix::Read, false) => "randread",
+        (OpMix::Write, true) => "write",
+        (OpMix::Write, false) => "randwrite",
+        (OpMix::Rw { .. }, true) => "rw",
+        (OpMix::Rw { .. }, false) => "randrw",
     };
-    a.push(format!("--rw={rw}"));
+    match spec.pattern {
+        // fio's sequential `:N`: N bytes skipped after each I/O.
+        AccessPattern::Stride(gap) => a.push(format!("--rw={rw}:{}", fio_size(gap))),
+        _ => a.push(format!("--rw={rw}")),
+    }
     if let OpMix::Rw { read_pct } = spec.op {
         a.push(format!("--rwmixread={read_pct}"));
     }
@@ -169,9 +174,9 @@ fn pattern_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String
             a.push("--norandommap".into());
             notes.push(format!("{k} = fio --random_distribution={k} (same law and parameter, not fio's sequence; fio disables its random map for it)"));
         }
-        AccessPattern::Seq => {}
+        AccessPattern::Seq | AccessPattern::Stride(_) => {}
     }
-    if spec.pattern != AccessPattern::Seq {
+    if !seq {
         // iolab's offsets are a function of --seed: the same every run.
         a.push("--randrepeat=1".into());
         notes.push("random offsets repeat from run to run on both sides (iolab --seed, fio --randrepeat=1)".into());

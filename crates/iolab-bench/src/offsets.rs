@@ -25,8 +25,11 @@ pub struct OffsetGen {
 }
 
 impl OffsetGen {
-    /// Offsets over blocks `first..first + blocks` of size `bs`.
+    /// Offsets over blocks `first..first + blocks` of size `bs` (with
+    /// [`AccessPattern::Stride`], the blocks that start every `bs + gap`
+    /// bytes of that range and fit in it).
     pub fn new(pattern: AccessPattern, first: u64, blocks: u64, bs: u64, seed: u64) -> Self {
+        let blocks = pattern.positions(blocks, bs);
         OffsetGen {
             pattern,
             first,
@@ -64,7 +67,7 @@ impl OffsetGen {
             return;
         }
         match self.pattern {
-            AccessPattern::Seq | AccessPattern::Shuffle => {
+            AccessPattern::Seq | AccessPattern::Shuffle | AccessPattern::Stride(_) => {
                 self.pass = n / self.blocks;
                 self.pos = n % self.blocks;
                 if self.pattern == AccessPattern::Shuffle && self.pass > 0 {
@@ -90,7 +93,7 @@ impl OffsetGen {
                 Some(g) => g.next_block(&mut self.rng),
                 None => self.rng.below(self.blocks),
             },
-            AccessPattern::Seq | AccessPattern::Shuffle => {
+            AccessPattern::Seq | AccessPattern::Shuffle | AccessPattern::Stride(_) => {
                 if self.pos == self.blocks {
                     self.pos = 0;
                     self.pass += 1;
@@ -103,18 +106,27 @@ impl OffsetGen {
                 }
                 let i = self.pos;
                 self.pos += 1;
-                if self.pattern == AccessPattern::Seq {
-                    i
-                } else {
+                if self.pattern == AccessPattern::Shuffle {
                     self.perm.apply(i)
+                } else {
+                    i
                 }
             }
         };
-        let off = (self.first + b) * self.bs;
+        let off = match self.pattern {
+            AccessPattern::Stride(gap) => self.first * self.bs + b * (self.bs + gap),
+            _ => (self.first + b) * self.bs,
+        };
         match &self.place {
             Some(p) => p.map(off),
             None => off,
         }
+    }
+
+    /// Offsets in one pass: the blocks of the range, or with a stride the
+    /// blocks it visits.
+    pub fn positions(&self) -> u64 {
+        self.blocks
     }
 
     /// A random number for the read/write choice of mixed workloads.
@@ -174,6 +186,29 @@ mod tests {
             hit[(o / 4096) as usize] += 1;
         }
         assert!(hit.iter().all(|&h| h > 800 && h < 1200), "{hit:?}");
+    }
+
+    #[test]
+    fn stride_skips_the_gap_after_each_block_and_stays_in_range() {
+        // Blocks 2..12 of 4 KiB (8 KiB..48 KiB), 4 KiB skipped after each:
+        // 8k, 16k, 24k, 32k, 40k, then around again.
+        let mut g = OffsetGen::new(AccessPattern::Stride(4096), 2, 10, 4096, 1);
+        let v: Vec<u64> = (0..6).map(|_| g.next_offset() >> 10).collect();
+        assert_eq!(v, vec![8, 16, 24, 32, 40, 8]);
+        // A gap that is not a multiple of the block: the last block still fits.
+        let mut g = OffsetGen::new(AccessPattern::Stride(100), 0, 4, 1000, 1);
+        let v: Vec<u64> = (0..5).map(|_| g.next_offset()).collect();
+        assert_eq!(v, vec![0, 1100, 2200, 0, 1100]);
+        // Resuming after n offsets goes on where it stopped.
+        let mut g = OffsetGen::new(AccessPattern::Stride(4096), 0, 10, 4096, 1);
+        g.skip(3);
+        assert_eq!(g.next_offset(), 3 * 8192);
+        assert_eq!("stride:4k".parse(), Ok(AccessPattern::Stride(4096)));
+        assert_eq!(AccessPattern::Stride(4096).to_string(), "stride:4k");
+        assert!("stride:x"
+            .parse::<AccessPattern>()
+            .unwrap_err()
+            .contains("stride:x"));
     }
 
     /// `--wearout`'s second phase goes on where the first stopped, so a

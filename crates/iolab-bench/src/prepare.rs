@@ -2,7 +2,7 @@
 //! missing test files, and put the page cache in the state asked for.
 
 use crate::error::{BenchError, Result};
-use crate::spec::{CacheMode, WorkloadSpec};
+use crate::spec::{AccessPattern, CacheMode, WorkloadSpec};
 use iolab::engine::EngineKind;
 use iolab::file::{self, DioAlign};
 use iolab::pattern::Pattern;
@@ -231,6 +231,15 @@ pub fn prepare(
                 a.physical,
                 a.kernel
             )));
+        }
+        if let AccessPattern::Stride(gap) = spec.pattern {
+            if !gap.is_multiple_of(a.required as u64) {
+                return Err(usage(format!(
+                    "--pattern stride:{gap}: O_DIRECT on {} needs the skipped bytes to be a multiple of {} too",
+                    paths[0].display(),
+                    a.required
+                )));
+            }
         }
         Some(a)
     } else {

@@ -131,7 +131,8 @@ pub fn held(spec: &WorkloadSpec, resident_after: f64, ops: u64) -> Option<bool> 
 /// the run cannot warm its own reads (O_DIRECT, warm or as-is cache, or a
 /// single pass).
 pub fn cold_ops_limit(spec: &WorkloadSpec) -> Option<u64> {
-    if spec.cache != CacheMode::Cold || spec.direct || spec.pattern == AccessPattern::Seq {
+    let one_pass = matches!(spec.pattern, AccessPattern::Seq | AccessPattern::Stride(_));
+    if spec.cache != CacheMode::Cold || spec.direct || one_pass {
         return None;
     }
     let page = iolab::os::page_size() as u64;

@@ -20,6 +20,10 @@ pub enum AccessPattern {
     /// Random with replacement from a skewed law: fio's
     /// `random_distribution=zipf:θ|pareto:h|normal:dev`.
     Skewed(crate::skew::Skew),
+    /// In file order, skipping this many bytes after each block: fio's
+    /// `rw=read:N` (the holes of a strided layout, column reads of a
+    /// row-major table).
+    Stride(u64),
 }
 
 impl AccessPattern {
@@ -30,6 +34,7 @@ impl AccessPattern {
             AccessPattern::Rand => "rand",
             AccessPattern::Shuffle => "shuffle",
             AccessPattern::Skewed(k) => k.kind(),
+            AccessPattern::Stride(_) => "stride",
         }
     }
 
@@ -39,10 +44,21 @@ impl AccessPattern {
         matches!(self, AccessPattern::Rand | AccessPattern::Skewed(_))
     }
 
+    /// Offsets one pass over `blocks` blocks of `bs` bytes visits: all of
+    /// them, or with a stride those that start every `bs + gap` bytes and
+    /// fit.
+    pub fn positions(self, blocks: u64, bs: u64) -> u64 {
+        match self {
+            AccessPattern::Stride(gap) if blocks > 0 => (blocks - 1) * bs / (bs + gap) + 1,
+            _ => blocks,
+        }
+    }
+
     /// The kernel hint that fits the pattern.
     pub fn hint(self) -> AccessHint {
         match self {
-            AccessPattern::Seq => AccessHint::Sequential,
+            // As fio's fadvise_hint does for rw=read:N.
+            AccessPattern::Seq | AccessPattern::Stride(_) => AccessHint::Sequential,
             _ => AccessHint::Random,
         }
     }
@@ -52,6 +68,7 @@ impl fmt::Display for AccessPattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AccessPattern::Skewed(k) => write!(f, "{k}"),
+            AccessPattern::Stride(gap) => write!(f, "stride:{}", crate::fio::fio_size(*gap)),
             _ => f.write_str(self.name()),
         }
     }
@@ -63,11 +80,18 @@ impl FromStr for AccessPattern {
         if let Some(k) = crate::skew::Skew::parse(s) {
             return k.map(AccessPattern::Skewed);
         }
+        if let Some(n) = s.strip_prefix("stride:") {
+            return crate::fiojob::value::bytes(n)
+                .map(AccessPattern::Stride)
+                .map_err(|e| {
+                    format!("stride:{n}: {e} (the bytes skipped after each block, e.g. stride:4k)")
+                });
+        }
         match s {
             "seq" | "sequential" => Ok(AccessPattern::Seq),
             "rand" | "random" => Ok(AccessPattern::Rand),
             "shuffle" => Ok(AccessPattern::Shuffle),
-            _ => Err(format!("unknown pattern '{s}' (one of seq, rand, shuffle, zipf:THETA, pareto:H, normal:DEV)")),
+            _ => Err(format!("unknown pattern '{s}' (one of seq, rand, shuffle, stride:BYTES, zipf:THETA, pareto:H, normal:DEV)")),
         }
     }
 }

@@ -418,3 +418,35 @@ fn unsupported_iopoll_is_one_line_and_exit_2() {
         "--iopoll",
     );
 }
+
+#[test]
+fn a_stride_reads_one_block_in_each_step_and_verifies() {
+    let d = tempfile::tempdir().unwrap();
+    // 1 MiB, 4 KiB read and 12 KiB skipped: 64 blocks, every byte checked.
+    let o = iolab(
+        &words("bench --file f --size 1m --bs 4k --pattern stride:12k --verify --json"),
+        d.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let run = &v["records"][0]["runs"][0];
+    assert_eq!(run["ops"].as_u64(), Some(64), "{run}");
+    assert_eq!(run["bytes"].as_u64(), Some(64 * 4096));
+    assert_eq!(
+        v["records"][0]["spec"]["pattern"]["stride"].as_u64(),
+        Some(12288)
+    );
+    // Two threads split the file; fio is told rw=read:12k.
+    let o = iolab(
+        &words("bench --file f --size 1m --bs 4k --pattern stride:12k --threads 2 --print-fio"),
+        d.path(),
+    );
+    assert!(stdout_has(&o, "--rw=read:12k"), "{}", stderr(&o));
+    let o = iolab(&words("bench --file f --pattern stride:x"), d.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--pattern") && stderr(&o).contains("stride:x"));
+}
+
+fn stdout_has(o: &std::process::Output, s: &str) -> bool {
+    String::from_utf8_lossy(&o.stdout).contains(s)
+}

@@ -173,8 +173,9 @@ fn engine_of(name: &str) -> Result<EngineKind, String> {
     })
 }
 
-/// `rw` into (ops, random).
-fn rw_of(v: &str) -> Result<(OpMix, bool), String> {
+/// `rw` into (ops, random, the bytes skipped after each sequential I/O:
+/// fio's `read:N`).
+fn rw_of(v: &str) -> Result<(OpMix, bool, u64), String> {
     let (mode, suffix) = match v.split_once(':') {
         Some((m, s)) => (m, Some(s)),
         None => (v, None),
@@ -195,21 +196,22 @@ fn rw_of(v: &str) -> Result<(OpMix, bool), String> {
             ))
         }
     };
+    let mut gap = 0;
     if let Some(n) = suffix {
-        let n: u64 = n
-            .parse()
-            .map_err(|_| format!("':{n}': the suffix is a number"))?;
-        if n > 1 || (!random && n > 0) {
-            return Err(if random {
-                format!(":{n}: {n} I/Os per random offset is not supported by iolab")
-            } else {
-                format!(
-                    ":{n}: a sequential offset increment (a stride) is not supported by iolab yet"
-                )
-            });
+        if random {
+            let n: u64 = n
+                .parse()
+                .map_err(|_| format!("':{n}': the suffix is a number"))?;
+            if n > 1 {
+                return Err(format!(
+                    ":{n}: {n} I/Os per random offset is not supported by iolab (only 1)"
+                ));
+            }
+        } else {
+            gap = super::value::bytes(n).map_err(|e| format!(":{n}: {e}"))?;
         }
     }
-    Ok((op, random))
+    Ok((op, random, gap))
 }
 
 /// `bs=R,W,T`: the read and write block sizes (empty fields keep 4k).
@@ -461,9 +463,9 @@ struct Direction {
 
 /// Direction, pattern, block size and seed.
 fn direction(g: &Given, notes: &mut Vec<String>) -> Result<Direction, FioJobError> {
-    let (mut op, random) = match g.val("rw") {
+    let (mut op, random, gap) = match g.val("rw") {
         Some((v, loc)) => rw_of(v).map_err(|e| loc.err(format!("rw={v}: {e}")))?,
-        None => (OpMix::Read, false),
+        None => (OpMix::Read, false, 0),
     };
     if let OpMix::Rw { read_pct } = &mut op {
         if let Some(r) = g.int("rwmixread")? {
@@ -502,8 +504,15 @@ fn direction(g: &Given, notes: &mut Vec<String>) -> Result<Direction, FioJobErro
             rbs
         }
     };
-    let pattern = if !random {
-        AccessPattern::Seq
+    let mut pattern = if !random {
+        if gap > 0 {
+            notes.push(format!(
+                "rw=...:{gap}: {gap} bytes skipped after each I/O (iolab pattern stride:{gap})"
+            ));
+            AccessPattern::Stride(gap)
+        } else {
+            AccessPattern::Seq
+        }
     } else if g.flag("norandommap", false)? {
         notes.push(
             "norandommap: uniformly random offsets with replacement (iolab pattern rand)".into(),
@@ -514,10 +523,20 @@ fn direction(g: &Given, notes: &mut Vec<String>) -> Result<Direction, FioJobErro
         AccessPattern::Shuffle
     };
     if let Some((v, loc)) = g.val("random_distribution") {
-        if v != "random" {
-            return Err(loc.err(format!(
-                "random_distribution={v}: iolab draws offsets uniformly only (random)"
-            )));
+        match crate::skew::Skew::parse(v) {
+            _ if v == "random" => {}
+            Some(Ok(k)) if random => {
+                // fio turns its random map off for these laws, as iolab draws.
+                notes.push(format!("random_distribution={v}: iolab pattern {k}"));
+                pattern = AccessPattern::Skewed(k);
+            }
+            Some(Ok(_)) => {}
+            Some(Err(e)) => return Err(loc.err(format!("random_distribution={v}: {e}"))),
+            None => {
+                return Err(loc.err(format!(
+                    "random_distribution={v}: iolab draws random, zipf:THETA, pareto:H and normal:DEV (not zoned)"
+                )))
+            }
         }
     }
     let seed = match g.int("randseed")? {
@@ -1037,6 +1056,31 @@ mod tests {
     }
 
     #[test]
+    fn a_sequential_suffix_is_a_stride_and_skewed_laws_map_to_patterns() {
+        let j = one("[s]\nfilename=/x\nsize=1m\nrw=read:8k\n");
+        assert_eq!(j.spec.pattern, AccessPattern::Stride(8192));
+        assert!(
+            j.notes.iter().any(|n| n.contains("stride:8192")),
+            "{:?}",
+            j.notes
+        );
+        // `:0` and `:1` on random I/O are fio's default.
+        assert_eq!(
+            one("[r]\nfilename=/x\nsize=1m\nrw=randread:1\nnorandommap\n")
+                .spec
+                .pattern,
+            AccessPattern::Rand
+        );
+        let z = one("[z]\nfilename=/x\nsize=1m\nrw=randread\nrandom_distribution=zipf:1.2\n");
+        assert_eq!(z.spec.pattern.to_string(), "zipf:1.2");
+        let n = one("[n]\nfilename=/x\nsize=1m\nrw=randread\nrandom_distribution=normal:10\n");
+        assert_eq!(n.spec.pattern.name(), "normal");
+        // A law on sequential I/O changes nothing, as in fio.
+        let q = one("[q]\nfilename=/x\nsize=1m\nrw=read\nrandom_distribution=zipf:1.2\n");
+        assert_eq!(q.spec.pattern, AccessPattern::Seq);
+    }
+
+    #[test]
     fn defaults_directory_numjobs_and_mixes() {
         let j = one("[seq]\ndirectory=/d\nsize=1m\nnumjobs=3\nloops=2\ngroup_reporting\n");
         let s = &j.spec;
@@ -1131,7 +1175,9 @@ mod tests {
             ("[a]\nfilename=/x\nsize=1m\ndescription=hi\n", "j.fio:4: option 'description': known to fio but not supported by iolab (it does not change what is measured: --lenient"),
             ("[a]\nfilename=/x\nsize=1m\nioengine=splice\n", "j.fio:4: ioengine=splice: 'splice' is not an engine iolab has"),
             ("[a]\nfilename=/x\nsize=1m\nrw=randread:8\n", "j.fio:4: rw=randread:8: :8: 8 I/Os per random offset"),
-            ("[a]\nfilename=/x\nsize=1m\nrw=read:64k\n", "j.fio:4: rw=read:64k: "),
+            ("[a]\nfilename=/x\nsize=1m\nrw=read:x\n", "j.fio:4: rw=read:x: :x: 'x': not a size"),
+            ("[a]\nfilename=/x\nsize=1m\nrw=randread\nrandom_distribution=zoned:50/5:50/95\n", "j.fio:5: random_distribution=zoned:50/5:50/95: iolab draws random, zipf"),
+            ("[a]\nfilename=/x\nsize=1m\nrw=randread\nrandom_distribution=zipf:1\n", "j.fio:5: random_distribution=zipf:1: "),
             ("[a]\nfilename=/x\nsize=1m\nrw=trim\n", "j.fio:4: rw=trim: 'trim': iolab does not issue trims"),
             ("[a]\nfilename=/x:/y\nsize=1m\n", "j.fio:2: filename=/x:/y: 2 files"),
             ("[a]\nfilename=/x\nsize=1m\nrw=rw\nrate_iops=100,200\n", "j.fio:5: rate_iops=100,200: iolab paces reads and writes together"),
@@ -1139,7 +1185,6 @@ mod tests {
             ("[a]\nfilename=/x\nsize=1m\nfsync=1\n", "j.fio:4: fsync=1: iolab issues no syncs"),
             ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=0-1\n", "j.fio:4: cpus_allowed=0-1:"),
             ("[a]\nfilename=/x\nsize=1m\noffset=4k\n", "j.fio:4: offset=4k:"),
-            ("[a]\nfilename=/x\nsize=1m\nrandom_distribution=zipf:1.2\n", "j.fio:4: random_distribution=zipf:1.2:"),
             ("[a]\nfilename=/x\nsize=1m\nfixedbufs\n", "j.fio:4: fixedbufs=: an io_uring option"),
             ("[a]\nfilename=/x\nsize=1m\nioengine=psync\nhipri\n", "j.fio:5: hipri=: only pvsync2 and io_uring"),
             ("[a]\nfilename=/x\nsize=1m\nrw=rw\nbs=4k,8k\n", "j.fio:5: bs=4k,8k: iolab uses one block size"),

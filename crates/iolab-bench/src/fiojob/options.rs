@@ -227,6 +227,23 @@ pub fn class(key: &str) -> Class {
     }
 }
 
+/// For a mapped option that iolab takes only in part: what it takes (the
+/// rest is refused with a message naming the job, line and option).
+pub fn limits(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "filename" => "one file per job (':'-separated lists refused)",
+        "nrfiles" => "nrfiles=1 only",
+        "offset" => "offset=0 only",
+        "fsync" | "fdatasync" => "0 only: iolab issues no syncs during a job",
+        "cpus_allowed" => "refused when set: iolab does not pin its threads",
+        "kb_base" => "1024 only",
+        "rw" => "read:N (N bytes skipped after each I/O) taken; randread:N only for N <= 1",
+        "random_distribution" => "random, zipf:θ, pareto:h, normal:dev (not zoned)",
+        "filename_format" => "STEM.$jobnum only",
+        _ => return None,
+    })
+}
+
 /// Every option fio documents, with iolab's treatment, for the table in
 /// the README and `iolab fio --list-options`.
 pub fn table() -> Vec<(String, Class)> {

@@ -37,7 +37,9 @@ pub(super) fn plans(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<V
         (None, Some(b), _) => Some(b.div_ceil(spec.bs)),
         (None, None, Some(_)) => None,
         // No limit at all: the data once.
-        (None, None, None) => Some(blocks * prep.files.len() as u64),
+        (None, None, None) => {
+            Some(spec.pattern.positions(blocks, spec.bs) * prep.files.len() as u64)
+        }
     };
     let one_pass = spec.stop == StopRule::default();
     let mut v = Vec::new();
@@ -57,18 +59,20 @@ pub(super) fn plans(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<V
                 blocks, spec.bs
             )));
         }
+        let seed = spec.seed ^ (t + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        let gen = OffsetGen::new(spec.pattern, first, count, spec.bs, seed).with_place(spec.place);
         let budget = if one_pass && !spec.pattern.with_replacement() && !spec.file_per_thread {
-            // One pass: each worker exactly its own slice.
-            Some(count)
+            // One pass: each worker exactly its own slice (with a stride,
+            // the blocks of it that the stride visits).
+            Some(gen.positions())
         } else {
             total_ops.map(|o| o / w + u64::from(t < o % w))
         };
-        let seed = spec.seed ^ (t + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93);
         v.push(Plan {
             worker: t as u32,
             file_idx,
             path: prep.files[file_idx].path.clone(),
-            gen: OffsetGen::new(spec.pattern, first, count, spec.bs, seed).with_place(spec.place),
+            gen,
             budget,
             pattern: prep.files[file_idx].pattern,
         });

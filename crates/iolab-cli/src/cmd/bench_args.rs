@@ -64,8 +64,9 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 70, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub read_pct: u8,
     /// Access pattern(s): seq, rand (uniform, with replacement), shuffle (every
-    /// block once), or skewed like fio's random_distribution: zipf:THETA,
-    /// pareto:H, normal:DEV (standard deviation in % of the file).
+    /// block once), stride:BYTES (in order, skipping BYTES after each block:
+    /// fio's rw=read:BYTES), or skewed like fio's random_distribution:
+    /// zipf:THETA, pareto:H, normal:DEV (standard deviation in % of the file).
     #[arg(long, value_delimiter = ',', default_value = "seq", value_parser = pattern)]
     pub pattern: Vec<AccessPattern>,
     /// Block size(s), binary units (4k, 1m).

@@ -203,7 +203,10 @@ fn list_options() -> String {
     let mut o = String::new();
     for (name, class) in options::table() {
         let what = match class {
-            Class::Mapped => "supported".to_string(),
+            Class::Mapped => match options::limits(&name) {
+                Some(l) => format!("supported in part: {l}"),
+                None => "supported".to_string(),
+            },
             Class::Cosmetic => "warning with --lenient (presentation only), else refused".into(),
             Class::Refused(why) => format!("refused: {why}"),
             Class::Unknown => continue,
