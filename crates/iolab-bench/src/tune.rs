@@ -92,6 +92,7 @@ fn whole(direct: bool, chunk: usize, depth: u32) -> Option<WholePlan> {
         direct: Some(direct),
         ordered: false,
         warm_chunk: chunk,
+        warm_threads: 1,
     })
 }
 

@@ -37,6 +37,7 @@ pub mod signal;
 mod sys;
 pub mod testing;
 pub mod whole;
+mod whole_parallel;
 pub mod xor;
 
 pub use error::{Errno, Error, Result};

@@ -48,7 +48,18 @@ pub struct Plan {
     /// destination stays in the CPU cache (a copy into cached memory is
     /// faster than one that writes memory back), as `cat`'s 128 KiB buffer.
     pub warm_chunk: usize,
+    /// Threads copying a mostly cached file out of the page cache; 0: as
+    /// many as this process may run on (at most [`MAX_WARM_THREADS`]) for
+    /// files of [`PARALLEL_MIN`] or more, else one.
+    pub warm_threads: usize,
 }
+
+/// The most threads [`Plan::warm_threads`]`= 0` picks.
+pub const MAX_WARM_THREADS: usize = 4;
+
+/// Smallest file read by several threads when it is cached: below it,
+/// starting threads costs more than the copies they share.
+pub const PARALLEL_MIN: u64 = 64 << 20;
 
 impl Default for Plan {
     /// 4 MiB pieces, 8 in flight, O_DIRECT when cold, completion order.
@@ -61,6 +72,7 @@ impl Default for Plan {
             direct: None,
             ordered: false,
             warm_chunk: 128 << 10,
+            warm_threads: 0,
         }
     }
 }
@@ -109,6 +121,16 @@ pub fn read_whole_plan(
         // plain pread does it with less around it than a ring. The copy's
         // destination starts past a cache line: copies to a page-aligned
         // destination ran 8-10 % slower here (issue 11, `--buf-offset`).
+        let threads = match plan.warm_threads {
+            0 if len >= PARALLEL_MIN => std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(MAX_WARM_THREADS),
+            0 => 1,
+            n => n,
+        };
+        if threads > 1 {
+            return crate::whole_parallel::read_cached(path, len, chunk, threads, f);
+        }
         let off = crate::buf::BUFFERED_SLOT_OFFSET;
         return read_in_order(path, len, &mut slots.as_mut_slice()[off..off + chunk], f);
     }
