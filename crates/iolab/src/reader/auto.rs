@@ -42,7 +42,8 @@ const TOUCH_BITS: u64 = 1 << 16;
 /// sampled and may be mapped (before it, `Mapped` choices are `pread`s).
 pub const FIRST_SAMPLE: u64 = 8;
 
-/// Bytes per `POSIX_FADV_WILLNEED` call when a whole file is read ahead.
+/// Bytes per `POSIX_FADV_WILLNEED` call when a whole file is read ahead
+/// and its device's limits are unknown.
 const WILLNEED_STEP: u64 = 128 << 10;
 
 /// Whether `IOLAB_TRACE_POLICY` asks for decisions on stderr (read once:
@@ -265,13 +266,26 @@ impl Auto {
             return;
         }
         // The kernel reads at most max(read-ahead window, largest device
-        // request) per WILLNEED call, so one call per step: the smallest
-        // default window, 128 KiB, so no part is skipped. Each call only
-        // queues the reads; it waits only when the device's queue is full.
+        // request) per WILLNEED call, so one call per step of that size
+        // (128 KiB, the smallest default window, when the device is not
+        // known): no part is skipped, and the device gets requests as large
+        // as it takes (128 KiB steps left this reading 20 % behind a
+        // mapping's 8 MiB read-around here). Each call only queues the
+        // reads; it waits only when the device's queue is full.
+        let step = crate::file::block_device_of(&self.src.path)
+            .and_then(|d| {
+                Some(
+                    d.queue_num("read_ahead_kb")?
+                        .max(d.queue_num("max_sectors_kb")?)
+                        << 10,
+                )
+            })
+            .unwrap_or(WILLNEED_STEP)
+            .max(WILLNEED_STEP);
         let mut r = Ok(());
         let mut at = 0u64;
         while at < self.src.len && r.is_ok() {
-            let n = WILLNEED_STEP.min(self.src.len - at);
+            let n = step.min(self.src.len - at);
             r = crate::sys::fs::fadvise_range(&self.src.file, at, n, libc::POSIX_FADV_WILLNEED);
             at += n;
         }
