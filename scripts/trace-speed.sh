@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Records three real programs with `iolab record` and replays each trace
+# Records four real programs with `iolab record` and replays each trace
 # against every reader (cold cache, as fast as possible, REPEAT rounds in
 # rotating order). Usage: scripts/trace-speed.sh WORKDIR [REPEAT]
+# (env TRACES="sqlite grep python loader" picks the replays; Auto uses the
+# profile `iolab tune` wrote, or IOLAB_PROFILE's, else the built-in one).
 # Needs strace and sqlite3 (scripts/setup.sh installs both). Results: WORKDIR/replay.jsonl and the tables.
 set -euo pipefail
 work=${1:?usage: scripts/trace-speed.sh WORKDIR [REPEAT]}
@@ -24,7 +26,22 @@ tree=${TREE:-$HOME/.cargo/registry/src}
 # 3. An interpreter importing part of its standard library.
 "$iolab" record -o python.csv --overwrite -- python3 -c \
   "import json, csv, decimal, email.parser, http.client, xml.dom.minidom, asyncio, unittest, sqlite3, argparse, logging, tarfile, zipfile, difflib, pydoc"
-for t in sqlite grep python; do
+# 4. An ML data loader: an interpreter that imports what it needs, then
+#    reads each file of a dataset whole (numpy.load and most loaders read a
+#    file in one call), as a training job's first epoch does.
+if [ ! -d dataset ]; then
+  mkdir -p dataset.tmp
+  for i in 0 1 2 3 4 5; do head -c $((96 << 20)) /dev/urandom > "dataset.tmp/shard$i.bin"; done
+  mv dataset.tmp dataset
+fi
+"$iolab" record -o loader.csv --overwrite -- python3 -c \
+  "import json, csv, hashlib, pathlib, struct, zipfile, argparse, logging
+n = 0
+for p in sorted(pathlib.Path('dataset').glob('shard*.bin')):
+    with open(p, 'rb') as f:
+        n += len(f.read())
+print(n)" >/dev/null
+for t in ${TRACES:-sqlite grep python loader}; do
   mkdir -p "files-$t"
   "$iolab" replay "$t.csv" --dir "files-$t" --cache cold --timing asap \
     --repeat "$repeat" --jsonl replay.jsonl
