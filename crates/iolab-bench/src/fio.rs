@@ -47,15 +47,7 @@ impl FioCommand {
     }
 }
 
-/// A size the way fio users write it (`4k`, `1m`, `2g`, else bytes).
-pub fn fio_size(b: u64) -> String {
-    for (shift, unit) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
-        if b >= 1 << shift && b.is_multiple_of(1 << shift) {
-            return format!("{}{unit}", b >> shift);
-        }
-    }
-    b.to_string()
-}
+pub use crate::units::fio_size;
 
 fn secs(ns: u64) -> String {
     if ns.is_multiple_of(1_000_000_000) {

@@ -28,5 +28,6 @@ pub mod stats;
 pub mod system;
 pub mod trace;
 pub mod tune;
+pub mod units;
 
 pub use error::{BenchError, Result};

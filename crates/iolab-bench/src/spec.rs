@@ -68,7 +68,7 @@ impl fmt::Display for AccessPattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             AccessPattern::Skewed(k) => write!(f, "{k}"),
-            AccessPattern::Stride(gap) => write!(f, "stride:{}", crate::fio::fio_size(*gap)),
+            AccessPattern::Stride(gap) => write!(f, "stride:{}", crate::units::fio_size(*gap)),
             _ => f.write_str(self.name()),
         }
     }
@@ -81,7 +81,7 @@ impl FromStr for AccessPattern {
             return k.map(AccessPattern::Skewed);
         }
         if let Some(n) = s.strip_prefix("stride:") {
-            return crate::fiojob::value::bytes(n)
+            return crate::units::bytes(n)
                 .map(AccessPattern::Stride)
                 .map_err(|e| {
                     format!("stride:{n}: {e} (the bytes skipped after each block, e.g. stride:4k)")

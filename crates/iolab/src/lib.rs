@@ -9,7 +9,7 @@
 //!   `pread`, `preadv2`, `stream`, `mmap`, `uring`, `libaio`, `posixaio`,
 //!   `threadpool`, `null` ([`engine::EngineKind::ALL`]).
 //! - [`buf`]: buffers aligned for `O_DIRECT` and registrable with io_uring.
-//! - [`file`]: opening files (`O_DIRECT`), alignment rules, creating test
+//! - [`file`](mod@file): opening files (`O_DIRECT`), alignment rules, creating test
 //!   files filled with the verifiable [`pattern`].
 //! - [`cache`]: page-cache control: evict, warm, measure residency (mincore).
 //! - [`os`]: process resource usage and other small kernel facts.

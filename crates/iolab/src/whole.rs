@@ -90,7 +90,7 @@ pub fn read_whole(path: &Path, f: &mut dyn FnMut(u64, &[u8])) -> Result<WholeSta
 /// chunk; `f` returning false stops the reading early.
 ///
 /// The pieces land in buffers backed by transparent huge pages
-/// ([`crate::sys::hugebuf`]): O_DIRECT into 2 MiB pages ran about twice as
+/// (`sys::hugebuf`): O_DIRECT into 2 MiB pages ran about twice as
 /// fast as into 4 KiB pages on this VM (issue 9).
 pub fn read_whole_plan(
     path: &Path,
@@ -117,22 +117,7 @@ pub fn read_whole_plan(
     let chunk = chunk.max(unit).div_ceil(unit) * unit;
     let mut slots = HugeBuf::new(chunk * depth as usize + crate::buf::BUFFERED_SLOT_OFFSET)?;
     if warm {
-        // Cached: the copy out of the page cache is all the work, and a
-        // plain pread does it with less around it than a ring. The copy's
-        // destination starts past a cache line: copies to a page-aligned
-        // destination ran 8-10 % slower here (issue 11, `--buf-offset`).
-        let threads = match plan.warm_threads {
-            0 if len >= PARALLEL_MIN => std::thread::available_parallelism()
-                .map_or(1, |n| n.get())
-                .min(MAX_WARM_THREADS),
-            0 => 1,
-            n => n,
-        };
-        if threads > 1 {
-            return crate::whole_parallel::read_cached(path, len, chunk, threads, f);
-        }
-        let off = crate::buf::BUFFERED_SLOT_OFFSET;
-        return read_in_order(path, len, &mut slots.as_mut_slice()[off..off + chunk], f);
+        return read_cached_file(path, len, plan, slots.as_mut_slice(), chunk, f);
     }
     let force_pread = std::env::var_os(FORCE_PREAD_ENV).is_some_and(|v| v != "0");
     if !force_pread {
@@ -177,6 +162,38 @@ pub fn read_whole_plan(
     }
     // No io_uring here: plain preads into one slot, in file order.
     read_in_order(path, len, &mut slots.as_mut_slice()[..chunk], f)
+}
+
+/// A mostly cached file: the copy out of the page cache is all the work,
+/// and a plain pread does it with less around it than a ring. The copy's
+/// destination starts past a cache line: copies to a page-aligned
+/// destination ran 8-10 % slower here (issue 11, `--buf-offset`). Large
+/// files are shared out among the CPUs.
+fn read_cached_file(
+    path: &Path,
+    len: u64,
+    plan: &Plan,
+    slots: &mut [u8],
+    chunk: usize,
+    f: &mut dyn FnMut(u64, &[u8]) -> bool,
+) -> Result<WholeStats> {
+    let threads = match plan.warm_threads {
+        0 if len >= PARALLEL_MIN => std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_WARM_THREADS),
+        0 => 1,
+        n => n,
+    };
+    if threads > 1 {
+        let bytes = crate::whole_parallel::read_cached(path, len, chunk, threads, f)?;
+        return Ok(WholeStats {
+            bytes,
+            engine: EngineKind::Pread,
+            direct: false,
+        });
+    }
+    let off = crate::buf::BUFFERED_SLOT_OFFSET;
+    read_in_order(path, len, &mut slots[off..off + chunk], f)
 }
 
 /// Reads `path` (`len` bytes) with preads into `buf`, in file order,

@@ -504,6 +504,34 @@ fn direction(g: &Given, notes: &mut Vec<String>) -> Result<Direction, FioJobErro
             rbs
         }
     };
+    let pattern = pattern_of(g, random, gap, notes)?;
+    let seed = match g.int("randseed")? {
+        Some(s) => s,
+        None => {
+            if g.flag("randrepeat", true)? {
+                42
+            } else {
+                crate::record::unix_ms()
+            }
+        }
+    };
+    Ok(Direction {
+        op,
+        random,
+        bs,
+        pattern,
+        seed,
+    })
+}
+
+/// The offsets' pattern: `rw`'s order (and its `:N` gap), the random map
+/// and `random_distribution`.
+fn pattern_of(
+    g: &Given,
+    random: bool,
+    gap: u64,
+    notes: &mut Vec<String>,
+) -> Result<AccessPattern, FioJobError> {
     let mut pattern = if !random {
         if gap > 0 {
             notes.push(format!(
@@ -539,23 +567,7 @@ fn direction(g: &Given, notes: &mut Vec<String>) -> Result<Direction, FioJobErro
             }
         }
     }
-    let seed = match g.int("randseed")? {
-        Some(s) => s,
-        None => {
-            if g.flag("randrepeat", true)? {
-                42
-            } else {
-                crate::record::unix_ms()
-            }
-        }
-    };
-    Ok(Direction {
-        op,
-        random,
-        bs,
-        pattern,
-        seed,
-    })
+    Ok(pattern)
 }
 
 /// Threads, queue depth and batches.

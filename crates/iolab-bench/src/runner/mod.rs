@@ -2,14 +2,14 @@
 //! its own engine. The core owns batching, timing and accounting; an engine
 //! only does ops (fio's split).
 //!
-//! - [`plan`]: which file, offsets and op budget each worker gets;
-//! - [`worker`]: the hot loop of one worker (submit, reap, account);
-//! - [`intervals`]: `--interval` samples, cut per worker and merged;
-//! - [`threads`]: where workers run, and the collector that watches them;
-//! - [`control`]: what workers share (stop, errors, the `--op-timeout` watch);
-//! - [`merge`]: the workers' counts merged into one [`RunMetrics`];
-//! - [`clock`]: the hot loop's clock;
-//! - [`split`]: per-direction latency and slat/clat, only when asked.
+//! - `plan`: which file, offsets and op budget each worker gets;
+//! - `worker`: the hot loop of one worker (submit, reap, account);
+//! - `intervals`: `--interval` samples, cut per worker and merged;
+//! - `threads`: where workers run, and the collector that watches them;
+//! - `control`: what workers share (stop, errors, the `--op-timeout` watch);
+//! - `merge`: the workers' counts merged into one [`RunMetrics`];
+//! - `clock`: the hot loop's clock;
+//! - `split`: per-direction latency and slat/clat, only when asked.
 //!
 //! A run that meets an error still hands back what it measured:
 //! [`BenchError::Partial`] carries the metrics next to the error.

@@ -17,7 +17,7 @@ pub struct MixedArgs {
     /// (about 6.3 GiB; created if missing).
     #[arg(long)]
     pub dir: PathBuf,
-    /// Technique: stream, buffered[:4m], mapped, direct, uring[:32], thesis, auto.
+    /// Technique: stream, buffered\[:4m\], mapped, direct, uring\[:32\], thesis, auto.
     #[arg(long, default_value = "auto")]
     pub technique: Technique,
     /// Profile for auto: a file, or "none" for the built-in defaults

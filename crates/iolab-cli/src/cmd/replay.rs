@@ -68,7 +68,7 @@ pub fn reader_names() -> Vec<String> {
 }
 
 /// Builds the readers `list` names (technique names as `iolab cat` takes
-/// them: stream, buffered[:4m], mapped, direct, uring[:32], thesis, auto;
+/// them: stream, buffered\[:4m\], mapped, direct, uring\[:32\], thesis, auto;
 /// and pread); `hints` are the thesis reader's per-file hints.
 pub fn build_readers(
     list: &str,

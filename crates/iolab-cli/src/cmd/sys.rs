@@ -33,7 +33,7 @@ pub struct SysArgs {
     /// Directory for temporary files (a hidden temp dir is made inside) [default: .].
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Serve the network tests' other end until Ctrl-C on [ADDR:]PORT: a
+    /// Serve the network tests' other end until Ctrl-C on \[ADDR:\]PORT: a
     /// bare PORT listens on 127.0.0.1 only; 0.0.0.0:PORT exposes it.
     #[arg(long, value_name = "[ADDR:]PORT", conflicts_with = "connect", value_parser = crate::parse::listen_addr)]
     pub serve: Option<std::net::SocketAddr>,

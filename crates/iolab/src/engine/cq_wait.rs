@@ -11,8 +11,8 @@
 //! So `auto` (the default) spins only when, as the ring is set up, a core
 //! is free for every SQPOLL ring's submitter and SQ thread; and when a
 //! spin sees its submissions left unread by an awake SQ thread for
-//! [`SPIN_LIMIT`] (the SQ thread gets no CPU), that wait goes on sleeping;
-//! after [`STARVED_LIMIT`] such waits the ring sleeps for good. A slow
+//! `SPIN_LIMIT` (the SQ thread gets no CPU), that wait goes on sleeping;
+//! after `STARVED_LIMIT` such waits the ring sleeps for good. A slow
 //! device alone does not stop the spin.
 
 use serde::{Deserialize, Serialize};
