@@ -153,6 +153,9 @@ fn pattern_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String
         a.push(format!("--rwmixread={read_pct}"));
     }
     a.push(format!("--bs={}", fio_size(spec.bs)));
+    if let Some(e) = spec.sync_every {
+        a.push(format!("--{}={}", e.call(), e.writes));
+    }
     match spec.pattern {
         AccessPattern::Rand => {
             a.push("--norandommap".into());

@@ -86,6 +86,14 @@ pub fn validate(spec: &WorkloadSpec) -> Result<()> {
             spec.batch_complete, spec.qd
         )));
     }
+    if let (Some(e), false) = (spec.sync_every, spec.op.writes()) {
+        return Err(usage(format!(
+            "--{} {}: --op {} writes nothing to sync; use --op write or rw",
+            e.call(),
+            e.writes,
+            spec.op.name()
+        )));
+    }
     if spec.op.writes() && !spec.engine.writes() {
         return Err(usage(format!(
             "--op {}: engine {} only reads (writers: {})",

@@ -106,6 +106,10 @@ pub struct RunMetrics {
     /// The device's counters over the run, in iostat's terms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<crate::devstat::DeviceView>,
+    /// Latency of the fsync/fdatasync calls of a run with `sync_every`
+    /// (which call, and how often, is in the spec).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_latency: Option<LatencySummary>,
     /// The measured window itself (first worker's start, last completion):
     /// what multi-rank runs place on a common clock. Not serialised.
     #[serde(skip)]

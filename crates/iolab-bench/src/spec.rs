@@ -96,6 +96,29 @@ impl FromStr for AccessPattern {
     }
 }
 
+/// A sync of the file after every `writes` completed writes of a worker:
+/// `fsync`, or `fdatasync` with `data_only` (fio's `fsync=N`,
+/// `fdatasync=N`; a database's commit, an etcd-style WAL test).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncEvery {
+    /// Writes per sync, at least 1.
+    pub writes: u32,
+    /// `fdatasync` (data, and metadata only as reading it back needs)
+    /// rather than `fsync`.
+    pub data_only: bool,
+}
+
+impl SyncEvery {
+    /// The system call's name.
+    pub fn call(self) -> &'static str {
+        if self.data_only {
+            "fdatasync"
+        } else {
+            "fsync"
+        }
+    }
+}
+
 /// Reads, writes, or a mix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase", tag = "op")]
@@ -251,6 +274,9 @@ pub struct WorkloadSpec {
     /// data (None: a single process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub place: Option<crate::ranks::RankPlace>,
+    /// Sync the file every so many writes (fio's `fsync=N`/`fdatasync=N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_every: Option<SyncEvery>,
 }
 
 impl Default for WorkloadSpec {
@@ -285,6 +311,7 @@ impl Default for WorkloadSpec {
             thinktime_ns: None,
             time_submit: false,
             place: None,
+            sync_every: None,
         }
     }
 }

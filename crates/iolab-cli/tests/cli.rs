@@ -450,3 +450,35 @@ fn a_stride_reads_one_block_in_each_step_and_verifies() {
 fn stdout_has(o: &std::process::Output, s: &str) -> bool {
     String::from_utf8_lossy(&o.stdout).contains(s)
 }
+
+#[test]
+fn fdatasync_every_n_writes_is_counted_timed_and_translated() {
+    let d = tempfile::tempdir().unwrap();
+    // 1 MiB in 4 KiB writes, an fdatasync after every 4th: 64 syncs.
+    let o = iolab(
+        &words("bench --file w --size 1m --bs 4k --op write --fdatasync 4 --json"),
+        d.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rec = &v["records"][0];
+    assert_eq!(rec["spec"]["sync_every"]["writes"].as_u64(), Some(4));
+    assert_eq!(rec["spec"]["sync_every"]["data_only"].as_bool(), Some(true));
+    let y = &rec["runs"][0]["sync_latency"];
+    assert_eq!(y["count"].as_u64(), Some(64), "{y}");
+    assert!(y["p50_ns"].as_u64().unwrap() <= y["max_ns"].as_u64().unwrap());
+    let o = iolab(
+        &words("bench --file w --size 1m --bs 4k --op write --fsync 2 --print-fio"),
+        d.path(),
+    );
+    assert!(stdout_has(&o, "--fsync=2"), "{}", stderr(&o));
+    // Both at once, or a read-only run: refused, naming the flag.
+    for bad in [
+        "bench --file w --size 1m --op write --fsync 2 --fdatasync 2",
+        "bench --file w --size 1m --fsync 2",
+    ] {
+        let o = iolab(&words(bad), d.path());
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(stderr(&o).contains("--fsync"), "{bad}: {}", stderr(&o));
+    }
+}

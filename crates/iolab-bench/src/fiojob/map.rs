@@ -6,7 +6,7 @@ use super::options::{self, Class};
 use super::parse::{RawJob, RawOpt};
 use super::value::{self, Size};
 use super::{FioJobError, Loc};
-use crate::spec::{AccessPattern, CacheMode, OpMix, StopRule, WorkloadSpec};
+use crate::spec::{AccessPattern, CacheMode, OpMix, StopRule, SyncEvery, WorkloadSpec};
 use iolab::engine::{EngineKind, EngineOpts};
 use std::path::PathBuf;
 
@@ -334,6 +334,8 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         thinktime_ns,
         time_submit,
         place: None,
+        // fio ignores them on a job that does not write.
+        sync_every: if op.writes() { sync_every(g)? } else { None },
     };
     let spec_check = crate::prepare::validate(&spec);
     if let Err(e) = spec_check {
@@ -893,13 +895,33 @@ fn pacing(
     Ok((rate_iops, thinktime_ns))
 }
 
+/// `fsync=N` or `fdatasync=N` (0: none; both at once refused).
+fn sync_every(g: &Given) -> Result<Option<SyncEvery>, FioJobError> {
+    let fsync = g.int("fsync")?.filter(|n| *n > 0);
+    let fdatasync = g.int("fdatasync")?.filter(|n| *n > 0);
+    let pick = |n: u64, data_only| {
+        u32::try_from(n)
+            .map(|writes| Some(SyncEvery { writes, data_only }))
+            .map_err(|_| {
+                g.refuse(
+                    if data_only { "fdatasync" } else { "fsync" },
+                    "too many writes per sync",
+                )
+            })
+    };
+    match (fsync, fdatasync) {
+        (Some(_), Some(_)) => Err(g.refuse(
+            "fdatasync",
+            "iolab takes fsync=N or fdatasync=N, not both in one job",
+        )),
+        (Some(n), None) => pick(n, false),
+        (None, Some(n)) => pick(n, true),
+        (None, None) => Ok(None),
+    }
+}
+
 /// Options fio has that would change what is measured and iolab does not do.
 fn refuse_unsupported(g: &Given) -> Result<(), FioJobError> {
-    for k in ["fsync", "fdatasync"] {
-        if g.int(k)?.unwrap_or(0) > 0 {
-            return Err(g.refuse(k, "iolab issues no syncs during a job"));
-        }
-    }
     if g.get("cpus_allowed").is_some() {
         return Err(g.refuse("cpus_allowed", "iolab does not pin its threads to CPUs"));
     }
@@ -1093,6 +1115,35 @@ mod tests {
     }
 
     #[test]
+    fn fsync_and_fdatasync_every_n_writes() {
+        let j = one("[w]\nfilename=/x\nsize=1m\nrw=write\nfsync=8\n");
+        assert_eq!(
+            j.spec.sync_every,
+            Some(SyncEvery {
+                writes: 8,
+                data_only: false
+            })
+        );
+        let j = one("[w]\nfilename=/x\nsize=1m\nrw=write\nfdatasync=1\nfsync=0\n");
+        assert_eq!(
+            j.spec.sync_every,
+            Some(SyncEvery {
+                writes: 1,
+                data_only: true
+            })
+        );
+        assert_eq!(
+            one("[w]\nfilename=/x\nsize=1m\nrw=write\n").spec.sync_every,
+            None
+        );
+        let e = err("[w]\nfilename=/x\nsize=1m\nrw=write\nfsync=2\nfdatasync=2\n");
+        assert!(
+            e.contains("j.fio:6: fdatasync=2: iolab takes fsync=N or fdatasync=N"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn defaults_directory_numjobs_and_mixes() {
         let j = one("[seq]\ndirectory=/d\nsize=1m\nnumjobs=3\nloops=2\ngroup_reporting\n");
         let s = &j.spec;
@@ -1194,7 +1245,6 @@ mod tests {
             ("[a]\nfilename=/x:/y\nsize=1m\n", "j.fio:2: filename=/x:/y: 2 files"),
             ("[a]\nfilename=/x\nsize=1m\nrw=rw\nrate_iops=100,200\n", "j.fio:5: rate_iops=100,200: iolab paces reads and writes together"),
             ("[a]\nfilename=/x\nsize=1m\nrate=1m\nrate_iops=10\n", "j.fio:4: rate=1m: give rate or rate_iops"),
-            ("[a]\nfilename=/x\nsize=1m\nfsync=1\n", "j.fio:4: fsync=1: iolab issues no syncs"),
             ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=0-1\n", "j.fio:4: cpus_allowed=0-1:"),
             ("[a]\nfilename=/x\nsize=1m\noffset=4k\n", "j.fio:4: offset=4k:"),
             ("[a]\nfilename=/x\nsize=1m\nfixedbufs\n", "j.fio:4: fixedbufs=: an io_uring option"),

@@ -234,7 +234,9 @@ pub fn limits(name: &str) -> Option<&'static str> {
         "filename" => "one file per job (':'-separated lists refused)",
         "nrfiles" => "nrfiles=1 only",
         "offset" => "offset=0 only",
-        "fsync" | "fdatasync" => "0 only: iolab issues no syncs during a job",
+        "fsync" | "fdatasync" => {
+            "one of the two per job; the sync runs on the writing thread, between its I/Os"
+        }
         "cpus_allowed" => "refused when set: iolab does not pin its threads",
         "kb_base" => "1024 only",
         "rw" => "read:N (N bytes skipped after each I/O) taken; randread:N only for N <= 1",

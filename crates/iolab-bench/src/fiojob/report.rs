@@ -174,6 +174,20 @@ pub fn job_text(r: &JobResult, pid: u32, started_secs: u64) -> String {
             side_text(&mut o, r, false);
         }
     }
+    if let Some(y) = &run.sync_latency {
+        // fio's block for fsync=N/fdatasync=N jobs (its values in ns here).
+        let _ = writeln!(o, "  fsync/fdatasync/sync_file_range:");
+        let _ = writeln!(
+            o,
+            "    sync (nsec): min={}, max={}, avg={:.2}, count={}",
+            y.min_ns, y.max_ns, y.mean_ns, y.count
+        );
+        let _ = writeln!(
+            o,
+            "    sync percentiles (nsec): 50.00th=[{}], 99.00th=[{}], 99.90th=[{}], 99.99th=[{}]",
+            y.p50_ns, y.p99_ns, y.p99_9_ns, y.p99_99_ns
+        );
+    }
     for (unit, rows) in lat_buckets(run.latency_hist.as_ref()) {
         let u = &unit["latency_".len()..];
         let cells: Vec<String> = rows

@@ -69,6 +69,16 @@ pub(super) fn metrics(c: Collected, resident_before: f64, errors: Vec<String>) -
                 Some(acc)
             }),
         window: start.zip(end),
+        sync_latency: c
+            .outs
+            .iter()
+            .filter_map(|o| o.syncs.as_ref())
+            .fold(None, |acc: Option<hdrhistogram::Histogram<u64>>, h| {
+                let mut acc = acc.unwrap_or_else(crate::metrics::new_histogram);
+                let _ = acc.add(h);
+                Some(acc)
+            })
+            .map(|h| LatencySummary::of(&h)),
         ..RunMetrics::default()
     }
 }

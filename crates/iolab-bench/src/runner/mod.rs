@@ -20,6 +20,7 @@ mod intervals;
 mod merge;
 mod plan;
 mod split;
+mod sync;
 mod threads;
 mod worker;
 

@@ -64,6 +64,8 @@ pub(super) struct WorkerOut {
     pub mem: iolab::mem::Backing,
     /// Latency by direction and slat/clat, when asked.
     pub split: Option<crate::metrics::LatSplit>,
+    /// Latency of each fsync/fdatasync, when the spec asks for them.
+    pub syncs: Option<Histogram<u64>>,
 }
 
 /// Does one worker's share of the run and reports how it went.
@@ -157,6 +159,8 @@ struct Worker<'a> {
     pace: Option<Pace>,
     /// Mixed jobs and timed submits only (fio's per-direction, slat, clat).
     split: Option<Box<Splitter>>,
+    /// fsync/fdatasync every N writes, when asked.
+    syncer: Option<super::sync::Syncer>,
 }
 
 /// When the next op may be issued, for paced runs (`rate_iops`,
@@ -207,6 +211,10 @@ impl<'a> Worker<'a> {
         let watch = &sh.watches[plan.worker as usize];
         watch.set_base(clock.base);
         let measuring = spec.ramp_ns == 0;
+        let syncer = super::sync::Syncer::of(spec.sync_every, &plan.path).unwrap_or_else(|e| {
+            sh.fail(e);
+            None
+        });
         Worker {
             sh,
             stop,
@@ -250,6 +258,7 @@ impl<'a> Worker<'a> {
             cpu: crate::cpu::WorkerCpu::start(spec.engine == iolab::engine::EngineKind::Uring),
             pace: Pace::of(spec),
             split: Splitter::of(spec),
+            syncer,
         }
     }
 
@@ -441,6 +450,9 @@ impl<'a> Worker<'a> {
         if let Some(s) = self.split.as_mut() {
             s.hists.reset();
         }
+        if let Some(s) = self.syncer.as_mut() {
+            s.hist.reset();
+        }
         self.iv.clear();
         // Ops already handed out complete in the measured phase and count.
         self.issued = (self.inflight + self.pending.len()) as u64;
@@ -489,6 +501,12 @@ impl<'a> Worker<'a> {
                 tl.reads += 1;
             } else {
                 tl.writes += 1;
+                if let Some(Err(e)) = self.syncer.as_mut().map(|s| s.wrote()) {
+                    self.errors += 1;
+                    if self.sh.op_error(e) {
+                        self.stopping = true;
+                    }
+                }
             }
             self.iv.record(lat, n as u64);
         }
@@ -571,6 +589,7 @@ impl<'a> Worker<'a> {
             measure_start: base + Duration::from_nanos(self.ramp_end),
             usage_at_start: self.usage_at_start,
             split: self.split.map(|s| s.hists),
+            syncs: self.syncer.map(|s| s.hist),
         }
     }
 }

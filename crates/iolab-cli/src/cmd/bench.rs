@@ -10,7 +10,7 @@ use iolab_bench::env::Environment;
 use iolab_bench::prepare;
 use iolab_bench::record::{unix_ms, BenchRecord, IntervalSample};
 use iolab_bench::runner::{run_once, RealEngines, RunControl};
-use iolab_bench::spec::{CacheMode, OpMix, StopRule, WorkloadSpec};
+use iolab_bench::spec::{CacheMode, OpMix, StopRule, SyncEvery, WorkloadSpec};
 use iolab_bench::BenchError;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -164,6 +164,11 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
                                     .filter(|t| *t > 0),
                                 time_submit: false,
                                 place: None,
+                                sync_every: a
+                                    .fsync
+                                    .map(|writes| (writes, false))
+                                    .or(a.fdatasync.map(|writes| (writes, true)))
+                                    .map(|(writes, data_only)| SyncEvery { writes, data_only }),
                             });
                         }
                     }

@@ -162,6 +162,13 @@ pub struct BenchArgs {
     /// when a core is free for the spinner and the SQ thread).
     #[arg(long, value_parser = sqpoll_wait)]
     pub sqpoll_wait: Option<iolab::engine::SqpollWait>,
+    /// fsync the file after every N writes of a thread (fio's fsync=N).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "fdatasync")]
+    pub fsync: Option<u32>,
+    /// fdatasync the file after every N writes of a thread (fio's
+    /// fdatasync=N).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub fdatasync: Option<u32>,
     /// uring: busy-poll for completions (O_DIRECT, device with poll queues).
     #[arg(long)]
     pub iopoll: bool,

@@ -109,6 +109,21 @@ pub fn detail(rec: &BenchRecord) -> String {
             ("max", l.max_ns as f64)
         ])
     );
+    if let (Some(y), Some(e)) = (&r.sync_latency, rec.spec.sync_every) {
+        let _ = writeln!(
+            o,
+            "  syncs            {} every {} write(s): {} calls, {}",
+            e.call(),
+            e.writes,
+            count(y.count as f64),
+            times([
+                ("p50", y.p50_ns as f64),
+                ("p99", y.p99_ns as f64),
+                ("p99.9", y.p99_9_ns as f64),
+                ("max", y.max_ns as f64)
+            ])
+        );
+    }
     let c = &r.cpu;
     let _ = writeln!(
         o,
