@@ -54,6 +54,12 @@ fn writers() -> String {
 
 /// Checks that depend only on the spec (no file system access).
 pub fn validate(spec: &WorkloadSpec) -> Result<()> {
+    validate_sizes(spec)?;
+    validate_engine(spec)
+}
+
+/// Block size, queue depth and batches.
+fn validate_sizes(spec: &WorkloadSpec) -> Result<()> {
     if spec.bs == 0 {
         return Err(usage(
             "--bs 0: the block size must be at least 1 byte (e.g. 4k)".into(),
@@ -86,6 +92,11 @@ pub fn validate(spec: &WorkloadSpec) -> Result<()> {
             spec.batch_complete, spec.qd
         )));
     }
+    Ok(())
+}
+
+/// What the engine and the operation ask of each other.
+fn validate_engine(spec: &WorkloadSpec) -> Result<()> {
     if let (Some(e), false) = (spec.sync_every, spec.op.writes()) {
         return Err(usage(format!(
             "--{} {}: --op {} writes nothing to sync; use --op write or rw",

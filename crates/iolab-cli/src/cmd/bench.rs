@@ -94,6 +94,41 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
 
 /// The configurations the flags describe (cartesian product).
 fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
+    let base = base_spec(a, file, size);
+    let mut v = Vec::new();
+    for &engine in &a.engine {
+        for &pattern in &a.pattern {
+            for &bs in &a.bs {
+                for &qd in &a.qd {
+                    for &batch in &a.batch {
+                        for &threads in &a.threads {
+                            v.push(WorkloadSpec {
+                                engine,
+                                pattern,
+                                bs,
+                                qd,
+                                batch_submit: batch,
+                                batch_complete: a.batch_complete.min(qd.max(1)),
+                                threads,
+                                // --rate is in bytes: ops per second at this block size.
+                                rate_iops: a
+                                    .rate_iops
+                                    .or(a.rate.map(|r| (r / bs.max(1)).max(1)))
+                                    .filter(|r| *r > 0),
+                                ..base.clone()
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
+/// What every configuration of the sweep shares: the flags that are not
+/// swept (the swept ones are filled in by [`specs`]).
+fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
     let op = match a.op {
         OpArg::Read => OpMix::Read,
         OpArg::Write => OpMix::Write,
@@ -101,7 +136,7 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
             read_pct: a.read_pct,
         },
     };
-    let opts = EngineOpts {
+    let engine_opts = EngineOpts {
         hipri: a.hipri,
         mmap_touch: a.mmap_touch,
         access: Default::default(),
@@ -119,64 +154,38 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
             iopoll: a.iopoll,
         },
     };
-    let mut v = Vec::new();
-    for &engine in &a.engine {
-        for &pattern in &a.pattern {
-            for &bs in &a.bs {
-                for &qd in &a.qd {
-                    for &batch in &a.batch {
-                        for &threads in &a.threads {
-                            v.push(WorkloadSpec {
-                                engine,
-                                op,
-                                pattern,
-                                bs,
-                                qd,
-                                batch_submit: batch,
-                                batch_complete: a.batch_complete.min(qd.max(1)),
-                                threads,
-                                file_per_thread: a.file_per_thread,
-                                file: file.to_path_buf(),
-                                file_size: size,
-                                direct: a.direct,
-                                cache: a.cache,
-                                drop_caches: a.drop_caches,
-                                engine_opts: opts,
-                                stop: StopRule {
-                                    bytes: a.io_size,
-                                    ops: a.ops,
-                                    time_ns: a.time.map(|t| t.as_nanos() as u64),
-                                },
-                                ramp_ns: a.ramp.map(|t| t.as_nanos() as u64).unwrap_or(0),
-                                interval_ns: a.interval.map(|t| t.as_nanos() as u64),
-                                seed: a.seed,
-                                verify: a.verify,
-                                write_once: a.write_fill == WriteFill::Once,
-                                continue_on_error: a.continue_on_error,
-                                op_timeout_ns: a.op_timeout.map(|t| t.as_nanos() as u64),
-                                rate_iops: a
-                                    .rate_iops
-                                    .or(a.rate.map(|r| (r / bs.max(1)).max(1)))
-                                    .filter(|r| *r > 0),
-                                thinktime_ns: a
-                                    .thinktime
-                                    .map(|t| t.as_nanos() as u64)
-                                    .filter(|t| *t > 0),
-                                time_submit: false,
-                                place: None,
-                                sync_every: a
-                                    .fsync
-                                    .map(|writes| (writes, false))
-                                    .or(a.fdatasync.map(|writes| (writes, true)))
-                                    .map(|(writes, data_only)| SyncEvery { writes, data_only }),
-                            });
-                        }
-                    }
-                }
-            }
-        }
+    let ns = |t: Duration| t.as_nanos() as u64;
+    WorkloadSpec {
+        op,
+        file_per_thread: a.file_per_thread,
+        file: file.to_path_buf(),
+        file_size: size,
+        direct: a.direct,
+        cache: a.cache,
+        drop_caches: a.drop_caches,
+        engine_opts,
+        stop: StopRule {
+            bytes: a.io_size,
+            ops: a.ops,
+            time_ns: a.time.map(ns),
+        },
+        ramp_ns: a.ramp.map(ns).unwrap_or(0),
+        interval_ns: a.interval.map(ns),
+        seed: a.seed,
+        verify: a.verify,
+        write_once: a.write_fill == WriteFill::Once,
+        continue_on_error: a.continue_on_error,
+        op_timeout_ns: a.op_timeout.map(ns),
+        thinktime_ns: a.thinktime.map(ns).filter(|t| *t > 0),
+        time_submit: false,
+        place: None,
+        sync_every: a
+            .fsync
+            .map(|writes| (writes, false))
+            .or(a.fdatasync.map(|writes| (writes, true)))
+            .map(|(writes, data_only)| SyncEvery { writes, data_only }),
+        ..WorkloadSpec::default()
     }
-    v
 }
 
 /// Keeps the valid configurations; a sweep skips invalid combinations with
