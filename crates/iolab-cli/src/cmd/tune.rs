@@ -31,8 +31,13 @@ pub struct TuneArgs {
 /// Runs `iolab tune`.
 pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
     if !a.dir.is_dir() {
+        let what = if a.dir.exists() {
+            "not a directory"
+        } else {
+            "no such directory"
+        };
         return Err(super::usage(format!(
-            "tune: --dir {}: not a directory; name the directory on the storage to measure",
+            "tune: --dir {}: {what}; name an existing directory on the storage to measure",
             a.dir.display()
         )));
     }
