@@ -238,12 +238,12 @@ fn permission_denied() {
     let d = dir();
     let (p, _) = file(d.path(), 4096);
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
-    // SAFETY-free: a plain libc call with no arguments.
+    // Who owns this process's /proc entry: root, or not.
     let root = std::fs::metadata("/proc/self")
         .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
         .unwrap_or(false);
     if !root {
-        eprintln!("SKIPPED: permission_denied: needs root to switch to an unprivileged user");
+        iolab::testing::unmet("needs root to switch to an unprivileged user");
         return;
     }
     // The directories on the way must be searchable by nobody.
@@ -251,10 +251,10 @@ fn permission_denied() {
     while let Some(a) = anc {
         let m = std::fs::metadata(a).unwrap().permissions().mode();
         if m & 0o001 == 0 {
-            eprintln!(
-                "SKIPPED: permission_denied: {} is not searchable by others",
+            iolab::testing::unmet(&format!(
+                "{} is not searchable by others (the denied open needs a path nobody can reach)",
                 a.display()
-            );
+            ));
             return;
         }
         anc = a.parent();
