@@ -25,6 +25,9 @@ pub struct WholeStats {
     pub engine: EngineKind,
     /// Whether O_DIRECT was used.
     pub direct: bool,
+    /// Threads that read (more than one only for a large cached file on a
+    /// machine with idle CPUs).
+    pub threads: usize,
 }
 
 /// Environment variable that forces the `pread` fallback.
@@ -152,6 +155,7 @@ pub fn read_whole_plan(
                     bytes,
                     engine: EngineKind::Uring,
                     direct,
+                    threads: 1,
                 })
             }
             Err(ring::StreamError::Setup) => {}
@@ -177,23 +181,44 @@ fn read_cached_file(
     chunk: usize,
     f: &mut dyn FnMut(u64, &[u8]) -> bool,
 ) -> Result<WholeStats> {
-    let threads = match plan.warm_threads {
-        0 if len >= PARALLEL_MIN => std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(MAX_WARM_THREADS),
-        0 => 1,
-        n => n,
-    };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = warm_thread_count(len, plan.warm_threads, cpus, crate::os::procs_running);
     if threads > 1 {
         let bytes = crate::whole_parallel::read_cached(path, len, chunk, threads, f)?;
         return Ok(WholeStats {
             bytes,
             engine: EngineKind::Pread,
             direct: false,
+            threads,
         });
     }
     let off = crate::buf::BUFFERED_SLOT_OFFSET;
     read_in_order(path, len, &mut slots[off..off + chunk], f)
+}
+
+/// Threads to copy a mostly cached file of `len` bytes out of the page
+/// cache: the plan's number when it names one; else one for files below
+/// [`PARALLEL_MIN`], and for larger ones one per CPU (of the `cpus` this
+/// process may run on, at most [`MAX_WARM_THREADS`]) that no other task
+/// wants right now. A shared copy only pays with idle cores: with a
+/// compiler on the other core of this 2-core VM, two threads read a warm
+/// 4 GiB file in 0.28 s against dd's 0.23 s. `runnable` is the machine's
+/// runnable tasks, this thread included (`procs_running`), asked for only
+/// when it matters.
+fn warm_thread_count(
+    len: u64,
+    warm_threads: usize,
+    cpus: usize,
+    runnable: impl FnOnce() -> Option<usize>,
+) -> usize {
+    match warm_threads {
+        0 if len >= PARALLEL_MIN => {
+            let others = runnable().map_or(0, |r| r.saturating_sub(1));
+            cpus.saturating_sub(others).clamp(1, MAX_WARM_THREADS)
+        }
+        0 => 1,
+        n => n,
+    }
 }
 
 /// Reads `path` (`len` bytes) with preads into `buf`, in file order,
@@ -225,5 +250,30 @@ fn read_in_order(
         bytes,
         engine: EngineKind::Pread,
         direct: false,
+        threads: 1,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warm_copies_are_shared_only_over_idle_cpus() {
+        let big = PARALLEL_MIN;
+        let never = || -> Option<usize> { panic!("procs_running asked for a small file") };
+        // Small files, or a plan that names a number: no look at the machine.
+        assert_eq!(warm_thread_count(big - 1, 0, 8, never), 1);
+        assert_eq!(warm_thread_count(big, 3, 8, never), 3);
+        // Only this thread runnable: every CPU, up to the cap.
+        assert_eq!(warm_thread_count(big, 0, 2, || Some(1)), 2);
+        assert_eq!(warm_thread_count(big, 0, 16, || Some(1)), MAX_WARM_THREADS);
+        // A compiler on the other core of two: one thread, as dd.
+        assert_eq!(warm_thread_count(big, 0, 2, || Some(2)), 1);
+        assert_eq!(warm_thread_count(big, 0, 2, || Some(9)), 1);
+        // Eight CPUs, five others busy: the three free ones.
+        assert_eq!(warm_thread_count(big, 0, 8, || Some(6)), 3);
+        // /proc/stat unreadable: as if idle.
+        assert_eq!(warm_thread_count(big, 0, 2, || None), 2);
+    }
 }

@@ -169,13 +169,17 @@ fn report(verbose: bool, f: &Path, st: &iolab::whole::WholeStats, t: Instant) {
     if verbose {
         let secs = t.elapsed().as_secs_f64();
         eprintln!(
-            "{}: {} in {:.3} s ({:.0} MiB/s) with {}{}",
+            "{}: {} in {:.3} s ({:.0} MiB/s) with {}{}{}",
             f.display(),
             iolab_bench::prepare::human(st.bytes),
             secs,
             st.bytes as f64 / secs.max(1e-9) / (1 << 20) as f64,
             st.engine,
-            if st.direct { " O_DIRECT" } else { " buffered" }
+            if st.direct { " O_DIRECT" } else { " buffered" },
+            match st.threads {
+                1 => String::new(),
+                n => format!(", {n} threads"),
+            }
         );
     }
 }
