@@ -110,6 +110,9 @@ pub struct RunMetrics {
     /// (which call, and how often, is in the spec).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync_latency: Option<LatencySummary>,
+    /// The syncs' whole histogram (fio's JSON `sync` block). Not serialised.
+    #[serde(skip)]
+    pub sync_hist: Option<hdrhistogram::Histogram<u64>>,
     /// The measured window itself (first worker's start, last completion):
     /// what multi-rank runs place on a common clock. Not serialised.
     #[serde(skip)]

@@ -652,3 +652,38 @@ fn end_fsync_syncs_the_written_file_once_at_the_end() {
         "end_fsync=1: one fsync more than without"
     );
 }
+
+#[test]
+fn fsync_every_n_writes_fills_fio_s_sync_block() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    // 1 MiB of 4 KiB writes, an fsync before the write that follows every
+    // 4th: 63 syncs, as fio makes them (none after the last write).
+    let v = json_of(
+        &iolab(
+            &words("fio --name=w --filename=wal --size=1m --bs=4k --rw=write --fsync=4 --output-format=json"),
+            p,
+        ),
+        "fsync job",
+    );
+    let j = &v["jobs"][0];
+    assert_eq!(j["write"]["total_ios"].as_u64(), Some(256), "{j}");
+    let s = &j["sync"];
+    assert_eq!(s["total_ios"].as_u64(), Some(63), "{s}");
+    let l = &s["lat_ns"];
+    assert_eq!(l["N"].as_u64(), Some(63), "{l}");
+    let (min, max) = (l["min"].as_u64().unwrap(), l["max"].as_u64().unwrap());
+    assert!(min > 0 && min <= max, "{l}");
+    let p50 = l["percentile"]["50.000000"].as_u64().unwrap();
+    let p99 = l["percentile"]["99.000000"].as_u64().unwrap();
+    assert!(min <= p50 && p50 <= p99 && p99 <= max, "{l}");
+    // A read job has no syncs: fio's zero block.
+    let v = json_of(
+        &iolab(
+            &words("fio --name=r --filename=wal --size=1m --bs=4k --rw=read --output-format=json"),
+            p,
+        ),
+        "read job",
+    );
+    assert_eq!(v["jobs"][0]["sync"]["total_ios"].as_u64(), Some(0));
+}

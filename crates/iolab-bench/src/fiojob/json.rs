@@ -297,9 +297,14 @@ pub fn job_obj(r: &JobResult, plus: bool) -> Value {
     o.insert("read".into(), read);
     o.insert("write".into(), write);
     o.insert("trim".into(), empty_side);
+    // fsync=N / fdatasync=N: every sync, with the job's percentiles.
+    let syncs = run.sync_hist.as_ref();
     o.insert(
         "sync".into(),
-        json!({"total_ios": 0, "lat_ns": lat_obj(None, None, false)}),
+        json!({
+            "total_ios": syncs.map_or(0, |h| h.len()),
+            "lat_ns": lat_obj(syncs, syncs.map(|_| job.percentiles.as_slice()), false),
+        }),
     );
     o.insert("job_runtime".into(), json!(run.duration_ns / 1_000_000));
     // fio's CPU is per job; with group reporting the average over the

@@ -235,7 +235,7 @@ pub fn limits(name: &str) -> Option<&'static str> {
         "nrfiles" => "nrfiles=1 only",
         "offset" => "offset=0 only",
         "fsync" | "fdatasync" => {
-            "one of the two per job; the sync runs on the writing thread, between its I/Os"
+            "one of the two per job; the writing thread syncs before its next I/O, as fio"
         }
         "cpus_allowed" => "refused when set: iolab does not pin its threads",
         "kb_base" => "1024 only",

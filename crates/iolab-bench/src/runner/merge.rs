@@ -15,6 +15,15 @@ pub(super) fn metrics(c: Collected, resident_before: f64, errors: Vec<String>) -
         .iter()
         .filter_map(|o| o.sqpoll_ns)
         .reduce(|a, b| a + b);
+    // Every worker's syncs in one histogram (fsync=N / fdatasync=N runs).
+    let syncs = c.outs.iter().filter_map(|o| o.syncs.as_ref()).fold(
+        None,
+        |acc: Option<hdrhistogram::Histogram<u64>>, h| {
+            let mut acc = acc.unwrap_or_else(new_histogram);
+            let _ = acc.add(h);
+            Some(acc)
+        },
+    );
     let mut start: Option<Instant> = None;
     let mut end: Option<Instant> = None;
     for o in &c.outs {
@@ -69,16 +78,8 @@ pub(super) fn metrics(c: Collected, resident_before: f64, errors: Vec<String>) -
                 Some(acc)
             }),
         window: start.zip(end),
-        sync_latency: c
-            .outs
-            .iter()
-            .filter_map(|o| o.syncs.as_ref())
-            .fold(None, |acc: Option<hdrhistogram::Histogram<u64>>, h| {
-                let mut acc = acc.unwrap_or_else(crate::metrics::new_histogram);
-                let _ = acc.add(h);
-                Some(acc)
-            })
-            .map(|h| LatencySummary::of(&h)),
+        sync_latency: syncs.as_ref().map(LatencySummary::of),
+        sync_hist: syncs,
         ..RunMetrics::default()
     }
 }

@@ -291,6 +291,14 @@ impl<'a> Worker<'a> {
                 break;
             }
             let Some(slot) = self.free.pop() else { break };
+            if let Some(Err(e)) = self.syncer.as_mut().map(|s| s.sync_if_due()) {
+                self.errors += 1;
+                if self.sh.op_error(e) {
+                    self.stopping = true;
+                    self.free.push(slot);
+                    break;
+                }
+            }
             self.queue_op(slot);
         }
         let exhausted = !self.budget_left();
@@ -501,11 +509,8 @@ impl<'a> Worker<'a> {
                 tl.reads += 1;
             } else {
                 tl.writes += 1;
-                if let Some(Err(e)) = self.syncer.as_mut().map(|s| s.wrote()) {
-                    self.errors += 1;
-                    if self.sh.op_error(e) {
-                        self.stopping = true;
-                    }
+                if let Some(s) = self.syncer.as_mut() {
+                    s.wrote();
                 }
             }
             self.iv.record(lat, n as u64);
