@@ -42,6 +42,10 @@ fn quick_tune_writes_a_profile_that_cat_then_uses() {
     for key in ["machine", "device", "measurements", "recommendations"] {
         assert!(!v[key].is_null(), "no {key} in {v}");
     }
+    // Where the warm copy lands was measured (one of the two offsets), and said.
+    let at = v["whole"]["warm_offset"].as_u64();
+    assert!(matches!(at, Some(0) | Some(16)), "{}", v["whole"]);
+    assert!(out.contains("B past a page here"), "{out}");
     // tune removes the file it measured with.
     assert_eq!(std::fs::read_dir(p.join("data")).unwrap().count(), 0);
 

@@ -51,6 +51,11 @@ pub struct Plan {
     /// destination stays in the CPU cache (a copy into cached memory is
     /// faster than one that writes memory back), as `cat`'s 128 KiB buffer.
     pub warm_chunk: usize,
+    /// Where each destination of a mostly cached file's copy starts past a
+    /// page (0..64): the CPU decides which is fastest (`iolab tune`
+    /// measures it: +16 B was 10 % faster than +0 on the Xeon of earlier
+    /// sessions, +0 17 % faster than +16 on an AMD EPYC).
+    pub warm_offset: usize,
     /// Threads copying a mostly cached file out of the page cache; 0: as
     /// many as this process may run on (at most [`MAX_WARM_THREADS`]) for
     /// files of [`PARALLEL_MIN`] or more, else one.
@@ -75,6 +80,7 @@ impl Default for Plan {
             direct: None,
             ordered: false,
             warm_chunk: 128 << 10,
+            warm_offset: crate::buf::BUFFERED_SLOT_OFFSET,
             warm_threads: 0,
         }
     }
@@ -118,7 +124,8 @@ pub fn read_whole_plan(
         (plan.chunk, plan.depth.max(1))
     };
     let chunk = chunk.max(unit).div_ceil(unit) * unit;
-    let mut slots = HugeBuf::new(chunk * depth as usize + crate::buf::BUFFERED_SLOT_OFFSET)?;
+    // Room for the warm copy's offset (under 64 B) past the huge page's start.
+    let mut slots = HugeBuf::new(chunk * depth as usize + 64)?;
     if warm {
         return read_cached_file(path, len, plan, slots.as_mut_slice(), chunk, f);
     }
@@ -170,9 +177,9 @@ pub fn read_whole_plan(
 
 /// A mostly cached file: the copy out of the page cache is all the work,
 /// and a plain pread does it with less around it than a ring. The copy's
-/// destination starts past a cache line: copies to a page-aligned
-/// destination ran 8-10 % slower here (issue 11, `--buf-offset`). Large
-/// files are shared out among the CPUs.
+/// destination starts [`Plan::warm_offset`] past a page (the CPU decides
+/// which offset copies fastest). Large files are shared out among the
+/// idle CPUs.
 fn read_cached_file(
     path: &Path,
     len: u64,
@@ -184,7 +191,8 @@ fn read_cached_file(
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = warm_thread_count(len, plan.warm_threads, cpus, crate::os::procs_running);
     if threads > 1 {
-        let bytes = crate::whole_parallel::read_cached(path, len, chunk, threads, f)?;
+        let at = plan.warm_offset % 64;
+        let bytes = crate::whole_parallel::read_cached(path, len, chunk, threads, at, f)?;
         return Ok(WholeStats {
             bytes,
             engine: EngineKind::Pread,
@@ -192,7 +200,7 @@ fn read_cached_file(
             threads,
         });
     }
-    let off = crate::buf::BUFFERED_SLOT_OFFSET;
+    let off = plan.warm_offset % 64;
     read_in_order(path, len, &mut slots[off..off + chunk], f)
 }
 

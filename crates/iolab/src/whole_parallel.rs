@@ -17,17 +17,19 @@ const RUN: usize = 1 << 20;
 /// Runs each thread may have read ahead of the calling thread.
 const SLOTS: usize = 3;
 
-/// A run's buffer; its bytes start 16 B past a cache line (copies to a
-/// page-aligned destination ran 8-10 % slower here).
+/// A run's buffer; its bytes start `offset` past a page (the plan's
+/// [`warm_offset`](crate::whole::Plan::warm_offset): which offset copies
+/// fastest depends on the CPU).
 struct Buf {
     v: Vec<u8>,
     at: usize,
 }
 
 impl Buf {
-    fn new() -> Buf {
-        let v = vec![0u8; RUN + 64];
-        let at = (64 + crate::buf::BUFFERED_SLOT_OFFSET - v.as_ptr() as usize % 64) % 64;
+    fn new(offset: usize) -> Buf {
+        const PAGE: usize = 4096;
+        let v = vec![0u8; RUN + PAGE + 64];
+        let at = (PAGE - v.as_ptr() as usize % PAGE) % PAGE + offset % 64;
         Buf { v, at }
     }
 
@@ -40,7 +42,8 @@ impl Buf {
 type Filled = (Buf, std::io::Result<usize>);
 
 /// Reads `path` (`len` bytes, mostly cached) with `threads` threads, each
-/// `pread`ing its runs in `piece`-byte calls, and calls `f(offset, bytes)`
+/// `pread`ing its runs in `piece`-byte calls into buffers `at` bytes past
+/// a page, and calls `f(offset, bytes)`
 /// for each run in file order on this thread; `f` returning false stops.
 /// Returns the bytes handed to `f`.
 pub(crate) fn read_cached(
@@ -48,6 +51,7 @@ pub(crate) fn read_cached(
     len: u64,
     piece: usize,
     threads: usize,
+    at: usize,
     f: &mut dyn FnMut(u64, &[u8]) -> bool,
 ) -> Result<u64> {
     let fh = file::open(path, OpenSpec::default())?;
@@ -60,7 +64,7 @@ pub(crate) fn read_cached(
             let (tx, rx) = sync_channel::<Filled>(SLOTS);
             let (back, bufs) = channel::<Buf>();
             for _ in 0..SLOTS {
-                let _ = back.send(Buf::new());
+                let _ = back.send(Buf::new(at));
             }
             let (fh, stop) = (&fh, &stop);
             sc.spawn(move || {
@@ -151,13 +155,21 @@ mod tests {
     }
 
     #[test]
+    fn buffers_start_the_asked_offset_past_a_page() {
+        for off in [0, 16, 48] {
+            let mut b = Buf::new(off);
+            assert_eq!(b.bytes(RUN).as_ptr() as usize % 4096, off);
+        }
+    }
+
+    #[test]
     fn every_byte_arrives_once_in_file_order() {
         // Runs of 1 MiB over 3 threads, the last run short.
         let len = 5 * RUN + 12345;
         let (_d, p, data) = file(len);
         for threads in [2, 3] {
             let mut got = Vec::new();
-            let st = read_cached(&p, len as u64, 128 << 10, threads, &mut |off, b| {
+            let st = read_cached(&p, len as u64, 128 << 10, threads, 16, &mut |off, b| {
                 assert_eq!(off, got.len() as u64, "out of order");
                 got.extend_from_slice(b);
                 true
@@ -173,7 +185,7 @@ mod tests {
         let len = 6 * RUN;
         let (_d, p, _) = file(len);
         let mut calls = 0;
-        let st = read_cached(&p, len as u64, 1 << 20, 2, &mut |_, _| {
+        let st = read_cached(&p, len as u64, 1 << 20, 2, 0, &mut |_, _| {
             calls += 1;
             calls < 2
         })
@@ -182,7 +194,7 @@ mod tests {
         // Told 6 MiB, the file has 2.5: what is there, then the end.
         std::fs::write(&p, vec![1u8; 2 * RUN + RUN / 2]).unwrap();
         let mut n = 0u64;
-        let st = read_cached(&p, len as u64, 1 << 20, 2, &mut |_, b| {
+        let st = read_cached(&p, len as u64, 1 << 20, 2, 0, &mut |_, b| {
             n += b.len() as u64;
             true
         })

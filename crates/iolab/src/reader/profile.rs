@@ -88,10 +88,18 @@ pub struct WholeChoice {
     /// Piece size when the file is cached, bytes.
     #[serde(default = "default_warm_block")]
     pub warm_block: usize,
+    /// Where a cached file's copy lands past a page, bytes (`iolab tune`
+    /// times each; profiles from before it default to 16).
+    #[serde(default = "default_warm_offset")]
+    pub warm_offset: usize,
 }
 
 fn default_warm_block() -> usize {
     128 << 10
+}
+
+fn default_warm_offset() -> usize {
+    crate::buf::BUFFERED_SLOT_OFFSET
 }
 
 /// Thresholds and choices for [`Technique::Auto`](super::Technique::Auto).
@@ -159,7 +167,8 @@ impl Profile {
                 direct_cold: true,
                 block: 4 << 20,
                 depth: 8,
-                warm_block: 128 << 10,
+                warm_block: default_warm_block(),
+                warm_offset: default_warm_offset(),
             },
             measurements: Vec::new(),
             recommendations: Vec::new(),

@@ -23,6 +23,7 @@ pub fn plan_from(p: &Profile, ordered: bool) -> WholePlan {
         },
         ordered,
         warm_chunk: p.whole.warm_block,
+        warm_offset: p.whole.warm_offset,
         warm_threads: 0,
     }
 }
