@@ -3,6 +3,7 @@
 //! keep the Pareto front (throughput up, p99.9 latency and CPU down) and
 //! reduce it to a [`Profile`] that `Auto` decides with.
 
+use iolab::buf::{CopyOffset, COPY_OFFSETS};
 use iolab::os::Usage;
 use iolab::reader::profile::{Machine, Measurement, Profile};
 use iolab::reader::{Options, ReadReq, Reader, Technique, WholePlan};
@@ -97,60 +98,11 @@ fn whole(direct: bool, chunk: usize, depth: u32) -> Option<WholePlan> {
     })
 }
 
-/// The destination offsets past a page that [`measure_warm_offset`]
-/// compares: page-aligned (dd's buffer) and 16 B (malloc's).
-pub const WARM_OFFSETS: [usize; 2] = [0, 16];
-
-/// Which of [`WARM_OFFSETS`] copies a cached file out fastest, and the
-/// medians (MiB/s) it was chosen on, in that order.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct OffsetChoice {
-    /// The faster offset, bytes.
-    pub offset: usize,
-    /// Median MiB/s at each of [`WARM_OFFSETS`].
-    pub mib_s: [f64; 2],
-}
-
-/// Times 1 MiB `pread`s of the cached `path` (its first 64 MiB at most)
-/// into a destination at each of [`WARM_OFFSETS`] past a page, in
-/// alternating order, `rounds` times each, and keeps the offset with the
-/// higher median. Which one wins depends on the CPU's copy (`rep movsb`)
-/// and nothing else a profile records, so it is measured, not assumed.
-pub fn measure_warm_offset(path: &Path, len: u64, rounds: usize) -> std::io::Result<OffsetChoice> {
-    use std::os::unix::fs::FileExt;
-    const PIECE: usize = 1 << 20;
-    const PAGE: usize = 4096;
+/// Where the copy out of the cached `path` (the tune file) lands fastest:
+/// [`iolab::buf::copy_offset_rates`] over its first 64 MiB in 1 MiB pieces.
+pub fn measure_warm_offset(path: &Path, len: u64, rounds: usize) -> std::io::Result<CopyOffset> {
     let f = std::fs::File::open(path)?;
-    let span = len.min(64 << 20);
-    let mut raw = vec![0u8; PIECE + PAGE + 64];
-    let base = (PAGE - raw.as_ptr() as usize % PAGE) % PAGE;
-    let mut rates: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-    for r in 0..rounds.max(1) {
-        for k in 0..2 {
-            let i = if r % 2 == 0 { k } else { 1 - k };
-            let at = base + WARM_OFFSETS[i];
-            let buf = &mut raw[at..at + PIECE];
-            let t = Instant::now();
-            let mut pos = 0u64;
-            while pos < span {
-                match f.read_at(buf, pos)? {
-                    0 => break,
-                    n => pos += n as u64,
-                }
-            }
-            rates[i].push(pos as f64 / t.elapsed().as_secs_f64().max(1e-9) / (1 << 20) as f64);
-        }
-    }
-    let mib_s = rates.map(|mut v| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    });
-    let offset = if mib_s[0] > mib_s[1] {
-        WARM_OFFSETS[0]
-    } else {
-        WARM_OFFSETS[1]
-    };
-    Ok(OffsetChoice { offset, mib_s })
+    iolab::buf::copy_offset_rates(&f, len.min(64 << 20), 1 << 20, rounds)
 }
 
 /// The configurations `iolab tune` measures (`quick`: fewer).
@@ -422,7 +374,7 @@ fn best(ms: &[Measurement], f: impl Fn(&Measurement) -> bool) -> Option<&Measure
 /// Reduces measurements to a profile (pure: unit-testable).
 pub fn derive(
     ms: &[Measurement],
-    warm_offset: Option<OffsetChoice>,
+    warm_offset: Option<CopyOffset>,
     machine: Machine,
     device: Option<String>,
     now_unix: u64,
@@ -436,10 +388,10 @@ pub fn derive(
     let mut rec = Vec::new();
     derive_whole(ms, &mut p, &mut rec);
     if let Some(o) = warm_offset {
-        p.whole.warm_offset = o.offset;
+        p.whole.warm_offset = Some(o.offset);
         rec.push(format!(
             "Copies out of the page cache land fastest {} B past a page here ({:.0} MiB/s at +{} B, {:.0} at +{} B).",
-            o.offset, o.mib_s[0], WARM_OFFSETS[0], o.mib_s[1], WARM_OFFSETS[1]
+            o.offset, o.mib_s[0], COPY_OFFSETS[0], o.mib_s[1], COPY_OFFSETS[1]
         ));
     }
     derive_random_cold(ms, &mut p, &mut rec);
@@ -597,14 +549,14 @@ mod tests {
             m("rand", "warm", "mapped", 32 << 10, 1, 2000.0),
         ];
         let p = derive(&ms, None, Machine::default(), Some("vda".into()), 1);
-        // Without a measured offset: the built-in one.
-        assert_eq!(p.whole.warm_offset, 16);
-        let fast0 = OffsetChoice {
+        // Without a measured offset: measured when first needed.
+        assert_eq!(p.whole.warm_offset, None);
+        let fast0 = CopyOffset {
             offset: 0,
             mib_s: [25_000.0, 21_000.0],
         };
         let q = derive(&ms, Some(fast0), Machine::default(), None, 1);
-        assert_eq!(q.whole.warm_offset, 0);
+        assert_eq!(q.whole.warm_offset, Some(0));
         assert!(
             q.recommendations
                 .iter()
@@ -629,10 +581,10 @@ mod tests {
         let p = d.path().join("f");
         std::fs::write(&p, vec![7u8; 4 << 20]).unwrap();
         let o = measure_warm_offset(&p, 4 << 20, 3).unwrap();
-        assert!(WARM_OFFSETS.contains(&o.offset), "{o:?}");
+        assert!(COPY_OFFSETS.contains(&o.offset), "{o:?}");
         assert!(o.mib_s.iter().all(|r| *r > 0.0), "{o:?}");
         // The one chosen is the one with the higher median.
-        let i = WARM_OFFSETS.iter().position(|x| *x == o.offset).unwrap();
+        let i = COPY_OFFSETS.iter().position(|x| *x == o.offset).unwrap();
         assert!(o.mib_s[i] >= o.mib_s[1 - i], "{o:?}");
     }
 

@@ -52,10 +52,12 @@ pub struct Plan {
     /// faster than one that writes memory back), as `cat`'s 128 KiB buffer.
     pub warm_chunk: usize,
     /// Where each destination of a mostly cached file's copy starts past a
-    /// page (0..64): the CPU decides which is fastest (`iolab tune`
-    /// measures it: +16 B was 10 % faster than +0 on the Xeon of earlier
-    /// sessions, +0 17 % faster than +16 on an AMD EPYC).
-    pub warm_offset: usize,
+    /// page (0..64): the CPU decides which is fastest (+16 B was 10 %
+    /// faster than +0 on the Xeon of earlier sessions, +0 17 % faster than
+    /// +16 on an AMD EPYC). `None`: measured once per process
+    /// ([`crate::buf::buffered_slot_offset`]); a profile from `iolab tune`
+    /// names it.
+    pub warm_offset: Option<usize>,
     /// Threads copying a mostly cached file out of the page cache; 0: as
     /// many as this process may run on (at most [`MAX_WARM_THREADS`]) for
     /// files of [`PARALLEL_MIN`] or more, else one.
@@ -80,7 +82,7 @@ impl Default for Plan {
             direct: None,
             ordered: false,
             warm_chunk: 128 << 10,
-            warm_offset: crate::buf::BUFFERED_SLOT_OFFSET,
+            warm_offset: None,
             warm_threads: 0,
         }
     }
@@ -191,7 +193,7 @@ fn read_cached_file(
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = warm_thread_count(len, plan.warm_threads, cpus, crate::os::procs_running);
     if threads > 1 {
-        let at = plan.warm_offset % 64;
+        let at = warm_offset(plan);
         let bytes = crate::whole_parallel::read_cached(path, len, chunk, threads, at, f)?;
         return Ok(WholeStats {
             bytes,
@@ -200,8 +202,15 @@ fn read_cached_file(
             threads,
         });
     }
-    let off = plan.warm_offset % 64;
+    let off = warm_offset(plan);
     read_in_order(path, len, &mut slots[off..off + chunk], f)
+}
+
+/// Where the plan's warm copies land past a page (under 64 bytes).
+fn warm_offset(plan: &Plan) -> usize {
+    plan.warm_offset
+        .unwrap_or_else(crate::buf::buffered_slot_offset)
+        % 64
 }
 
 /// Threads to copy a mostly cached file of `len` bytes out of the page

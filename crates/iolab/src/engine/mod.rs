@@ -275,7 +275,8 @@ pub struct EngineOpts {
     #[serde(default)]
     pub mem: crate::mem::MemKind,
     /// Bytes past the alignment where buffer slots start (`--buf-offset`);
-    /// `None`: [`crate::buf::BUFFERED_SLOT_OFFSET`] for buffered I/O, 0
+    /// `None`: [`crate::buf::buffered_slot_offset`] (measured on this
+    /// machine) for buffered I/O, 0
     /// for O_DIRECT.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub buf_offset: Option<u32>,
@@ -315,7 +316,7 @@ impl EngineConfig {
         let offset = match self.opts.buf_offset {
             Some(o) => o as usize,
             None if self.direct => 0,
-            None => crate::buf::BUFFERED_SLOT_OFFSET,
+            None => crate::buf::buffered_slot_offset(),
         };
         BufPool::with_layout(
             self.qd.max(1) as usize,

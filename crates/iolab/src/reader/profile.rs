@@ -88,18 +88,15 @@ pub struct WholeChoice {
     /// Piece size when the file is cached, bytes.
     #[serde(default = "default_warm_block")]
     pub warm_block: usize,
-    /// Where a cached file's copy lands past a page, bytes (`iolab tune`
-    /// times each; profiles from before it default to 16).
-    #[serde(default = "default_warm_offset")]
-    pub warm_offset: usize,
+    /// Where a cached file's copy lands past a page, bytes, as `iolab tune`
+    /// measured it; `None` (profiles from before it, the built-in one):
+    /// measured when first needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_offset: Option<usize>,
 }
 
 fn default_warm_block() -> usize {
     128 << 10
-}
-
-fn default_warm_offset() -> usize {
-    crate::buf::BUFFERED_SLOT_OFFSET
 }
 
 /// Thresholds and choices for [`Technique::Auto`](super::Technique::Auto).
@@ -168,7 +165,7 @@ impl Profile {
                 block: 4 << 20,
                 depth: 8,
                 warm_block: default_warm_block(),
-                warm_offset: default_warm_offset(),
+                warm_offset: None,
             },
             measurements: Vec::new(),
             recommendations: Vec::new(),

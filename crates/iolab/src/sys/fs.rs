@@ -203,3 +203,19 @@ pub(crate) fn read_only(path: &Path) -> bool {
     let r = unsafe { libc::statvfs(c.as_ptr(), &mut st) };
     r == 0 && st.f_flag & libc::ST_RDONLY != 0
 }
+
+/// An anonymous in-memory file (`memfd_create`, close-on-exec): page-cache
+/// pages with no path and nothing left behind, for probing the kernel's
+/// copy out of the page cache.
+pub(crate) fn memfd(name: &str) -> std::io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    let name = CString::new(name).map_err(|_| std::io::Error::other("NUL in memfd name"))?;
+    // SAFETY: `name` is a valid NUL-terminated string for the call's duration.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by memfd_create, is open, and nothing
+    // else owns it.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
