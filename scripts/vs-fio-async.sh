@@ -50,7 +50,7 @@ table() {
   python3 - "$1" <<'PY'
 import json, sys, statistics as st
 path = sys.argv[1]
-print(f'{"label":<16} {"pairs":>5} {"iolab IOPS":>11} {"fio IOPS":>11} {"IOPS":>6} {"spread":>11} {"cpu/IO":>7} {"p99.9":>6}')
+print(f'{"label":<16} {"pattern":<9} {"pairs":>5} {"iolab IOPS":>11} {"fio IOPS":>11} {"IOPS":>6} {"spread":>11} {"cpu/IO":>7} {"p99.9":>6}')
 misses = []
 for i, line in enumerate(open(path)):
     r = json.loads(line)
@@ -64,7 +64,9 @@ for i, line in enumerate(open(path)):
     # Spread: min-max of the per-pair IOPS ratios (pair k = iolab k vs fio k).
     pr = [a["iops"] / b["iops"] for a, b in zip(c["iolab"], c["fio"]) if b["iops"] > 0]
     spread = f'{min(pr):.2f}-{max(pr):.2f}' if pr else '-'
-    print(f'{r["label"]:<16} {len(pr):>5} {ii:>11.0f} {fi:>11.0f} {ii/fi:>6.3f} {spread:>11} {ic/fc:>7.3f} {ip/fp:>6.3f}')
+    sp = r["spec"]
+    what = f'{sp["pattern"]} {sp["bs"] >> 10}k'
+    print(f'{r["label"]:<16} {what:<9} {len(pr):>5} {ii:>11.0f} {fi:>11.0f} {ii/fi:>6.3f} {spread:>11} {ic/fc:>7.3f} {ip/fp:>6.3f}')
     if ii < fi:
         misses.append(i)
 with open(path + ".miss", "w") as m:
