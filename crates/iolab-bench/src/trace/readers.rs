@@ -147,6 +147,7 @@ pub fn advise(f: &FileStats) -> Vec<Advice> {
         file_len: f.size,
         sequential: f.sequential_fraction >= 0.5,
         fraction_read: h.expected_fraction,
+        regions_read: (h.expected_fraction * policy::regions(f.size).1 as f64).round() as u64,
         reread: f.reread_fraction > 0.0,
         resident: 0.0,
         available,

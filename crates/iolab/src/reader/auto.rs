@@ -35,9 +35,6 @@ use std::sync::{Arc, OnceLock};
 /// Environment variable that makes `Auto` log each decision on stderr.
 pub const TRACE_ENV: &str = "IOLAB_TRACE_POLICY";
 
-/// Most bits of the "touched" map (one per chunk of the file).
-const TOUCH_BITS: u64 = 1 << 16;
-
 /// The request from which a file that fits in memory has its residency
 /// sampled and may be mapped (before it, `Mapped` choices are `pread`s).
 pub const FIRST_SAMPLE: u64 = 8;
@@ -132,11 +129,7 @@ impl Auto {
             .clone()
             .unwrap_or_else(super::profile::process_profile);
         warn_device_once(&profile, &src);
-        let mut chunk_shift = 20u32;
-        while (src.len >> chunk_shift) > TOUCH_BITS {
-            chunk_shift += 1;
-        }
-        let chunks = (src.len >> chunk_shift) + 1;
+        let (chunk_shift, chunks) = policy::regions(src.len);
         let pages = src.len / 4096 + 1;
         let st = State {
             last_end: AtomicU64::new(u64::MAX),
@@ -226,7 +219,8 @@ impl Auto {
         };
         // The fraction read *before* this request: counting it would make
         // the first read of a small file look like "most of the file".
-        let fraction_read = st.touched_n.load(Relaxed) as f64 / st.chunks as f64;
+        let regions_read = st.touched_n.load(Relaxed);
+        let fraction_read = regions_read as f64 / st.chunks as f64;
         let mut reread = false;
         if len > 0 {
             let first = off >> st.chunk_shift;
@@ -248,6 +242,7 @@ impl Auto {
             file_len: self.src.len,
             sequential: run >= 2,
             fraction_read,
+            regions_read,
             reread,
             resident: f64::from_bits(st.resident.load(Relaxed)),
             available: st.available.load(Relaxed),
@@ -468,13 +463,14 @@ mod tests {
         let r = Reader::open(&path, opts).unwrap();
         let mut buf = vec![0u8; 4096];
         // 17 chunks of 1 MiB: the 3rd read sees 2 touched (12 %), not yet
-        // the thesis's larger portion; from the 4th on 3 are (18 %), but
-        // fewer than FIRST_SAMPLE requests have come: nothing is read ahead.
-        for mib in [9u64, 2, 13, 9, 2, 13, 9, 2] {
+        // the thesis's larger portion; from the 5th on 4 are (24 %, and
+        // SPREAD_REGIONS), but fewer than FIRST_SAMPLE requests have come:
+        // nothing is read ahead.
+        for mib in [9u64, 2, 13, 6, 9, 2, 13] {
             r.read_exact_at(mib << 20, &mut buf).unwrap();
         }
         assert!(resident() < 0.5, "read ahead too early: {:.2}", resident());
-        // The 9th: the whole file is asked for.
+        // The 8th (FIRST_SAMPLE): the whole file is asked for.
         r.read_exact_at(5 << 20, &mut buf).unwrap();
         assert_eq!(buf, vec![7u8; 4096]);
         // The read-ahead is asynchronous: wait for it (a bound, not a

@@ -16,8 +16,13 @@ pub struct Situation {
     /// This request continues a run of sequential requests (the stream
     /// detector saw at least two in a row ending where this one starts).
     pub sequential: bool,
-    /// Fraction of the file read so far (0..=1).
+    /// Fraction of the file read so far (0..=1), counted in regions (see
+    /// `regions_read`).
     pub fraction_read: f64,
+    /// Distinct regions of the file read so far: the file cut into at
+    /// most 65,536 equal regions of at least 1 MiB, so a small file has
+    /// few and one read of it may count as half of it.
+    pub regions_read: u64,
     /// The request re-reads data this reader read before.
     pub reread: bool,
     /// Fraction of the file in the page cache (sampled with mincore).
@@ -75,6 +80,25 @@ fn queued(p: &Profile, reason: &'static str) -> Decision {
 
 /// Residency at or above which a file counts as cached.
 pub const WARM: f64 = 0.9;
+
+/// Most regions a file is cut into (see [`Situation::regions_read`]).
+pub const MAX_REGIONS: u64 = 1 << 16;
+
+/// How a file of `file_len` bytes is cut into regions: the log2 of their
+/// size (at least 1 MiB) and how many there are (at most
+/// [`MAX_REGIONS`] + 1: the last may be partial).
+pub fn regions(file_len: u64) -> (u32, u64) {
+    let mut shift = 20u32;
+    while (file_len >> shift) > MAX_REGIONS {
+        shift += 1;
+    }
+    (shift, (file_len >> shift) + 1)
+}
+
+/// Distinct regions (see [`Situation::regions_read`]) random reads must
+/// have touched before the whole file is read ahead: the fraction read
+/// alone says "half of it" after one read of a 2 MiB file's first bytes.
+pub const SPREAD_REGIONS: u64 = 4;
 
 /// Decides how to read one request.
 pub fn decide(s: &Situation, p: &Profile) -> Decision {
@@ -186,6 +210,7 @@ pub fn read_ahead_whole(s: &Situation, p: &Profile) -> bool {
         && s.resident < WARM
         && s.file_len > p.seq_block as u64
         && roomy
+        && s.regions_read >= SPREAD_REGIONS
         && s.fraction_read > super::thesis::LARGER_PORTION
 }
 
@@ -202,6 +227,7 @@ mod tests {
             file_len: G,
             sequential: false,
             fraction_read: 0.0,
+            regions_read: 0,
             reread: false,
             resident: 0.0,
             available: 8 * G,
@@ -354,11 +380,45 @@ mod tests {
     }
 
     #[test]
+    fn re_reads_of_the_start_of_a_small_file_do_not_read_it_all_ahead() {
+        let p = tuned();
+        // Python's imports: libc (1.9 MB, two 1 MiB regions) has its first
+        // 832 bytes read again and again: "half of the file" in regions,
+        // but only one region.
+        let libc = Situation {
+            len: 832,
+            offset: 0,
+            file_len: 1_974_096,
+            fraction_read: 0.5,
+            regions_read: 1,
+            reread: true,
+            ..base()
+        };
+        assert!(!read_ahead_whole(&libc, &p));
+        assert!(!read_ahead_whole(&libc, &Profile::thesis_defaults()));
+        // The same spread over as many regions as the rule asks for: read ahead.
+        let spread = Situation {
+            file_len: 6 << 20,
+            regions_read: SPREAD_REGIONS,
+            fraction_read: 4.0 / 7.0,
+            ..libc
+        };
+        assert!(read_ahead_whole(&spread, &p));
+        // One region fewer: not.
+        let fewer = Situation {
+            regions_read: SPREAD_REGIONS - 1,
+            ..spread
+        };
+        assert!(!read_ahead_whole(&fewer, &p));
+    }
+
+    #[test]
     fn the_whole_file_is_read_ahead_once_random_reads_spread_over_it() {
         let p = tuned();
         // Random 4 KiB reads over 20 % of a cold 1 GiB file, 8 GiB free.
         let spread = Situation {
             fraction_read: 0.2,
+            regions_read: 205,
             ..base()
         };
         assert!(read_ahead_whole(&spread, &p));
