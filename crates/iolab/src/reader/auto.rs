@@ -81,6 +81,9 @@ struct State {
     available: AtomicU64,
     /// The whole file was asked for ahead ([`policy::read_ahead_whole`]).
     read_ahead: AtomicBool,
+    /// Time spent in `read_at` so far, ns, until the file is read ahead
+    /// or found cached ([`Situation::waited_ns`]).
+    waited_ns: AtomicU64,
 }
 
 /// `MemAvailable`, read from /proc/meminfo at most every 100 ms by the
@@ -150,6 +153,7 @@ impl Auto {
             resident: AtomicU64::new(0f64.to_bits()),
             available: AtomicU64::new(0),
             read_ahead: AtomicBool::new(false),
+            waited_ns: AtomicU64::new(0),
         };
         let a = Auto {
             stream: Stream::new(src.clone()),
@@ -243,6 +247,7 @@ impl Auto {
             sequential: run >= 2,
             fraction_read,
             regions_read,
+            waited_ns: st.waited_ns.load(Relaxed),
             reread,
             resident: f64::from_bits(st.resident.load(Relaxed)),
             available: st.available.load(Relaxed),
@@ -258,11 +263,13 @@ impl Auto {
         // of at least 1 MiB, so one 832-byte read of a 2 MiB library looks
         // like half of it (20 threads each read libc ahead in a replay of
         // python's imports, and waited for it).
-        if self.st.read_ahead.load(Relaxed)
-            || n_before(&self.st) < FIRST_SAMPLE
-            || !policy::read_ahead_whole(s, &self.profile)
-            || self.st.read_ahead.swap(true, Relaxed)
-        {
+        if self.st.read_ahead.load(Relaxed) || n_before(&self.st) < FIRST_SAMPLE {
+            return;
+        }
+        let Some(why) = policy::read_ahead_whole(s, &self.profile) else {
+            return;
+        };
+        if self.st.read_ahead.swap(true, Relaxed) {
             return;
         }
         // The kernel reads at most max(read-ahead window, largest device
@@ -291,10 +298,11 @@ impl Auto {
         }
         if self.trace {
             eprintln!(
-                "policy: {}: whole file read ahead ({} bytes; random reads over {:.0} % of a file that fits){}",
+                "policy: {}: whole file read ahead ({} bytes; {why}: {:.0} % read, {:.1} ms waited){}",
                 self.src.path.display(),
                 self.src.len,
                 s.fraction_read * 100.0,
+                s.waited_ns as f64 / 1e6,
                 r.err().map_or(String::new(), |e| format!(": {e}"))
             );
         }
@@ -362,7 +370,18 @@ fn n_before(st: &State) -> u64 {
 impl Backend for Auto {
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
         let c = self.choose(off, buf.len(), 1);
-        self.backend(c).read_at(off, buf)
+        // Timed only while it may still decide a read ahead: two clock
+        // reads, against a read that may wait for the device.
+        let st = &self.st;
+        if st.read_ahead.load(Relaxed) || f64::from_bits(st.resident.load(Relaxed)) >= policy::WARM
+        {
+            return self.backend(c).read_at(off, buf);
+        }
+        let t0 = std::time::Instant::now();
+        let r = self.backend(c).read_at(off, buf);
+        st.waited_ns
+            .fetch_add(t0.elapsed().as_nanos() as u64, Relaxed);
+        r
     }
 
     fn read_many(&self, reqs: &mut [ReadReq<'_>], done: &mut dyn FnMut(usize, &ReadReq<'_>)) {
