@@ -51,14 +51,14 @@ fn trace_policy() -> bool {
 }
 
 /// Checks the profile's device against `src`'s once per device (the check
-/// resolves /sys links: several system calls, too many for every open).
+/// resolves /sys links: several system calls, too many for every open;
+/// the device number comes from the open's own `fstat`).
 fn warn_device_once(profile: &Profile, src: &Src) {
-    use std::os::unix::fs::MetadataExt;
     static LAST_DEV: AtomicU64 = AtomicU64::new(u64::MAX);
     if profile.device.is_none() {
         return;
     }
-    let dev = src.file.metadata().map_or(u64::MAX - 1, |m| m.dev());
+    let dev = src.dev;
     if LAST_DEV.swap(dev, Relaxed) == dev {
         return;
     }
