@@ -147,13 +147,15 @@ pub fn advise(f: &FileStats) -> Vec<Advice> {
         file_len: f.size,
         sequential: f.sequential_fraction >= 0.5,
         fraction_read: h.expected_fraction,
+        waited_ns: 0,
+        regions_read: (h.expected_fraction * policy::regions(f.size).1 as f64).round() as u64,
         reread: f.reread_fraction > 0.0,
         resident: 0.0,
         available,
         batch: 1,
     };
     let d = policy::decide(&s, &p);
-    let ahead = if policy::read_ahead_whole(&s, &p) {
+    let ahead = if policy::read_ahead_whole(&s, &p).is_some() {
         "; the whole file read ahead once its reads spread over 13 % of it"
     } else {
         ""

@@ -35,9 +35,6 @@ use std::sync::{Arc, OnceLock};
 /// Environment variable that makes `Auto` log each decision on stderr.
 pub const TRACE_ENV: &str = "IOLAB_TRACE_POLICY";
 
-/// Most bits of the "touched" map (one per chunk of the file).
-const TOUCH_BITS: u64 = 1 << 16;
-
 /// The request from which a file that fits in memory has its residency
 /// sampled and may be mapped (before it, `Mapped` choices are `pread`s).
 pub const FIRST_SAMPLE: u64 = 8;
@@ -54,14 +51,14 @@ fn trace_policy() -> bool {
 }
 
 /// Checks the profile's device against `src`'s once per device (the check
-/// resolves /sys links: several system calls, too many for every open).
+/// resolves /sys links: several system calls, too many for every open;
+/// the device number comes from the open's own `fstat`).
 fn warn_device_once(profile: &Profile, src: &Src) {
-    use std::os::unix::fs::MetadataExt;
     static LAST_DEV: AtomicU64 = AtomicU64::new(u64::MAX);
     if profile.device.is_none() {
         return;
     }
-    let dev = src.file.metadata().map_or(u64::MAX - 1, |m| m.dev());
+    let dev = src.dev;
     if LAST_DEV.swap(dev, Relaxed) == dev {
         return;
     }
@@ -84,6 +81,9 @@ struct State {
     available: AtomicU64,
     /// The whole file was asked for ahead ([`policy::read_ahead_whole`]).
     read_ahead: AtomicBool,
+    /// Time spent in `read_at` so far, ns, until the file is read ahead
+    /// or found cached ([`Situation::waited_ns`]).
+    waited_ns: AtomicU64,
 }
 
 /// `MemAvailable`, read from /proc/meminfo at most every 100 ms by the
@@ -132,11 +132,7 @@ impl Auto {
             .clone()
             .unwrap_or_else(super::profile::process_profile);
         warn_device_once(&profile, &src);
-        let mut chunk_shift = 20u32;
-        while (src.len >> chunk_shift) > TOUCH_BITS {
-            chunk_shift += 1;
-        }
-        let chunks = (src.len >> chunk_shift) + 1;
+        let (chunk_shift, chunks) = policy::regions(src.len);
         let pages = src.len / 4096 + 1;
         let st = State {
             last_end: AtomicU64::new(u64::MAX),
@@ -157,6 +153,7 @@ impl Auto {
             resident: AtomicU64::new(0f64.to_bits()),
             available: AtomicU64::new(0),
             read_ahead: AtomicBool::new(false),
+            waited_ns: AtomicU64::new(0),
         };
         let a = Auto {
             stream: Stream::new(src.clone()),
@@ -226,7 +223,8 @@ impl Auto {
         };
         // The fraction read *before* this request: counting it would make
         // the first read of a small file look like "most of the file".
-        let fraction_read = st.touched_n.load(Relaxed) as f64 / st.chunks as f64;
+        let regions_read = st.touched_n.load(Relaxed);
+        let fraction_read = regions_read as f64 / st.chunks as f64;
         let mut reread = false;
         if len > 0 {
             let first = off >> st.chunk_shift;
@@ -248,6 +246,8 @@ impl Auto {
             file_len: self.src.len,
             sequential: run >= 2,
             fraction_read,
+            regions_read,
+            waited_ns: st.waited_ns.load(Relaxed),
             reread,
             resident: f64::from_bits(st.resident.load(Relaxed)),
             available: st.available.load(Relaxed),
@@ -263,11 +263,13 @@ impl Auto {
         // of at least 1 MiB, so one 832-byte read of a 2 MiB library looks
         // like half of it (20 threads each read libc ahead in a replay of
         // python's imports, and waited for it).
-        if self.st.read_ahead.load(Relaxed)
-            || n_before(&self.st) < FIRST_SAMPLE
-            || !policy::read_ahead_whole(s, &self.profile)
-            || self.st.read_ahead.swap(true, Relaxed)
-        {
+        if self.st.read_ahead.load(Relaxed) || n_before(&self.st) < FIRST_SAMPLE {
+            return;
+        }
+        let Some(why) = policy::read_ahead_whole(s, &self.profile) else {
+            return;
+        };
+        if self.st.read_ahead.swap(true, Relaxed) {
             return;
         }
         // The kernel reads at most max(read-ahead window, largest device
@@ -296,10 +298,11 @@ impl Auto {
         }
         if self.trace {
             eprintln!(
-                "policy: {}: whole file read ahead ({} bytes; random reads over {:.0} % of a file that fits){}",
+                "policy: {}: whole file read ahead ({} bytes; {why}: {:.0} % read, {:.1} ms waited){}",
                 self.src.path.display(),
                 self.src.len,
                 s.fraction_read * 100.0,
+                s.waited_ns as f64 / 1e6,
                 r.err().map_or(String::new(), |e| format!(": {e}"))
             );
         }
@@ -367,7 +370,18 @@ fn n_before(st: &State) -> u64 {
 impl Backend for Auto {
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
         let c = self.choose(off, buf.len(), 1);
-        self.backend(c).read_at(off, buf)
+        // Timed only while it may still decide a read ahead: two clock
+        // reads, against a read that may wait for the device.
+        let st = &self.st;
+        if st.read_ahead.load(Relaxed) || f64::from_bits(st.resident.load(Relaxed)) >= policy::WARM
+        {
+            return self.backend(c).read_at(off, buf);
+        }
+        let t0 = std::time::Instant::now();
+        let r = self.backend(c).read_at(off, buf);
+        st.waited_ns
+            .fetch_add(t0.elapsed().as_nanos() as u64, Relaxed);
+        r
     }
 
     fn read_many(&self, reqs: &mut [ReadReq<'_>], done: &mut dyn FnMut(usize, &ReadReq<'_>)) {
@@ -468,13 +482,14 @@ mod tests {
         let r = Reader::open(&path, opts).unwrap();
         let mut buf = vec![0u8; 4096];
         // 17 chunks of 1 MiB: the 3rd read sees 2 touched (12 %), not yet
-        // the thesis's larger portion; from the 4th on 3 are (18 %), but
-        // fewer than FIRST_SAMPLE requests have come: nothing is read ahead.
-        for mib in [9u64, 2, 13, 9, 2, 13, 9, 2] {
+        // the thesis's larger portion; from the 5th on 4 are (24 %, and
+        // SPREAD_REGIONS), but fewer than FIRST_SAMPLE requests have come:
+        // nothing is read ahead.
+        for mib in [9u64, 2, 13, 6, 9, 2, 13] {
             r.read_exact_at(mib << 20, &mut buf).unwrap();
         }
         assert!(resident() < 0.5, "read ahead too early: {:.2}", resident());
-        // The 9th: the whole file is asked for.
+        // The 8th (FIRST_SAMPLE): the whole file is asked for.
         r.read_exact_at(5 << 20, &mut buf).unwrap();
         assert_eq!(buf, vec![7u8; 4096]);
         // The read-ahead is asynchronous: wait for it (a bound, not a

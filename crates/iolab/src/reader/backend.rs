@@ -78,11 +78,14 @@ impl Options {
 }
 
 /// The open file every technique shares: its path (for errors), a plain
-/// descriptor and the length seen at open.
+/// descriptor, and the length and device seen at open.
 pub(crate) struct Src {
     pub(crate) path: PathBuf,
     pub(crate) file: File,
     pub(crate) len: u64,
+    /// `st_dev` of the open file (`Auto` checks its profile's device once
+    /// per device, without another `fstat`).
+    pub(crate) dev: u64,
 }
 
 impl Src {

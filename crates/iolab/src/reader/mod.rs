@@ -82,11 +82,12 @@ impl Reader {
             .map_err(open_err)?;
         // The length from the open descriptor: a second lookup of the path
         // cost a replay of 12,500 small files more than its reads did.
-        let len = length_of(&file).map_err(open_err)?;
+        let (len, dev) = length_of(&file).map_err(open_err)?;
         let src = Arc::new(Src {
             path: path.to_path_buf(),
             file,
             len,
+            dev,
         });
         let imp = build(&src, opts.technique, &opts)?;
         Ok(Reader {
@@ -171,16 +172,17 @@ impl Reader {
     }
 }
 
-/// Length of an open regular file or block device, bytes.
-fn length_of(file: &std::fs::File) -> std::io::Result<u64> {
-    use std::os::unix::fs::FileTypeExt;
+/// Length of an open regular file or block device, bytes, and the device
+/// it is on (`st_dev`), from one `fstat`.
+fn length_of(file: &std::fs::File) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let md = file.metadata()?;
     if md.file_type().is_block_device() {
         use std::io::Seek;
         // Only `pread` uses this descriptor: its position does not matter.
-        return (&*file).seek(std::io::SeekFrom::End(0));
+        return Ok(((&*file).seek(std::io::SeekFrom::End(0))?, md.dev()));
     }
-    Ok(md.len())
+    Ok((md.len(), md.dev()))
 }
 
 trait NonBlock {

@@ -16,8 +16,16 @@ pub struct Situation {
     /// This request continues a run of sequential requests (the stream
     /// detector saw at least two in a row ending where this one starts).
     pub sequential: bool,
-    /// Fraction of the file read so far (0..=1).
+    /// Fraction of the file read so far (0..=1), counted in regions (see
+    /// `regions_read`).
     pub fraction_read: f64,
+    /// Distinct regions of the file read so far: the file cut into at
+    /// most 65,536 equal regions of at least 1 MiB, so a small file has
+    /// few and one read of it may count as half of it.
+    pub regions_read: u64,
+    /// Time this reader has spent in reads of the file so far, ns (counted
+    /// until the file is read ahead whole or found cached).
+    pub waited_ns: u64,
     /// The request re-reads data this reader read before.
     pub reread: bool,
     /// Fraction of the file in the page cache (sampled with mincore).
@@ -75,6 +83,25 @@ fn queued(p: &Profile, reason: &'static str) -> Decision {
 
 /// Residency at or above which a file counts as cached.
 pub const WARM: f64 = 0.9;
+
+/// Most regions a file is cut into (see [`Situation::regions_read`]).
+pub const MAX_REGIONS: u64 = 1 << 16;
+
+/// How a file of `file_len` bytes is cut into regions: the log2 of their
+/// size (at least 1 MiB) and how many there are (at most
+/// [`MAX_REGIONS`] + 1: the last may be partial).
+pub fn regions(file_len: u64) -> (u32, u64) {
+    let mut shift = 20u32;
+    while (file_len >> shift) > MAX_REGIONS {
+        shift += 1;
+    }
+    (shift, (file_len >> shift) + 1)
+}
+
+/// Distinct regions (see [`Situation::regions_read`]) random reads must
+/// have touched before the whole file is read ahead: the fraction read
+/// alone says "half of it" after one read of a 2 MiB file's first bytes.
+pub const SPREAD_REGIONS: u64 = 4;
 
 /// Decides how to read one request.
 pub fn decide(s: &Situation, p: &Profile) -> Decision {
@@ -170,23 +197,53 @@ fn small_request(s: &Situation, p: &Profile, warm: bool, fits: bool) -> Decision
     )
 }
 
+/// Share of the time the whole file takes to read (at the profile's cold
+/// sequential speed) that random reads of it may wait before the whole
+/// file is read ahead anyway (see [`read_ahead_whole`]).
+pub const WAIT_SHARE: f64 = 0.25;
+
 /// Whether to ask the kernel, once per file, to read the whole file ahead
-/// (`POSIX_FADV_WILLNEED`) before this request. Small reads of uncached
-/// data that jump about have touched more than the thesis's "larger
-/// portion" (13 %) of a file that fits in memory twice over, so most of
-/// it will be read: one sequential stream of large requests reads it at
-/// the device's speed, where the mapping's read-around or a `pread` per
-/// page waits for the device once per piece. A file of at most one
-/// sequential block is left to the kernel's own read-around.
-pub fn read_ahead_whole(s: &Situation, p: &Profile) -> bool {
+/// (`POSIX_FADV_WILLNEED`) before this request, and why. Small reads of
+/// uncached data jump about a file that fits in memory twice over; one
+/// sequential stream of large requests reads it at the device's speed,
+/// where the mapping's read-around or a `pread` per page waits for the
+/// device once per piece. Either
+///
+/// - they have touched more than the thesis's "larger portion" (13 %) of
+///   it, so most of it will be read; or
+/// - they have already waited [`WAIT_SHARE`] of the time the whole file
+///   takes at the profile's cold sequential speed (a slow or busy device:
+///   a SQLite query waited 2.6 ms per 4 KiB page and spent 100 ms of a
+///   330 ms replay before the 13 % came). Ski rental: a program that
+///   stops reading right after has waited at most 1 / `WAIT_SHARE` times
+///   longer than it would have.
+///
+/// Either way only once the reads have touched [`SPREAD_REGIONS`] regions
+/// (python's imports read the first 832 bytes of libc twelve times, "half
+/// of" a 2 MiB file in regions), and never for a file of at most one
+/// sequential block (the kernel's own read-around covers it).
+pub fn read_ahead_whole(s: &Situation, p: &Profile) -> Option<&'static str> {
     let roomy = s.file_len as f64 * 2.0 <= s.available as f64 * p.fit_fraction;
-    s.len > 0
+    let candidate = s.len > 0
         && s.len <= p.small_max
         && !s.sequential
         && s.resident < WARM
         && s.file_len > p.seq_block as u64
         && roomy
-        && s.fraction_read > super::thesis::LARGER_PORTION
+        && s.regions_read >= SPREAD_REGIONS;
+    if !candidate {
+        return None;
+    }
+    if s.fraction_read > super::thesis::LARGER_PORTION {
+        return Some("random reads over more than 13 % of a file that fits");
+    }
+    // Last: the only test that looks through the profile's measurements.
+    let whole_ns = p
+        .seq_cold_cached_mib_s()
+        .map(|mib_s| s.file_len as f64 / (mib_s * (1u64 << 20) as f64) * 1e9)?;
+    (s.waited_ns as f64 >= WAIT_SHARE * whole_ns).then_some(
+        "random reads of a file that fits have waited a quarter of the time reading all of it takes",
+    )
 }
 
 #[cfg(test)]
@@ -194,6 +251,7 @@ mod tests {
     use super::*;
 
     const G: u64 = 1 << 30;
+    const OVER_PORTION: &str = "random reads over more than 13 % of a file that fits";
 
     fn base() -> Situation {
         Situation {
@@ -202,6 +260,8 @@ mod tests {
             file_len: G,
             sequential: false,
             fraction_read: 0.0,
+            regions_read: 0,
+            waited_ns: 0,
             reread: false,
             resident: 0.0,
             available: 8 * G,
@@ -354,15 +414,105 @@ mod tests {
     }
 
     #[test]
+    fn re_reads_of_the_start_of_a_small_file_do_not_read_it_all_ahead() {
+        let p = tuned();
+        // Python's imports: libc (1.9 MB, two 1 MiB regions) has its first
+        // 832 bytes read again and again: "half of the file" in regions,
+        // but only one region.
+        let libc = Situation {
+            len: 832,
+            offset: 0,
+            file_len: 1_974_096,
+            fraction_read: 0.5,
+            regions_read: 1,
+            reread: true,
+            ..base()
+        };
+        assert_eq!(read_ahead_whole(&libc, &p), None);
+        assert_eq!(read_ahead_whole(&libc, &Profile::thesis_defaults()), None);
+        // The same spread over as many regions as the rule asks for: read ahead.
+        let spread = Situation {
+            file_len: 6 << 20,
+            regions_read: SPREAD_REGIONS,
+            fraction_read: 4.0 / 7.0,
+            ..libc
+        };
+        assert_eq!(read_ahead_whole(&spread, &p), Some(OVER_PORTION));
+        // One region fewer: not.
+        let fewer = Situation {
+            regions_read: SPREAD_REGIONS - 1,
+            ..spread
+        };
+        assert_eq!(read_ahead_whole(&fewer, &p), None);
+    }
+
+    #[test]
+    fn random_reads_that_waited_a_quarter_of_the_whole_files_time_read_it_ahead() {
+        let mut p = tuned();
+        // The profile read cold files into the page cache at 1024 MiB/s:
+        // all of a 256 MiB file in 250 ms.
+        p.measurements.push(crate::reader::profile::Measurement {
+            pattern: "seq".into(),
+            cache: "cold".into(),
+            technique: "whole:buffered".into(),
+            block: 1 << 20,
+            depth: 8,
+            threads: 1,
+            mib_s: 1024.0,
+            p999_us: 0.0,
+            cpu_ms_per_gib: 0.0,
+            pareto: true,
+        });
+        // 16 random 4 KiB reads over 16 of its 257 regions (6 %), each
+        // waiting 4 ms for a busy device: 64 ms, a quarter of 250 ms.
+        let busy = Situation {
+            file_len: 256 << 20,
+            fraction_read: 16.0 / 257.0,
+            regions_read: 16,
+            waited_ns: 64_000_000,
+            ..base()
+        };
+        let why = read_ahead_whole(&busy, &p).expect("read ahead");
+        assert!(why.contains("waited a quarter"), "{why}");
+        let not = [
+            // A little less waiting: not yet.
+            Situation {
+                waited_ns: 62_000_000,
+                ..busy
+            },
+            // Waited as long, but within fewer regions than SPREAD_REGIONS.
+            Situation {
+                regions_read: SPREAD_REGIONS - 1,
+                ..busy
+            },
+            // Does not fit twice in memory.
+            Situation {
+                available: 384 << 20,
+                ..busy
+            },
+        ];
+        for s in not {
+            assert_eq!(read_ahead_whole(&s, &p), None, "{s:?}");
+        }
+        // Without a measured speed (the built-in profile) waiting alone
+        // never reads ahead.
+        assert_eq!(read_ahead_whole(&busy, &tuned()), None);
+    }
+
+    #[test]
     fn the_whole_file_is_read_ahead_once_random_reads_spread_over_it() {
         let p = tuned();
         // Random 4 KiB reads over 20 % of a cold 1 GiB file, 8 GiB free.
         let spread = Situation {
             fraction_read: 0.2,
+            regions_read: 205,
             ..base()
         };
-        assert!(read_ahead_whole(&spread, &p));
-        assert!(read_ahead_whole(&spread, &Profile::thesis_defaults()));
+        assert_eq!(read_ahead_whole(&spread, &p), Some(OVER_PORTION));
+        assert_eq!(
+            read_ahead_whole(&spread, &Profile::thesis_defaults()),
+            Some(OVER_PORTION)
+        );
         let not = [
             // Not yet a larger portion of the file.
             Situation {
@@ -397,7 +547,7 @@ mod tests {
             Situation { len: 0, ..spread },
         ];
         for s in not {
-            assert!(!read_ahead_whole(&s, &p), "{s:?}");
+            assert_eq!(read_ahead_whole(&s, &p), None, "{s:?}");
         }
     }
 }

@@ -223,6 +223,18 @@ impl Profile {
         }
     }
 
+    /// The fastest cold sequential read into the page cache it measured
+    /// (O_DIRECT left out: a read ahead fills the page cache), MiB/s;
+    /// `None` without such a measurement (the built-in profile).
+    pub fn seq_cold_cached_mib_s(&self) -> Option<f64> {
+        self.measurements
+            .iter()
+            .filter(|m| m.pattern == "seq" && m.cache == "cold" && !m.technique.contains("direct"))
+            .map(|m| m.mib_s)
+            .filter(|v| *v > 0.0)
+            .reduce(f64::max)
+    }
+
     /// A warning if this profile was measured on another device than the
     /// one holding `file`.
     pub fn device_warning(&self, file: &Path) -> Option<String> {
@@ -289,6 +301,32 @@ mod tests {
         p.recommendations
             .push("read cold files with O_DIRECT".into());
         assert_eq!(Profile::from_json(&p.to_json()).unwrap(), p);
+    }
+
+    #[test]
+    fn the_cold_sequential_speed_is_the_best_page_cache_one() {
+        let m = |technique: &str, pattern: &str, cache: &str, mib_s: f64| Measurement {
+            pattern: pattern.into(),
+            cache: cache.into(),
+            technique: technique.into(),
+            block: 1 << 20,
+            depth: 1,
+            threads: 1,
+            mib_s,
+            p999_us: 0.0,
+            cpu_ms_per_gib: 0.0,
+            pareto: false,
+        };
+        let mut p = Profile::thesis_defaults();
+        assert_eq!(p.seq_cold_cached_mib_s(), None);
+        p.measurements = vec![
+            m("whole:direct", "seq", "cold", 3906.0),
+            m("whole:buffered", "seq", "cold", 2922.0),
+            m("stream", "seq", "cold", 1344.0),
+            m("stream", "seq", "warm", 5380.0),
+            m("mapped", "rand", "cold", 3894.0),
+        ];
+        assert_eq!(p.seq_cold_cached_mib_s(), Some(2922.0));
     }
 
     #[test]
