@@ -81,6 +81,12 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
     engine_args(spec, &mut a, &mut notes);
     size_args(spec, workers, &mut a);
     cache_args(spec, &mut a, &mut notes);
+    if let Some(p) = &spec.cpus {
+        a.push(format!("--cpus_allowed={}", p.list()));
+        if p.split {
+            a.push("--cpus_allowed_policy=split".into());
+        }
+    }
     stop_args(spec, workers, &mut a);
     a.push("--lat_percentiles=1".into());
     a.push("--percentile_list=50:90:99:99.9:99.99".into());
@@ -338,6 +344,11 @@ pub fn null_cpu() -> usize {
 pub fn null_commands(spec: &WorkloadSpec, cpu: usize) -> Result<(FioCommand, FioCommand), String> {
     if spec.engine != EngineKind::Null {
         return Err("the fair null comparison is for --engine null".into());
+    }
+    if spec.cpus.is_some() {
+        return Err(format!(
+            "--cpus: the null comparison pins both tools to CPU {cpu} itself; drop --cpus"
+        ));
     }
     let mut default = command(spec)?;
     let pin = format!("--cpus_allowed={cpu}");

@@ -277,6 +277,9 @@ pub struct WorkloadSpec {
     /// Sync the file every so many writes (fio's `fsync=N`/`fdatasync=N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync_every: Option<SyncEvery>,
+    /// The CPUs worker threads run on (fio's `cpus_allowed`); None: any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<crate::pin::CpuPin>,
 }
 
 impl Default for WorkloadSpec {
@@ -312,6 +315,7 @@ impl Default for WorkloadSpec {
             time_submit: false,
             place: None,
             sync_every: None,
+            cpus: None,
         }
     }
 }

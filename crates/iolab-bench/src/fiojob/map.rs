@@ -6,6 +6,7 @@ use super::options::{self, Class};
 use super::parse::{RawJob, RawOpt};
 use super::value::{self, Size};
 use super::{FioJobError, Loc};
+use crate::pin::CpuPin;
 use crate::spec::{AccessPattern, CacheMode, OpMix, StopRule, SyncEvery, WorkloadSpec};
 use iolab::engine::{EngineKind, EngineOpts};
 use std::path::PathBuf;
@@ -336,6 +337,7 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         place: None,
         // fio ignores them on a job that does not write.
         sync_every: if op.writes() { sync_every(g)? } else { None },
+        cpus: cpus(g)?,
     };
     let spec_check = crate::prepare::validate(&spec);
     if let Err(e) = spec_check {
@@ -922,9 +924,6 @@ fn sync_every(g: &Given) -> Result<Option<SyncEvery>, FioJobError> {
 
 /// Options fio has that would change what is measured and iolab does not do.
 fn refuse_unsupported(g: &Given) -> Result<(), FioJobError> {
-    if g.get("cpus_allowed").is_some() {
-        return Err(g.refuse("cpus_allowed", "iolab does not pin its threads to CPUs"));
-    }
     if let Some((v, _)) = g.val("kb_base") {
         if v.trim() != "1024" {
             return Err(g.refuse(
@@ -934,6 +933,29 @@ fn refuse_unsupported(g: &Given) -> Result<(), FioJobError> {
         }
     }
     Ok(())
+}
+
+/// `cpus_allowed` and `cpus_allowed_policy`: the CPUs the job's threads
+/// run on (fio ignores the policy without a list, as this does).
+fn cpus(g: &Given) -> Result<Option<CpuPin>, FioJobError> {
+    let split = match g.val("cpus_allowed_policy") {
+        None => false,
+        Some((v, _)) => match v.trim() {
+            "shared" => false,
+            "split" => true,
+            _ => return Err(g.refuse("cpus_allowed_policy", "one of shared, split")),
+        },
+    };
+    let Some(cpus) = g.parse("cpus_allowed", CpuPin::parse_list)? else {
+        return Ok(None);
+    };
+    let pin = CpuPin {
+        cpus,
+        split,
+        first: 0,
+    };
+    pin.check_here().map_err(|e| g.refuse("cpus_allowed", &e))?;
+    Ok(Some(pin))
 }
 
 /// `continue_on_error`: iolab counts failed ops and goes on, for any kind
@@ -1019,6 +1041,8 @@ pub fn map_all(jobs: &[RawJob], lenient: bool) -> Result<Vec<FioJob>, FioJobErro
     }
     let mut out: Vec<FioJob> = Vec::new();
     let mut group = 0u32;
+    // fio numbers threads over the whole file (cpus_allowed_policy=split).
+    let mut threads_before = 0u32;
     for (i, j) in jobs.iter().enumerate() {
         // Group ids depend on stonewall/new_group, read before mapping.
         let last = |k: &str| -> Option<&RawOpt> {
@@ -1038,7 +1062,11 @@ pub fn map_all(jobs: &[RawJob], lenient: bool) -> Result<Vec<FioJob>, FioJobErro
         if i > 0 && (stonewall || flag("new_group")?) {
             group += 1;
         }
-        let fj = map_job(j, group, lenient)?;
+        let mut fj = map_job(j, group, lenient)?;
+        if let Some(p) = &mut fj.spec.cpus {
+            p.first = threads_before;
+        }
+        threads_before = threads_before.saturating_add(fj.numjobs);
         if let Some(prev) = out.last().filter(|p| p.groupid == group) {
             if (fj.group_reporting || prev.group_reporting) && fj.spec.bs != prev.spec.bs {
                 return Err(j.loc.err(format!(
@@ -1112,6 +1140,23 @@ mod tests {
         // A law on sequential I/O changes nothing, as in fio.
         let q = one("[q]\nfilename=/x\nsize=1m\nrw=read\nrandom_distribution=zipf:1.2\n");
         assert_eq!(q.spec.pattern, AccessPattern::Seq);
+    }
+
+    #[test]
+    fn cpus_allowed_pins_and_split_numbers_threads_over_the_file() {
+        let cpu = iolab::prim::allowed_cpus().unwrap()[0];
+        let j = jobs(
+            &format!("[global]\nfilename=/x\nsize=1m\ncpus_allowed={cpu}\ncpus_allowed_policy=split\n[a]\nnumjobs=2\n[b]\n[c]\ncpus_allowed_policy=shared\n"),
+            false,
+        )
+        .unwrap();
+        let pins: Vec<_> = j.iter().map(|j| j.spec.cpus.clone().unwrap()).collect();
+        assert_eq!(pins[0].cpus, vec![cpu as u32]);
+        assert_eq!(
+            pins.iter().map(|p| (p.split, p.first)).collect::<Vec<_>>(),
+            vec![(true, 0), (true, 2), (false, 3)]
+        );
+        assert_eq!(one("[a]\nfilename=/x\nsize=1m\n").spec.cpus, None);
     }
 
     #[test]
@@ -1245,7 +1290,9 @@ mod tests {
             ("[a]\nfilename=/x:/y\nsize=1m\n", "j.fio:2: filename=/x:/y: 2 files"),
             ("[a]\nfilename=/x\nsize=1m\nrw=rw\nrate_iops=100,200\n", "j.fio:5: rate_iops=100,200: iolab paces reads and writes together"),
             ("[a]\nfilename=/x\nsize=1m\nrate=1m\nrate_iops=10\n", "j.fio:4: rate=1m: give rate or rate_iops"),
-            ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=0-1\n", "j.fio:4: cpus_allowed=0-1:"),
+            ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=4095\n", "j.fio:4: cpus_allowed=4095: CPU 4095 is not online or not allowed for this process (it may use "),
+            ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=0-x\n", "j.fio:4: cpus_allowed: '0-x': a CPU list is CPUs and ranges"),
+            ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=0\ncpus_allowed_policy=half\n", "j.fio:5: cpus_allowed_policy=half: one of shared, split"),
             ("[a]\nfilename=/x\nsize=1m\noffset=4k\n", "j.fio:4: offset=4k:"),
             ("[a]\nfilename=/x\nsize=1m\nfixedbufs\n", "j.fio:4: fixedbufs=: an io_uring option"),
             ("[a]\nfilename=/x\nsize=1m\nioengine=psync\nhipri\n", "j.fio:5: hipri=: only pvsync2 and io_uring"),

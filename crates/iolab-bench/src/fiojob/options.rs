@@ -87,6 +87,7 @@ pub const MAPPED: &[&str] = &[
     "sqthread_poll",
     "sqthread_poll_cpu",
     "cpus_allowed",
+    "cpus_allowed_policy",
     "rate",
     "rate_iops",
     "thinktime",
@@ -161,7 +162,7 @@ fn reason(key: &str) -> &'static str {
             "replaying I/O logs is iolab's `replay` command, not a job option"
         }
         k if k.starts_with("steadystate") => "iolab has no steady-state detection",
-        k if k.starts_with("cgroup") || k.starts_with("numa_") || k.starts_with("prio") || k == "cpumask" || k == "cpus_allowed_policy" || k == "ioscheduler" => {
+        k if k.starts_with("cgroup") || k.starts_with("numa_") || k.starts_with("prio") || k == "cpumask" || k == "ioscheduler" => {
             "iolab does not change scheduling, cgroups or NUMA placement"
         }
         k if k.starts_with("trim") => "iolab does not issue trims",
@@ -237,7 +238,6 @@ pub fn limits(name: &str) -> Option<&'static str> {
         "fsync" | "fdatasync" => {
             "one of the two per job; the sync runs on the writing thread, between its I/Os"
         }
-        "cpus_allowed" => "refused when set: iolab does not pin its threads",
         "kb_base" => "1024 only",
         "rw" => "read:N (N bytes skipped after each I/O) taken; randread:N only for N <= 1",
         "random_distribution" => "random, zipf:θ, pareto:h, normal:dev (not zoned)",

@@ -76,8 +76,35 @@ fn build_engine(
     factory.build(spec, plan.worker, cfg)
 }
 
-/// The one worker runs on the calling thread.
+/// Lets the calling thread run only on the CPUs `spec.cpus` gives
+/// `worker` (fio's `cpus_allowed`), before its engine's buffers are
+/// allocated; returns the CPUs it could use before (None: not pinned).
+fn pin(spec: &crate::spec::WorkloadSpec, worker: u32) -> iolab::Result<Option<Vec<usize>>> {
+    let Some(p) = &spec.cpus else {
+        return Ok(None);
+    };
+    let before = iolab::prim::allowed_cpus()?;
+    iolab::prim::pin_to_cpus(&p.of_worker(worker))?;
+    Ok(Some(before))
+}
+
+/// The one worker runs on the calling thread, pinned for the run only.
 pub(super) fn inline(
+    sh: &Shared,
+    ctl: &RunControl,
+    plan: Plan,
+    factory: &dyn EngineFactory,
+) -> Result<Collected> {
+    let before = pin(&sh.spec, plan.worker)?;
+    let out = run_inline(sh, ctl, plan, factory);
+    if let Some(cpus) = before {
+        iolab::prim::pin_to_cpus(&cpus)?;
+    }
+    out
+}
+
+/// [`inline`]'s run, between pinning and unpinning.
+fn run_inline(
     sh: &Shared,
     ctl: &RunControl,
     plan: Plan,
@@ -119,7 +146,7 @@ pub(super) fn spawned(
     for plan in plans {
         let (sh, tx, barrier, factory) = (sh.clone(), tx.clone(), barrier.clone(), factory.clone());
         std::thread::spawn(move || {
-            let eng = build_engine(&sh, &plan, &*factory);
+            let eng = pin(&sh.spec, plan.worker).and_then(|_| build_engine(&sh, &plan, &*factory));
             barrier.wait();
             if two_step {
                 barrier.wait();

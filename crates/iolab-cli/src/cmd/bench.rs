@@ -1,12 +1,13 @@
 //! `iolab bench`: one measurement, or the cartesian product of the
 //! comma-separated values of `--engine --bs --qd --batch --threads --pattern`.
 
-pub use super::bench_args::{BenchArgs, OpArg, WriteFill};
+pub use super::bench_args::{BenchArgs, CpusPolicy, OpArg, WriteFill};
 use super::session::{prepare_files, temp_path, Session};
 use crate::output::{self, Exporter};
 use anyhow::Result;
 use iolab::engine::{EngineKind, EngineOpts, UringOpts};
 use iolab_bench::env::Environment;
+use iolab_bench::pin::CpuPin;
 use iolab_bench::prepare;
 use iolab_bench::record::{unix_ms, BenchRecord, IntervalSample};
 use iolab_bench::runner::{run_once, RealEngines, RunControl};
@@ -77,6 +78,10 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
     if let Some(f) = &a.file {
         prepare::check_file_kind(f, a.op != OpArg::Read)?;
     }
+    if let Some(p) = cpu_pin(a) {
+        p.check_here()
+            .map_err(|e| super::usage(format!("--cpus {}: {e}", p.list())))?;
+    }
     super::limits::check_bench(a)?;
     if a.time.is_some_and(|t| t.is_zero()) {
         return Err(super::usage(
@@ -90,6 +95,14 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
         return Err(super::usage("--interval: use at least 10ms"));
     }
     Ok(())
+}
+
+/// `--cpus` and `--cpus-policy`.
+fn cpu_pin(a: &BenchArgs) -> Option<CpuPin> {
+    a.cpus.as_ref().map(|p| CpuPin {
+        split: a.cpus_policy == Some(CpusPolicy::Split),
+        ..p.clone()
+    })
 }
 
 /// The configurations the flags describe (cartesian product).
@@ -184,6 +197,7 @@ fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
             .map(|writes| (writes, false))
             .or(a.fdatasync.map(|writes| (writes, true)))
             .map(|(writes, data_only)| SyncEvery { writes, data_only }),
+        cpus: cpu_pin(a),
         ..WorkloadSpec::default()
     }
 }

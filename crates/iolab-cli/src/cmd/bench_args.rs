@@ -7,6 +7,7 @@ use crate::output;
 use crate::parse;
 use anyhow::Result;
 use iolab::engine::EngineKind;
+use iolab_bench::pin::CpuPin;
 use iolab_bench::ranks::Layout;
 use iolab_bench::spec::{AccessPattern, CacheMode};
 use std::path::PathBuf;
@@ -24,8 +25,25 @@ fn cache(s: &str) -> Result<CacheMode, String> {
 fn mem(s: &str) -> Result<iolab::mem::MemKind, String> {
     s.parse()
 }
+fn cpu_list(s: &str) -> Result<CpuPin, String> {
+    CpuPin::parse_list(s).map(|cpus| CpuPin {
+        cpus,
+        split: false,
+        first: 0,
+    })
+}
 fn sqpoll_wait(s: &str) -> Result<iolab::engine::SqpollWait, String> {
     s.parse()
+}
+
+/// How worker threads share the CPUs of `--cpus` (fio's
+/// `cpus_allowed_policy`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpusPolicy {
+    /// Every thread may run on any CPU of the list.
+    Shared,
+    /// Each thread on one CPU of the list, in turn.
+    Split,
 }
 
 /// What each write carries (`--write-fill`).
@@ -102,6 +120,14 @@ pub struct BenchArgs {
     /// Directory for the temporary file when --file is not given.
     #[arg(long, default_value = ".")]
     pub dir: PathBuf,
+    /// Run the worker threads only on these CPUs (fio's cpus_allowed;
+    /// e.g. 0-1,3).
+    #[arg(long, value_name = "LIST", value_parser = cpu_list)]
+    pub cpus: Option<CpuPin>,
+    /// How threads share --cpus: shared (each may use all) or split (each
+    /// its own CPU, in turn); fio's cpus_allowed_policy.
+    #[arg(long, value_enum, requires = "cpus")]
+    pub cpus_policy: Option<CpusPolicy>,
     /// Bypass the page cache (O_DIRECT).
     #[arg(long)]
     pub direct: bool,

@@ -49,21 +49,19 @@ pub fn print_commands(specs: &[WorkloadSpec], fair: bool) -> Result<i32> {
             s.file_size = std::fs::metadata(&s.file).map(|m| m.len()).unwrap_or(0);
         }
         let why = |w: String| super::usage(format!("--print-fio: {}: {w}", s.label()));
-        let cmd = match (s.engine == iolab::engine::EngineKind::Null, fair) {
-            (true, f) => {
-                let (d, fa) = fio::null_commands(&s, fio::null_cpu()).map_err(why)?;
-                if f {
-                    fa
-                } else {
-                    d
-                }
-            }
-            (false, true) => {
+        // As --vs runs it: the null engine's pinned pair unless --cpus pins.
+        let null = (s.engine == iolab::engine::EngineKind::Null)
+            .then(|| fio::null_commands(&s, fio::null_cpu()).ok())
+            .flatten();
+        let cmd = match (null, fair) {
+            (Some((d, _)), false) => d,
+            (Some((_, fa)), true) => fa,
+            (None, true) => {
                 return Err(super::usage(
-                    "--print-fio fair: only the null engine has a fair-accounting command",
+                    "--print-fio fair: only the null engine (without --cpus) has a fair-accounting command",
                 ))
             }
-            (false, false) => fio::command(&s).map_err(why)?,
+            (None, false) => fio::command(&s).map_err(why)?,
         };
         text.push_str(&cmd.line());
         text.push('\n');

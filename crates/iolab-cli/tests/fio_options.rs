@@ -1,0 +1,169 @@
+//! The fio options issue 12 added to iolab's runner, through the real
+//! binary, in `iolab bench` and `iolab fio` alike: `offset`, `rw=randread:N`,
+//! `cpus_allowed`, filename lists and `nrfiles`. Each test checks what the
+//! run did (bytes, ops, files, offsets verified against the pattern), not
+//! how fast.
+
+mod common;
+
+use common::{argv, iolab, stderr, words};
+use std::path::Path;
+use std::process::Output;
+
+/// The JSON document a run printed on stdout.
+fn json(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "{}", stderr(o));
+    serde_json::from_slice(&o.stdout).expect("stdout is one JSON document")
+}
+
+/// Exit 2 and one line on stderr containing every one of `want`.
+fn refused(o: &Output, want: &[&str]) {
+    let e = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+    assert!(!e.contains("panicked"), "{e}");
+    for w in want {
+        assert!(e.contains(w), "want {w:?} in: {e}");
+    }
+}
+
+/// Runs iolab under `strace -f -e trace=CALLS` in `dir` and returns the
+/// trace's lines (stdout is iolab's).
+fn straced(calls: &str, args: &[&str], dir: &Path) -> (Output, Vec<String>) {
+    let o = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", &format!("trace={calls}"), "-o", "st.txt"])
+        .arg(env!("CARGO_BIN_EXE_iolab"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let lines = std::fs::read_to_string(dir.join("st.txt"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    (o, lines)
+}
+
+/// What [`straced_cpus`] hands a test.
+type CpuCase = (tempfile::TempDir, Vec<usize>, usize, usize, String);
+
+/// For a test that traces iolab's CPU pinning, when strace is on PATH
+/// (else it is skipped, or fails under CI=true): a fresh folder, the CPUs
+/// this process may use, the first and last of them, and those two as a
+/// `--cpus` list (one CPU twice on a one-CPU machine).
+fn straced_cpus(test: &str) -> Option<CpuCase> {
+    if !common::has("strace") {
+        iolab::testing::unmet(&format!(
+            "{test}: strace is not installed (scripts/setup.sh)"
+        ));
+        return None;
+    }
+    let cpus = iolab::prim::allowed_cpus().unwrap();
+    let (a, b) = (cpus[0], *cpus.last().unwrap());
+    let list = format!("{a},{b}");
+    Some((tempfile::tempdir().unwrap(), cpus, a, b, list))
+}
+
+/// The CPU masks an strace log of sched_setaffinity shows, sorted.
+fn masks(lines: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = lines
+        .iter()
+        .filter_map(|l| l.split_once("sched_setaffinity(0, 128, "))
+        .map(|(_, m)| format!("{}]", m.split(']').next().unwrap()))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn cpus_split_gives_each_worker_thread_one_cpu_in_turn() {
+    let Some((d, _cpus, a, b, list)) = straced_cpus("cpus_split_gives_each_worker_thread") else {
+        return;
+    };
+    let p = d.path();
+    // split: three worker threads on a, b, a in turn.
+    let (o, lines) = straced(
+        "sched_setaffinity",
+        &argv(
+            "bench --file f --size 64k --threads 3 --cpus {} --cpus-policy split --json",
+            &[&list],
+        ),
+        p,
+    );
+    let v = json(&o);
+    assert_eq!(v["records"][0]["spec"]["cpus"]["split"], true);
+    let set = if a == b { vec![a] } else { vec![a, b] };
+    let mut want: Vec<String> = (0..3)
+        .map(|i| format!("[{}]", set[i % set.len()]))
+        .collect();
+    want.sort();
+    assert_eq!(masks(&lines), want, "{lines:?}");
+}
+
+#[test]
+fn cpus_shared_pins_every_thread_to_all_and_threads_0_gets_its_cpus_back() {
+    let Some((d, cpus, a, b, list)) = straced_cpus("cpus_shared_pins_every_thread") else {
+        return;
+    };
+    let p = d.path();
+    // fio's form, shared: every thread on both.
+    let job = format!(
+        "fio --name=c --filename=f --size=64k --numjobs=2 --cpus_allowed={list} --output-format=json"
+    );
+    let (o, lines) = straced("sched_setaffinity", &words(&job), p);
+    assert_eq!(
+        json(&o)["jobs"][0]["read"]["io_bytes"].as_u64(),
+        Some(128 << 10)
+    );
+    let both = if a == b {
+        format!("[{a}]")
+    } else {
+        format!("[{a} {b}]")
+    };
+    assert_eq!(masks(&lines), vec![both.clone(), both], "{lines:?}");
+    // --threads 0: the calling thread is pinned for the run, then given
+    // back every CPU it had.
+    let (o, lines) = straced(
+        "sched_setaffinity",
+        &argv("bench --file f --threads 0 --cpus {}", &[&b.to_string()]),
+        p,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let all = format!(
+        "[{}]",
+        cpus.iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let mut want = vec![format!("[{b}]"), all];
+    want.sort();
+    assert_eq!(masks(&lines), want, "{lines:?}");
+    // fio is told the same list and policy.
+    let o = iolab(
+        &argv(
+            "bench --file f --cpus {} --cpus-policy split --print-fio",
+            &[&list],
+        ),
+        p,
+    );
+    let line = String::from_utf8_lossy(&o.stdout).into_owned();
+    let pin = iolab_bench::pin::CpuPin {
+        cpus: iolab_bench::pin::CpuPin::parse_list(&list).unwrap(),
+        split: true,
+        first: 0,
+    };
+    assert!(
+        line.contains(&format!("--cpus_allowed={} ", pin.list())),
+        "{line}"
+    );
+    assert!(line.contains("--cpus_allowed_policy=split"), "{line}");
+    // A CPU the process may not use: one line, exit 2, nothing run.
+    refused(
+        &iolab(&words("bench --file f --cpus 4095"), p),
+        &["--cpus 4095: CPU 4095 is not online or not allowed"],
+    );
+    let o = iolab(&words("fio --name=c --filename=f --cpus_allowed=4095"), p);
+    refused(&o, &["<command line>:3: cpus_allowed=4095: CPU 4095"]);
+}
