@@ -232,7 +232,7 @@ fn engine_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String>
     }
 }
 
-/// `--size`, `--offset_increment` and the threads.
+/// `--size`, `--offset`, `--offset_increment` and the threads.
 fn size_args(spec: &WorkloadSpec, workers: u64, a: &mut Vec<String>) {
     // Sizes: a shared file's sequential work is sliced per thread.
     if !spec.file_per_thread && workers > 1 && !spec.pattern.with_replacement() {
@@ -241,6 +241,9 @@ fn size_args(spec: &WorkloadSpec, workers: u64, a: &mut Vec<String>) {
         a.push(format!("--offset_increment={}", fio_size(slice)));
     } else {
         a.push(format!("--size={}", fio_size(spec.file_size)));
+    }
+    if spec.offset > 0 {
+        a.push(format!("--offset={}", fio_size(spec.offset)));
     }
     if workers > 1 {
         a.push(format!("--numjobs={workers}"));

@@ -22,6 +22,8 @@ pub struct OffsetGen {
     seed: u64,
     skew: Option<crate::skew::SkewGen>,
     place: Option<crate::ranks::RankPlace>,
+    /// Added to every offset: where the region starts (fio's `offset`).
+    base: u64,
 }
 
 impl OffsetGen {
@@ -45,7 +47,15 @@ impl OffsetGen {
                 _ => None,
             },
             place: None,
+            base: 0,
         }
+    }
+
+    /// Moves every offset `base` bytes on: the region starts there (fio's
+    /// `offset`), after any rank's mapping.
+    pub fn with_base(mut self, base: u64) -> Self {
+        self.base = base;
+        self
     }
 
     /// Maps every offset into this rank's part of a shared file (IOR's
@@ -117,10 +127,11 @@ impl OffsetGen {
             AccessPattern::Stride(gap) => self.first * self.bs + b * (self.bs + gap),
             _ => (self.first + b) * self.bs,
         };
-        match &self.place {
-            Some(p) => p.map(off),
-            None => off,
-        }
+        self.base
+            + match &self.place {
+                Some(p) => p.map(off),
+                None => off,
+            }
     }
 
     /// Offsets in one pass: the blocks of the range, or with a stride the

@@ -119,6 +119,11 @@ impl SyncEvery {
     }
 }
 
+/// serde's test for fields left out at 0.
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 /// Reads, writes, or a mix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase", tag = "op")]
@@ -222,8 +227,14 @@ pub struct WorkloadSpec {
     pub file_per_thread: bool,
     /// The file (or the stem of per-thread files).
     pub file: PathBuf,
-    /// Size of each file, bytes.
+    /// Size of each file's I/O region, bytes (the whole file unless
+    /// `offset` moves the region's start).
     pub file_size: u64,
+    /// Where the I/O region of each file starts, bytes (fio's `offset`):
+    /// every op lands in `offset..offset + file_size`, and a file iolab
+    /// makes holds `offset + file_size` bytes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset: u64,
     /// O_DIRECT.
     pub direct: bool,
     /// Cache state before measuring.
@@ -298,6 +309,7 @@ impl Default for WorkloadSpec {
             file_per_thread: false,
             file: PathBuf::from("iolab.dat"),
             file_size: 0,
+            offset: 0,
             direct: false,
             cache: CacheMode::AsIs,
             drop_caches: false,
@@ -344,6 +356,11 @@ impl WorkloadSpec {
         } else {
             vec![self.file.clone()]
         }
+    }
+
+    /// Bytes each file needs: its region's end.
+    pub fn file_end(&self) -> u64 {
+        self.offset.saturating_add(self.file_size)
     }
 
     /// Total bytes the data set holds.

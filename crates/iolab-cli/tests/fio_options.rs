@@ -27,6 +27,65 @@ fn refused(o: &Output, want: &[&str]) {
     }
 }
 
+/// Spoils the pattern of `path` in `from..to` (iolab's xattr still says it
+/// holds the pattern, so a verified read of those bytes fails).
+fn spoil(path: &Path, from: u64, to: u64) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.write_at(&vec![0x5Au8; (to - from) as usize], from)
+        .unwrap();
+}
+
+#[test]
+fn offset_reads_only_the_region_after_it() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    // A 256 KiB file made by iolab, its first 64 KiB spoilt.
+    let made = iolab(&words("bench --file f --size 256k --ops 1"), p);
+    assert!(made.status.success(), "{}", stderr(&made));
+    spoil(&p.join("f"), 0, 64 << 10);
+    // The region [64k, 256k): every byte read is checked, none is spoilt.
+    let v = json(&iolab(
+        &words("bench --file f --offset 64k --bs 4k --pattern shuffle --verify --json"),
+        p,
+    ));
+    let rec = &v["records"][0];
+    assert_eq!(rec["spec"]["offset"].as_u64(), Some(64 << 10));
+    assert_eq!(rec["spec"]["file_size"].as_u64(), Some(192 << 10));
+    assert_eq!(rec["runs"][0]["bytes"].as_u64(), Some(192 << 10));
+    assert_eq!(rec["runs"][0]["ops"].as_u64(), Some(48));
+    // Without the offset the spoilt bytes are read, and caught.
+    let o = iolab(&words("bench --file f --verify"), p);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    // fio's form: [offset, offset + size); fio is told the same.
+    let v = json(&iolab(
+        &words("fio --name=o --filename=f --offset=64k --size=128k --bs=8k --rw=randread --output-format=json"),
+        p,
+    ));
+    assert_eq!(v["jobs"][0]["read"]["io_bytes"].as_u64(), Some(128 << 10));
+    let o = iolab(
+        &words("bench --file f --offset 64k --size 128k --print-fio"),
+        p,
+    );
+    let line = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        line.contains("--offset=64k") && line.contains("--size=128k"),
+        "{line}"
+    );
+    // Past the end, or not aligned for O_DIRECT: one line, exit 2.
+    refused(
+        &iolab(&words("bench --file f --offset 256k"), p),
+        &["--offset 256 KiB", "at or past the end"],
+    );
+    let o = iolab(
+        &argv("bench --file {} --offset 1000 --size 64k --direct", &["f"]),
+        p,
+    );
+    if iolab::file::fs_type(p) != Some("tmpfs") {
+        refused(&o, &["--offset 1000", "O_DIRECT"]);
+    }
+}
+
 /// Runs iolab under `strace -f -e trace=CALLS` in `dir` and returns the
 /// trace's lines (stdout is iolab's).
 fn straced(calls: &str, args: &[&str], dir: &Path) -> (Output, Vec<String>) {

@@ -292,7 +292,7 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         batch_complete,
     } = queue(g, engine, &mut notes)?;
     let (direct, cache) = caching(g)?;
-    let files = files(g, job, numjobs, random, &mut notes)?;
+    let files = files(g, job, (numjobs, bs, random), &mut notes)?;
     let (stop, ramp_ns, startdelay_ns) = how_long(g, &files, numjobs)?;
     let (rate_iops, thinktime_ns) = pacing(g, bs, numjobs, &mut notes)?;
     refuse_unsupported(g)?;
@@ -303,6 +303,7 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         file,
         file_per_thread,
         region,
+        offset,
         size_given,
         ..
     } = files;
@@ -319,6 +320,7 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         file,
         // The run covers `region` of the file; iolab's spec calls that file_size.
         file_size: region,
+        offset,
         direct,
         cache,
         drop_caches: false,
@@ -646,6 +648,8 @@ struct Files {
     file_per_thread: bool,
     /// The part of the file the run covers (all slices with `increment`).
     region: u64,
+    /// Where that part starts (`offset`).
+    offset: u64,
     size_given: bool,
     increment: Option<u64>,
     /// The file's length, if it exists (for sizes given in %).
@@ -663,6 +667,14 @@ fn resolve_size(g: &Given, existing: Option<u64>, k: &str) -> Result<Option<u64>
             Some((len as f64 * p / 100.0) as u64)
         }
     })
+}
+
+/// `offset`: bytes, or a percentage of the existing file aligned down to
+/// the block size (as fio aligns it, with its default `offset_align`).
+fn offset_of(g: &Given, existing: Option<u64>, bs: u64) -> Result<u64, FioJobError> {
+    let percent = matches!(g.parse("offset", value::size)?, Some(Size::Percent(_)));
+    let offset = resolve_size(g, existing, "offset")?.unwrap_or(0);
+    Ok(if percent { offset / bs * bs } else { offset })
 }
 
 /// `filename`, `directory`, `filename_format` and `nrfiles`: the file
@@ -728,13 +740,13 @@ fn file_name(
     })
 }
 
-/// The file (see [`file_name`]), `offset`, `offset_increment`, `size` and
-/// `filesize`: which file and how much of it.
+/// The file (see [`file_name`]), `offset` (see [`offset_of`]),
+/// `offset_increment`, `size` and `filesize`: which file and which part of
+/// it, [offset, offset + size) as in fio.
 fn files(
     g: &Given,
     job: &RawJob,
-    numjobs: u32,
-    random: bool,
+    (numjobs, bs, random): (u32, u64, bool),
     notes: &mut Vec<String>,
 ) -> Result<Files, FioJobError> {
     let (file, file_per_thread) = file_name(g, job, numjobs, notes)?;
@@ -743,48 +755,25 @@ fn files(
             "numjobs={numjobs} on one file: iolab's {numjobs} threads share it (sequential jobs each take a slice)"
         ));
     }
-    if let Some(o) = g.parse("offset", value::size)? {
-        if o != Size::Bytes(0) {
-            return Err(g.refuse(
-                "offset",
-                "iolab's jobs start at the beginning of the file; use offset=0",
-            ));
-        }
-    }
     let increment = g
         .parse("offset_increment", value::bytes)?
         .filter(|o| *o > 0);
-    let existing = std::fs::metadata(if file_per_thread {
+    let first = if file_per_thread {
         let mut s = file.clone().into_os_string();
         s.push(".0");
         PathBuf::from(s)
     } else {
         file.clone()
-    })
-    .ok()
-    .map(|m| {
+    };
+    let existing = std::fs::metadata(&first).ok().map(|m| {
         if m.file_type().is_file() {
             m.len()
         } else {
             iolab::file::length(&file).unwrap_or(0)
         }
     });
-    let filesize = resolve_size(g, existing, "filesize")?;
-    let size = resolve_size(g, existing, "size")?;
-    let region = size.or(filesize);
-    let size_given = region.is_some();
-    if region.is_none() && existing.is_none() {
-        return Err(job.loc.err(format!(
-            "job '{}': {} does not exist and no size is given; add size= (e.g. size=1g)",
-            job.name,
-            file.display()
-        )));
-    }
-    let region = region.unwrap_or(existing.unwrap_or(0));
-    let mut region = match filesize {
-        Some(f) => region.min(f),
-        None => region,
-    };
+    let offset = offset_of(g, existing, bs)?;
+    let (mut region, size_given) = region(g, job, &file, existing, offset)?;
     if let Some(inc) = increment {
         // numjobs jobs, each `size` long, one after another in one file:
         // iolab's threads slicing a shared file of size x numjobs.
@@ -804,10 +793,51 @@ fn files(
         file,
         file_per_thread,
         region,
+        offset,
         size_given,
         increment,
         existing,
     })
+}
+
+/// `size` and `filesize` from `offset`: the bytes of `file` the job
+/// covers (the rest of the file when neither is given), and whether a size
+/// was given. `existing` is the file's length if it exists.
+fn region(
+    g: &Given,
+    job: &RawJob,
+    file: &std::path::Path,
+    existing: Option<u64>,
+    offset: u64,
+) -> Result<(u64, bool), FioJobError> {
+    let filesize = resolve_size(g, existing, "filesize")?;
+    if let Some(end) = filesize
+        .or(existing)
+        .filter(|end| offset > 0 && *end <= offset)
+    {
+        return Err(g.refuse(
+            "offset",
+            &format!("at or past the end of the file ({end} bytes); the region starts inside it"),
+        ));
+    }
+    let size = resolve_size(g, existing, "size")?;
+    // The file's bytes from `offset` on, when a size is not given.
+    let after = |len: u64| len.saturating_sub(offset);
+    let region = size.or(filesize.map(after));
+    let size_given = region.is_some();
+    if region.is_none() && existing.is_none() {
+        return Err(job.loc.err(format!(
+            "job '{}': {} does not exist and no size is given; add size= (e.g. size=1g)",
+            job.name,
+            file.display()
+        )));
+    }
+    let region = region.unwrap_or(after(existing.unwrap_or(0)));
+    let region = match filesize {
+        Some(f) => region.min(after(f)),
+        None => region,
+    };
+    Ok((region, size_given))
 }
 
 /// `io_size`, `loops`, `runtime`, `time_based`, `number_ios`, `ramp_time`
@@ -1143,6 +1173,32 @@ mod tests {
     }
 
     #[test]
+    fn offset_moves_the_region_as_fio_does() {
+        // [offset, offset + size): the file made holds both.
+        let j = one("[o]\nfilename=/x\nsize=1m\noffset=256k\n");
+        assert_eq!((j.spec.offset, j.spec.file_size), (256 << 10, 1 << 20));
+        assert_eq!(j.spec.file_end(), (1 << 20) + (256 << 10));
+        // filesize without size: the region is the rest of the file.
+        let j = one("[o]\nfilename=/x\nfilesize=1m\noffset=256k\n");
+        assert_eq!((j.spec.offset, j.spec.file_size), (256 << 10, 768 << 10));
+        assert_eq!(j.spec.stop.bytes, Some(768 << 10));
+        // A percentage of an existing file, aligned down to bs; no size:
+        // the rest of the file.
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("f");
+        std::fs::write(&f, vec![0u8; 100_000]).unwrap();
+        let j = one(&format!(
+            "[p]\nfilename={}\nbs=4k\noffset=50%\n",
+            f.display()
+        ));
+        assert_eq!(j.spec.offset, 12 * 4096);
+        assert_eq!(j.spec.file_size, 100_000 - 12 * 4096);
+        // Alias, and offset_increment slices starting at the offset.
+        let j = one("[i]\nfilename=/x\nsize=64k\nfileoffset=1m\nnumjobs=2\noffset_increment=64k\n");
+        assert_eq!((j.spec.offset, j.spec.file_size), (1 << 20, 128 << 10));
+    }
+
+    #[test]
     fn cpus_allowed_pins_and_split_numbers_threads_over_the_file() {
         let cpu = iolab::prim::allowed_cpus().unwrap()[0];
         let j = jobs(
@@ -1293,7 +1349,9 @@ mod tests {
             ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=4095\n", "j.fio:4: cpus_allowed=4095: CPU 4095 is not online or not allowed for this process (it may use "),
             ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=0-x\n", "j.fio:4: cpus_allowed: '0-x': a CPU list is CPUs and ranges"),
             ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=0\ncpus_allowed_policy=half\n", "j.fio:5: cpus_allowed_policy=half: one of shared, split"),
-            ("[a]\nfilename=/x\nsize=1m\noffset=4k\n", "j.fio:4: offset=4k:"),
+            ("[a]\nfilename=/nonexistent/iolab/x\nsize=1m\noffset=10%\n", "j.fio:4: offset=10%: a percentage of a file that does not exist"),
+            ("[a]\nfilename=/x\nfilesize=1m\noffset=1m\n", "j.fio:4: offset=1m: at or past the end of the file (1048576 bytes)"),
+            ("[a]\nfilename=/x\nsize=1m\noffset=4q\n", "j.fio:4: offset: '4q': not a size"),
             ("[a]\nfilename=/x\nsize=1m\nfixedbufs\n", "j.fio:4: fixedbufs=: an io_uring option"),
             ("[a]\nfilename=/x\nsize=1m\nioengine=psync\nhipri\n", "j.fio:5: hipri=: only pvsync2 and io_uring"),
             ("[a]\nfilename=/x\nsize=1m\nrw=rw\nbs=4k,8k\n", "j.fio:5: bs=4k,8k: iolab uses one block size"),

@@ -234,7 +234,6 @@ pub fn limits(name: &str) -> Option<&'static str> {
     Some(match name {
         "filename" => "one file per job (':'-separated lists refused)",
         "nrfiles" => "nrfiles=1 only",
-        "offset" => "offset=0 only",
         "fsync" | "fdatasync" => {
             "one of the two per job; the sync runs on the writing thread, between its I/Os"
         }

@@ -60,7 +60,9 @@ pub(super) fn plans(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<V
             )));
         }
         let seed = spec.seed ^ (t + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93);
-        let gen = OffsetGen::new(spec.pattern, first, count, spec.bs, seed).with_place(spec.place);
+        let gen = OffsetGen::new(spec.pattern, first, count, spec.bs, seed)
+            .with_place(spec.place)
+            .with_base(spec.offset);
         let budget = if one_pass && !spec.pattern.with_replacement() && !spec.file_per_thread {
             // One pass: each worker exactly its own slice (with a stride,
             // the blocks of it that the stride visits).

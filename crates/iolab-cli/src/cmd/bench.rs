@@ -173,6 +173,7 @@ fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
         file_per_thread: a.file_per_thread,
         file: file.to_path_buf(),
         file_size: size,
+        offset: a.offset,
         direct: a.direct,
         cache: a.cache,
         drop_caches: a.drop_caches,
@@ -257,7 +258,7 @@ pub fn execute(
         let size = if ses.size_given {
             spec.file_size
         } else {
-            prep.files.iter().map(|f| f.len).min().unwrap_or(0)
+            prep.region_len(spec.offset)
         };
         let mut spec = spec.clone();
         spec.file_size = size;

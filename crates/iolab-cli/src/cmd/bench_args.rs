@@ -117,6 +117,10 @@ pub struct BenchArgs {
     /// File size, and the amount a run moves when no other limit is given.
     #[arg(long, value_parser = parse::size)]
     pub size: Option<u64>,
+    /// Where the I/O region of each file starts (fio's offset; e.g. 1g):
+    /// ops land in [OFFSET, OFFSET + --size), a file made now holds both.
+    #[arg(long, default_value = "0", value_parser = parse::size)]
+    pub offset: u64,
     /// Directory for the temporary file when --file is not given.
     #[arg(long, default_value = ".")]
     pub dir: PathBuf,

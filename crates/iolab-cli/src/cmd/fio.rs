@@ -248,7 +248,7 @@ fn prepare_job(j: &FioJob, c: &Cli, stop: &AtomicBool) -> Result<Ready> {
     let prep = prepare_files(spec, &ses, j.unlink)?;
     let mut spec = spec.clone();
     if !j.size_given {
-        spec.file_size = prep.files.iter().map(|f| f.len).min().unwrap_or(0);
+        spec.file_size = prep.region_len(spec.offset);
         if spec.stop.bytes.is_some() && spec.stop.time_ns.is_none() {
             spec.stop.bytes = Some(spec.file_size * spec.workers() as u64);
         }

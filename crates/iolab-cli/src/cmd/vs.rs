@@ -46,7 +46,8 @@ pub fn print_commands(specs: &[WorkloadSpec], fair: bool) -> Result<i32> {
         let mut s = s.clone();
         if s.file_size == 0 {
             // An existing file of unstated size: its length, as --vs uses.
-            s.file_size = std::fs::metadata(&s.file).map(|m| m.len()).unwrap_or(0);
+            let len = std::fs::metadata(&s.file).map(|m| m.len()).unwrap_or(0);
+            s.file_size = len.saturating_sub(s.offset);
         }
         let why = |w: String| super::usage(format!("--print-fio: {}: {w}", s.label()));
         // As --vs runs it: the null engine's pinned pair unless --cpus pins.
@@ -104,7 +105,7 @@ pub fn compare(
     let prep = prepare_files(spec, ses, temp)?;
     let mut spec = spec.clone();
     if !ses.size_given {
-        spec.file_size = prep.files.iter().map(|f| f.len).min().unwrap_or(0);
+        spec.file_size = prep.region_len(spec.offset);
     }
     let cmd = fio::command(&spec).unwrap_or(cmd);
     // The null engine measures the framework alone: both tools pinned to
