@@ -153,6 +153,10 @@ fn pattern_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String
     match spec.pattern {
         // fio's sequential `:N`: N bytes skipped after each I/O.
         AccessPattern::Stride(gap) => a.push(format!("--rw={rw}:{}", fio_size(gap))),
+        // fio's random `:N`: N I/Os per random offset.
+        AccessPattern::RandRun(n) | AccessPattern::ShuffleRun(n) => {
+            a.push(format!("--rw={rw}:{n}"))
+        }
         _ => a.push(format!("--rw={rw}")),
     }
     if let OpMix::Rw { read_pct } = spec.op {
@@ -170,6 +174,13 @@ fn pattern_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String
         AccessPattern::Shuffle => {
             notes.push("shuffle = every block once = fio's default random map".into())
         }
+        AccessPattern::RandRun(n) => {
+            a.push("--norandommap".into());
+            notes.push(format!("rand-run:{n} = fio --rw=...:{n} --norandommap ({n} I/Os per uniformly random offset)"));
+        }
+        AccessPattern::ShuffleRun(n) => notes.push(format!(
+            "shuffle-run:{n} = fio --rw=...:{n} with its random map (runs of {n}; fio starts a run at any free block, iolab at multiples of {n})"
+        )),
         AccessPattern::Skewed(k) => {
             a.push(format!("--random_distribution={}:{}", k.kind(), k.param()));
             a.push("--norandommap".into());

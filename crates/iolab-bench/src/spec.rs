@@ -24,6 +24,16 @@ pub enum AccessPattern {
     /// `rw=read:N` (the holes of a strided layout, column reads of a
     /// row-major table).
     Stride(u64),
+    /// Runs of this many blocks in order, each from a uniformly random
+    /// block (with replacement): fio's `rw=randread:N` with `norandommap`
+    /// (N I/Os per random offset, the ones between sequential).
+    #[serde(rename = "rand-run")]
+    RandRun(u32),
+    /// The range cut into runs of this many blocks, every run once per pass
+    /// in random order, its blocks in order: fio's `rw=randread:N` with its
+    /// random map (every block once), runs starting at multiples of N.
+    #[serde(rename = "shuffle-run")]
+    ShuffleRun(u32),
 }
 
 impl AccessPattern {
@@ -35,13 +45,18 @@ impl AccessPattern {
             AccessPattern::Shuffle => "shuffle",
             AccessPattern::Skewed(k) => k.kind(),
             AccessPattern::Stride(_) => "stride",
+            AccessPattern::RandRun(_) => "rand-run",
+            AccessPattern::ShuffleRun(_) => "shuffle-run",
         }
     }
 
     /// Random with replacement over the whole range (uniform or skewed):
     /// every thread draws from all blocks, and one pass has no meaning.
     pub fn with_replacement(self) -> bool {
-        matches!(self, AccessPattern::Rand | AccessPattern::Skewed(_))
+        matches!(
+            self,
+            AccessPattern::Rand | AccessPattern::Skewed(_) | AccessPattern::RandRun(_)
+        )
     }
 
     /// Offsets one pass over `blocks` blocks of `bs` bytes visits: all of
@@ -69,6 +84,9 @@ impl fmt::Display for AccessPattern {
         match self {
             AccessPattern::Skewed(k) => write!(f, "{k}"),
             AccessPattern::Stride(gap) => write!(f, "stride:{}", crate::units::fio_size(*gap)),
+            AccessPattern::RandRun(n) | AccessPattern::ShuffleRun(n) => {
+                write!(f, "{}:{n}", self.name())
+            }
             _ => f.write_str(self.name()),
         }
     }
@@ -87,11 +105,28 @@ impl FromStr for AccessPattern {
                     format!("stride:{n}: {e} (the bytes skipped after each block, e.g. stride:4k)")
                 });
         }
+        for (name, make) in [
+            (
+                "rand-run:",
+                AccessPattern::RandRun as fn(u32) -> AccessPattern,
+            ),
+            ("shuffle-run:", AccessPattern::ShuffleRun),
+        ] {
+            if let Some(n) = s.strip_prefix(name) {
+                return match n.parse::<u32>() {
+                    Ok(n) if n >= 2 => Ok(make(n)),
+                    _ => Err(format!(
+                        "{s}: N is the blocks read in order from each random one, 2 or more (e.g. {name}8; N = 1 is {})",
+                        name.trim_end_matches("-run:")
+                    )),
+                };
+            }
+        }
         match s {
             "seq" | "sequential" => Ok(AccessPattern::Seq),
             "rand" | "random" => Ok(AccessPattern::Rand),
             "shuffle" => Ok(AccessPattern::Shuffle),
-            _ => Err(format!("unknown pattern '{s}' (one of seq, rand, shuffle, stride:BYTES, zipf:THETA, pareto:H, normal:DEV)")),
+            _ => Err(format!("unknown pattern '{s}' (one of seq, rand, shuffle, stride:BYTES, rand-run:N, shuffle-run:N, zipf:THETA, pareto:H, normal:DEV)")),
         }
     }
 }

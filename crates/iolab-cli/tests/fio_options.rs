@@ -27,6 +27,17 @@ fn refused(o: &Output, want: &[&str]) {
     }
 }
 
+/// Runs `iolab ARGS` (--print-fio, --parse-only) and checks that it
+/// succeeds and prints each of `want`.
+fn prints(args: &str, dir: &Path, want: &[&str]) {
+    let o = iolab(&words(args), dir);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{args}: {}", stderr(&o));
+    for w in want {
+        assert!(out.contains(w), "{args}: want {w:?} in {out}");
+    }
+}
+
 /// Spoils the pattern of `path` in `from..to` (iolab's xattr still says it
 /// holds the pattern, so a verified read of those bytes fails).
 fn spoil(path: &Path, from: u64, to: u64) {
@@ -63,14 +74,10 @@ fn offset_reads_only_the_region_after_it() {
         p,
     ));
     assert_eq!(v["jobs"][0]["read"]["io_bytes"].as_u64(), Some(128 << 10));
-    let o = iolab(
-        &words("bench --file f --offset 64k --size 128k --print-fio"),
+    prints(
+        "bench --file f --offset 64k --size 128k --print-fio",
         p,
-    );
-    let line = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(
-        line.contains("--offset=64k") && line.contains("--size=128k"),
-        "{line}"
+        &["--offset=64k ", "--size=128k "],
     );
     // Past the end, or not aligned for O_DIRECT: one line, exit 2.
     refused(
@@ -133,6 +140,81 @@ fn masks(lines: &[String]) -> Vec<String> {
         .collect();
     v.sort();
     v
+}
+
+/// The offsets of the `bs`-byte preads in an strace log, in order.
+fn pread_offsets(lines: &[String], bs: u64) -> Vec<u64> {
+    let mid = format!(", {bs}, ");
+    lines
+        .iter()
+        .filter(|l| l.contains("pread64(") && l.ends_with(&format!(") = {bs}")))
+        .filter_map(|l| {
+            let at = l.rfind(&mid)? + mid.len();
+            l[at..].split(')').next()?.parse().ok()
+        })
+        .collect()
+}
+
+#[test]
+fn random_runs_read_n_blocks_in_order_from_each_random_offset() {
+    iolab::require!(
+        common::has("strace"),
+        "random_runs_read_n_blocks: strace is not installed (scripts/setup.sh)"
+    );
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    // fio's rw=randread:8 with its random map: 256 KiB in runs of 8 blocks
+    // of 4 KiB, every block once, the runs in random order, each verified.
+    let (o, lines) = straced(
+        "pread64",
+        &words("bench --file f --size 256k --bs 4k --pattern shuffle-run:8 --verify --json"),
+        p,
+    );
+    let v = json(&o);
+    assert_eq!(v["records"][0]["runs"][0]["ops"].as_u64(), Some(64));
+    let offs = pread_offsets(&lines, 4096);
+    assert_eq!(offs.len(), 64, "{offs:?}");
+    let runs: Vec<&[u64]> = offs.chunks(8).collect();
+    for r in &runs {
+        assert_eq!(
+            r[0] % (8 * 4096),
+            0,
+            "a run starts at a multiple of 8 blocks: {r:?}"
+        );
+        assert!(r.windows(2).all(|w| w[1] == w[0] + 4096), "{r:?}");
+    }
+    let starts: Vec<u64> = runs.iter().map(|r| r[0]).collect();
+    let mut sorted = starts.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..8).map(|i| i * 8 * 4096).collect::<Vec<_>>());
+    assert_ne!(starts, sorted, "the runs come in random order");
+    // norandommap: rand-run, with replacement; fio's job file says the same.
+    let (o, lines) = straced(
+        "pread64",
+        &words("fio --name=r --filename=f --size=256k --rw=randread:4 --norandommap --number_ios=40 --output-format=json"),
+        p,
+    );
+    assert_eq!(json(&o)["jobs"][0]["read"]["total_ios"].as_u64(), Some(40));
+    let offs = pread_offsets(&lines, 4096);
+    assert_eq!(offs.len(), 40);
+    for r in offs.chunks(4) {
+        let wraps = |w: &[u64]| w[1] == w[0] + 4096 || (w[0] == 252 << 10 && w[1] == 0);
+        assert!(r.windows(2).all(wraps), "{r:?}");
+    }
+    prints(
+        "fio --name=r --filename=f --size=256k --rw=randrw:4 --parse-only",
+        p,
+        &["shuffle-run:4"],
+    );
+    prints(
+        "bench --file f --pattern rand-run:4 --ops 8 --print-fio",
+        p,
+        &["--rw=randread:4 ", "--norandommap"],
+    );
+    refused(
+        &iolab(&words("bench --file f --pattern rand-run:1"), p),
+        &["--pattern", "rand-run:1", "2 or more"],
+    );
 }
 
 #[test]

@@ -174,8 +174,8 @@ fn engine_of(name: &str) -> Result<EngineKind, String> {
     })
 }
 
-/// `rw` into (ops, random, the bytes skipped after each sequential I/O:
-/// fio's `read:N`).
+/// `rw` into (ops, random, its `:N`: the bytes skipped after each
+/// sequential I/O, or the I/Os per random offset, 0 when not given).
 fn rw_of(v: &str) -> Result<(OpMix, bool, u64), String> {
     let (mode, suffix) = match v.split_once(':') {
         Some((m, s)) => (m, Some(s)),
@@ -197,22 +197,15 @@ fn rw_of(v: &str) -> Result<(OpMix, bool, u64), String> {
             ))
         }
     };
-    let mut gap = 0;
-    if let Some(n) = suffix {
-        if random {
-            let n: u64 = n
-                .parse()
-                .map_err(|_| format!("':{n}': the suffix is a number"))?;
-            if n > 1 {
-                return Err(format!(
-                    ":{n}: {n} I/Os per random offset is not supported by iolab (only 1)"
-                ));
-            }
-        } else {
-            gap = super::value::bytes(n).map_err(|e| format!(":{n}: {e}"))?;
-        }
-    }
-    Ok((op, random, gap))
+    let n = match suffix {
+        None => 0,
+        Some(n) if random => n
+            .parse::<u32>()
+            .map_err(|_| format!("':{n}': the I/Os per random offset, a number (e.g. :8)"))?
+            .into(),
+        Some(n) => super::value::bytes(n).map_err(|e| format!(":{n}: {e}"))?,
+    };
+    Ok((op, random, n))
 }
 
 /// `bs=R,W,T`: the read and write block sizes (empty fields keep 4k).
@@ -530,14 +523,17 @@ fn direction(g: &Given, notes: &mut Vec<String>) -> Result<Direction, FioJobErro
     })
 }
 
-/// The offsets' pattern: `rw`'s order (and its `:N` gap), the random map
-/// and `random_distribution`.
+/// The offsets' pattern: `rw`'s order (and its `:N`: a gap, or I/Os per
+/// random offset), the random map and `random_distribution`.
 fn pattern_of(
     g: &Given,
     random: bool,
     gap: u64,
     notes: &mut Vec<String>,
 ) -> Result<AccessPattern, FioJobError> {
+    if random && gap > 1 {
+        return run_pattern(g, gap, notes);
+    }
     let mut pattern = if !random {
         if gap > 0 {
             notes.push(format!(
@@ -574,6 +570,27 @@ fn pattern_of(
         }
     }
     Ok(pattern)
+}
+
+/// `rw=randread:N` (N > 1): N I/Os per random offset, the ones between
+/// sequential (fio's default `rw_sequencer=sequential`).
+fn run_pattern(g: &Given, n: u64, notes: &mut Vec<String>) -> Result<AccessPattern, FioJobError> {
+    let n = u32::try_from(n).map_err(|_| g.refuse("rw", "too many I/Os per random offset"))?;
+    if g.val("random_distribution")
+        .is_some_and(|(v, _)| v != "random")
+    {
+        return Err(g.refuse(
+            "random_distribution",
+            "iolab draws runs of rw=...:N from the uniform law only (random_distribution=random)",
+        ));
+    }
+    Ok(if g.flag("norandommap", false)? {
+        notes.push(format!("rw=...:{n} with norandommap: {n} blocks in order from each uniformly random one (iolab pattern rand-run:{n})"));
+        AccessPattern::RandRun(n)
+    } else {
+        notes.push(format!("rw=...:{n} with the random map: the file in runs of {n} blocks, every run once in random order (iolab pattern shuffle-run:{n}; fio's runs start at any free block, iolab's at multiples of {n})"));
+        AccessPattern::ShuffleRun(n)
+    })
 }
 
 /// Threads, queue depth and batches.
@@ -1163,6 +1180,17 @@ mod tests {
                 .pattern,
             AccessPattern::Rand
         );
+        // `:N` > 1 on random I/O: N I/Os per random offset.
+        let r = one("[r]\nfilename=/x\nsize=1m\nrw=randrw:8\nnorandommap\n");
+        assert_eq!(r.spec.pattern, AccessPattern::RandRun(8));
+        let said: Vec<&String> = r
+            .notes
+            .iter()
+            .filter(|n| n.contains("rand-run:8"))
+            .collect();
+        assert_eq!(said.len(), 1, "{:?}", r.notes);
+        let r = one("[r]\nfilename=/x\nsize=1m\nrw=randwrite:4\n");
+        assert_eq!(r.spec.pattern, AccessPattern::ShuffleRun(4));
         let z = one("[z]\nfilename=/x\nsize=1m\nrw=randread\nrandom_distribution=zipf:1.2\n");
         assert_eq!(z.spec.pattern.to_string(), "zipf:1.2");
         let n = one("[n]\nfilename=/x\nsize=1m\nrw=randread\nrandom_distribution=normal:10\n");
@@ -1338,7 +1366,8 @@ mod tests {
             ("[a]\nfilename=/x\nsize=1m\nverify=md5\n", "j.fio:4: option 'verify': known to fio but not supported by iolab"),
             ("[a]\nfilename=/x\nsize=1m\ndescription=hi\n", "j.fio:4: option 'description': known to fio but not supported by iolab (it does not change what is measured: --lenient"),
             ("[a]\nfilename=/x\nsize=1m\nioengine=splice\n", "j.fio:4: ioengine=splice: 'splice' is not an engine iolab has"),
-            ("[a]\nfilename=/x\nsize=1m\nrw=randread:8\n", "j.fio:4: rw=randread:8: :8: 8 I/Os per random offset"),
+            ("[a]\nfilename=/x\nsize=1m\nrw=randread:x\n", "j.fio:4: rw=randread:x: ':x': the I/Os per random offset, a number"),
+            ("[a]\nfilename=/x\nsize=1m\nrw=randread:8\nrandom_distribution=zipf:1.2\n", "j.fio:5: random_distribution=zipf:1.2: iolab draws runs of rw=...:N from the uniform law only"),
             ("[a]\nfilename=/x\nsize=1m\nrw=read:x\n", "j.fio:4: rw=read:x: :x: 'x': not a size"),
             ("[a]\nfilename=/x\nsize=1m\nrw=randread\nrandom_distribution=zoned:50/5:50/95\n", "j.fio:5: random_distribution=zoned:50/5:50/95: iolab draws random, zipf"),
             ("[a]\nfilename=/x\nsize=1m\nrw=randread\nrandom_distribution=zipf:1\n", "j.fio:5: random_distribution=zipf:1: "),

@@ -238,7 +238,9 @@ pub fn limits(name: &str) -> Option<&'static str> {
             "one of the two per job; the sync runs on the writing thread, between its I/Os"
         }
         "kb_base" => "1024 only",
-        "rw" => "read:N (N bytes skipped after each I/O) taken; randread:N only for N <= 1",
+        "rw" => {
+            "no trims; randread:N runs are drawn from the uniform law only (no random_distribution)"
+        }
         "random_distribution" => "random, zipf:θ, pareto:h, normal:dev (not zoned)",
         "filename_format" => "STEM.$jobnum only",
         _ => return None,

@@ -83,8 +83,11 @@ pub struct BenchArgs {
     pub read_pct: u8,
     /// Access pattern(s): seq, rand (uniform, with replacement), shuffle (every
     /// block once), stride:BYTES (in order, skipping BYTES after each block:
-    /// fio's rw=read:BYTES), or skewed like fio's random_distribution:
-    /// zipf:THETA, pareto:H, normal:DEV (standard deviation in % of the file).
+    /// fio's rw=read:BYTES), rand-run:N (N blocks in order from each uniformly
+    /// random one: fio's rw=randread:N with norandommap), shuffle-run:N (runs
+    /// of N blocks, each once in random order: fio's rw=randread:N), or
+    /// skewed like fio's random_distribution: zipf:THETA, pareto:H,
+    /// normal:DEV (standard deviation in % of the file).
     #[arg(long, value_delimiter = ',', default_value = "seq", value_parser = pattern)]
     pub pattern: Vec<AccessPattern>,
     /// Block size(s), binary units (4k, 1m).
