@@ -64,7 +64,27 @@ fn writers() -> String {
 /// Checks that depend only on the spec (no file system access).
 pub fn validate(spec: &WorkloadSpec) -> Result<()> {
     validate_sizes(spec)?;
+    validate_files(spec)?;
     validate_engine(spec)
+}
+
+/// A list of files (`--files`) and `--nrfiles` against the other ways of
+/// naming files.
+fn validate_files(spec: &WorkloadSpec) -> Result<()> {
+    if spec.nrfiles == 0 {
+        return Err(usage("--nrfiles 0: a thread needs at least 1 file".into()));
+    }
+    if !spec.more_files.is_empty() && (spec.file_per_thread || spec.nrfiles > 1) {
+        return Err(usage(
+            "--files: every thread spreads its ops over the list; --file-per-thread and --nrfiles name files another way (give one of them)".into(),
+        ));
+    }
+    if spec.place.is_some() && spec.files_of(0).len() > 1 {
+        return Err(usage(
+            "--files/--nrfiles: under mpirun each rank has one file (--layout)".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Block size, queue depth and batches.
@@ -173,6 +193,11 @@ fn present(p: &Path) -> bool {
 /// kernel's /proc and /sys files) or a dangling symlink. A block device is
 /// allowed for reading only. A missing file is fine (it may be created).
 pub fn check_file_kind(p: &Path, writes: bool) -> Result<()> {
+    check_path_kind(p, writes, "--file")
+}
+
+/// [`check_file_kind`] for a path given by `flag` (`--files`, say).
+pub fn check_path_kind(p: &Path, writes: bool, flag: &str) -> Result<()> {
     let lmeta = match std::fs::symlink_metadata(p) {
         Ok(m) => m,
         Err(_) => return Ok(()),
@@ -181,18 +206,18 @@ pub fn check_file_kind(p: &Path, writes: bool) -> Result<()> {
         Ok(m) => m,
         Err(_) if lmeta.file_type().is_symlink() => {
             return Err(usage(format!(
-                "--file {}: a symbolic link to a missing file; iolab does not create files through links (name the target, or a new file)",
+                "{flag} {}: a symbolic link to a missing file; iolab does not create files through links (name the target, or a new file)",
                 p.display()
             )))
         }
-        Err(e) => return Err(usage(format!("--file {}: {e}", p.display()))),
+        Err(e) => return Err(usage(format!("{flag} {}: {e}", p.display()))),
     };
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
     if t.is_block_device() {
         if writes {
             return Err(usage(format!(
-                "--file {}: a block device; iolab reads block devices but never writes to them",
+                "{flag} {}: a block device; iolab reads block devices but never writes to them",
                 p.display()
             )));
         }
@@ -211,13 +236,13 @@ pub fn check_file_kind(p: &Path, writes: bool) -> Result<()> {
     };
     if let Some(what) = what {
         return Err(usage(format!(
-            "--file {}: not a regular file ({what}); name a regular file or a block device",
+            "{flag} {}: not a regular file ({what}); name a regular file or a block device",
             p.display()
         )));
     }
     if let Some(fs) = file::virtual_fs(p) {
         return Err(usage(format!(
-            "--file {}: not a regular file (a {fs} file the kernel generates); name a file on storage",
+            "{flag} {}: not a regular file (a {fs} file the kernel generates); name a file on storage",
             p.display()
         )));
     }

@@ -159,6 +159,23 @@ fn is_zero(v: &u64) -> bool {
     *v == 0
 }
 
+/// `path.i`: the name of one of several files with one stem.
+fn numbered(path: &std::path::Path, i: u32) -> PathBuf {
+    let mut s = path.to_path_buf().into_os_string();
+    s.push(format!(".{i}"));
+    PathBuf::from(s)
+}
+
+/// serde's default for counts that are 1 unless said.
+fn one() -> u32 {
+    1
+}
+
+/// serde's test for counts left out at 1.
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+
 /// Reads, writes, or a mix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase", tag = "op")]
@@ -262,6 +279,16 @@ pub struct WorkloadSpec {
     pub file_per_thread: bool,
     /// The file (or the stem of per-thread files).
     pub file: PathBuf,
+    /// More files after `file` (fio's `filename=a:b`): every worker
+    /// spreads its ops over `file` and these, each op to the next file in
+    /// turn (fio's default `file_service_type=roundrobin`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_files: Vec<PathBuf>,
+    /// Files per name (fio's `nrfiles`): `file`, or each thread's
+    /// `file.N`, stands for this many files `X.0` .. `X.{nrfiles-1}`, its
+    /// ops going to each in turn. 1: the name itself.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub nrfiles: u32,
     /// Size of each file's I/O region, bytes (the whole file unless
     /// `offset` moves the region's start).
     pub file_size: u64,
@@ -343,6 +370,8 @@ impl Default for WorkloadSpec {
             threads: 1,
             file_per_thread: false,
             file: PathBuf::from("iolab.dat"),
+            more_files: Vec::new(),
+            nrfiles: 1,
             file_size: 0,
             offset: 0,
             direct: false,
@@ -373,23 +402,43 @@ impl WorkloadSpec {
         self.threads.max(1)
     }
 
-    /// The file each worker uses.
+    /// The file each worker uses (with `nrfiles`, the stem of its files).
     pub fn file_of(&self, worker: u32) -> PathBuf {
         if self.file_per_thread {
-            let mut s = self.file.clone().into_os_string();
-            s.push(format!(".{worker}"));
-            PathBuf::from(s)
+            numbered(&self.file, worker)
         } else {
             self.file.clone()
         }
     }
 
-    /// All distinct files of the run.
+    /// All distinct files of the run: each worker's in turn with
+    /// `file_per_thread`, else the ones every worker shares.
     pub fn files(&self) -> Vec<PathBuf> {
-        if self.file_per_thread {
+        let names: Vec<PathBuf> = if self.file_per_thread {
             (0..self.workers()).map(|w| self.file_of(w)).collect()
         } else {
-            vec![self.file.clone()]
+            std::iter::once(&self.file)
+                .chain(&self.more_files)
+                .cloned()
+                .collect()
+        };
+        if self.nrfiles <= 1 {
+            return names;
+        }
+        let n = self.nrfiles;
+        names
+            .iter()
+            .flat_map(|s| (0..n).map(move |i| numbered(s, i)))
+            .collect()
+    }
+
+    /// Where in [`WorkloadSpec::files`] the files of `worker` are.
+    pub fn files_of(&self, worker: u32) -> std::ops::Range<usize> {
+        let per_name = self.nrfiles.max(1) as usize;
+        if self.file_per_thread {
+            worker as usize * per_name..(worker as usize + 1) * per_name
+        } else {
+            0..(1 + self.more_files.len()) * per_name
         }
     }
 
@@ -503,6 +552,31 @@ mod tests {
             vec![PathBuf::from("/x/f.0"), PathBuf::from("/x/f.1")]
         );
         assert_eq!(s.data_bytes(), 2 << 20);
+    }
+
+    #[test]
+    fn lists_and_nrfiles_name_each_worker_s_files() {
+        let mut s = spec();
+        s.more_files = vec![PathBuf::from("/x/g")];
+        assert_eq!(
+            s.files(),
+            vec![PathBuf::from("/x/f"), PathBuf::from("/x/g")]
+        );
+        assert_eq!((s.files_of(0), s.files_of(1)), (0..2, 0..2));
+        s.more_files.clear();
+        s.nrfiles = 2;
+        assert_eq!(
+            s.files(),
+            vec![PathBuf::from("/x/f.0"), PathBuf::from("/x/f.1")]
+        );
+        // Per thread: fio's JOB.J.F, J the thread, F the file.
+        s.file_per_thread = true;
+        let names: Vec<String> = s.files().iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(names, ["/x/f.0.0", "/x/f.0.1", "/x/f.1.0", "/x/f.1.1"]);
+        assert_eq!((s.files_of(0), s.files_of(1)), (0..2, 2..4));
+        assert_eq!(s.data_bytes(), 4 << 20);
+        let j = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<WorkloadSpec>(&j).unwrap(), s);
     }
 
     #[test]

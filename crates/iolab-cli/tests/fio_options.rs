@@ -119,16 +119,31 @@ type CpuCase = (tempfile::TempDir, Vec<usize>, usize, usize, String);
 /// this process may use, the first and last of them, and those two as a
 /// `--cpus` list (one CPU twice on a one-CPU machine).
 fn straced_cpus(test: &str) -> Option<CpuCase> {
+    let d = straced_dir(test)?;
+    let cpus = iolab::prim::allowed_cpus().unwrap();
+    let (a, b) = (cpus[0], *cpus.last().unwrap());
+    let list = format!("{a},{b}");
+    Some((d, cpus, a, b, list))
+}
+
+/// For a test that traces iolab, when strace is on PATH (else it is
+/// skipped, or fails under CI=true): a fresh folder.
+fn straced_dir(test: &str) -> Option<tempfile::TempDir> {
     if !common::has("strace") {
         iolab::testing::unmet(&format!(
             "{test}: strace is not installed (scripts/setup.sh)"
         ));
         return None;
     }
-    let cpus = iolab::prim::allowed_cpus().unwrap();
-    let (a, b) = (cpus[0], *cpus.last().unwrap());
-    let list = format!("{a},{b}");
-    Some((tempfile::tempdir().unwrap(), cpus, a, b, list))
+    Some(tempfile::tempdir().unwrap())
+}
+
+/// `iolab ARGS` run in a fresh folder under strace, tracing its preads
+/// (None: strace is missing, see [`straced_dir`]).
+fn preads_in_new_dir(test: &str, args: &str) -> Option<(tempfile::TempDir, Output, Vec<String>)> {
+    let d = straced_dir(test)?;
+    let (o, lines) = straced("pread64", &words(args), d.path());
+    Some((d, o, lines))
 }
 
 /// The CPU masks an strace log of sched_setaffinity shows, sorted.
@@ -142,34 +157,43 @@ fn masks(lines: &[String]) -> Vec<String> {
     v
 }
 
-/// The offsets of the `bs`-byte preads in an strace log, in order.
-fn pread_offsets(lines: &[String], bs: u64) -> Vec<u64> {
+/// The (descriptor, offset) of each `bs`-byte pread in an strace log, in
+/// order.
+fn preads(lines: &[String], bs: u64) -> Vec<(u32, u64)> {
     let mid = format!(", {bs}, ");
     lines
         .iter()
-        .filter(|l| l.contains("pread64(") && l.ends_with(&format!(") = {bs}")))
+        .filter(|l| l.ends_with(&format!(") = {bs}")))
         .filter_map(|l| {
+            let fd = l
+                .split_once("pread64(")?
+                .1
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
             let at = l.rfind(&mid)? + mid.len();
-            l[at..].split(')').next()?.parse().ok()
+            Some((fd, l[at..].split(')').next()?.parse().ok()?))
         })
         .collect()
 }
 
+/// The offsets of [`preads`].
+fn pread_offsets(lines: &[String], bs: u64) -> Vec<u64> {
+    preads(lines, bs).into_iter().map(|r| r.1).collect()
+}
+
 #[test]
 fn random_runs_read_n_blocks_in_order_from_each_random_offset() {
-    iolab::require!(
-        common::has("strace"),
-        "random_runs_read_n_blocks: strace is not installed (scripts/setup.sh)"
-    );
-    let d = tempfile::tempdir().unwrap();
-    let p = d.path();
     // fio's rw=randread:8 with its random map: 256 KiB in runs of 8 blocks
     // of 4 KiB, every block once, the runs in random order, each verified.
-    let (o, lines) = straced(
-        "pread64",
-        &words("bench --file f --size 256k --bs 4k --pattern shuffle-run:8 --verify --json"),
-        p,
-    );
+    let Some((d, o, lines)) = preads_in_new_dir(
+        "random_runs_read_n_blocks",
+        "bench --file f --size 256k --bs 4k --pattern shuffle-run:8 --verify --json",
+    ) else {
+        return;
+    };
+    let p = d.path();
     let v = json(&o);
     assert_eq!(v["records"][0]["runs"][0]["ops"].as_u64(), Some(64));
     let offs = pread_offsets(&lines, 4096);
@@ -307,4 +331,104 @@ fn cpus_shared_pins_every_thread_to_all_and_threads_0_gets_its_cpus_back() {
     );
     let o = iolab(&words("fio --name=c --filename=f --cpus_allowed=4095"), p);
     refused(&o, &["<command line>:3: cpus_allowed=4095: CPU 4095"]);
+}
+
+/// Checks that `reads` (descriptor, offset) went to `files` descriptors in
+/// turn, and read every `bs` block of `len` bytes of each once.
+fn each_file_in_turn(reads: &[(u32, u64)], files: usize, len: u64, bs: u64) {
+    let fds: Vec<u32> = reads[..files].iter().map(|r| r.0).collect();
+    let mut distinct = fds.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), files, "{reads:?}");
+    for (i, (fd, _)) in reads.iter().enumerate() {
+        assert_eq!(*fd, fds[i % files], "op {i} went out of turn: {reads:?}");
+    }
+    for fd in fds {
+        let mut offs: Vec<u64> = reads.iter().filter(|r| r.0 == fd).map(|r| r.1).collect();
+        offs.sort_unstable();
+        assert_eq!(offs, (0..len / bs).map(|b| b * bs).collect::<Vec<_>>());
+    }
+}
+
+#[test]
+fn a_file_list_and_nrfiles_send_each_io_to_the_next_file_in_turn() {
+    // Two files made by iolab, every block of each read once, verified.
+    let Some((d, o, lines)) = preads_in_new_dir(
+        "a_file_list_and_nrfiles",
+        "bench --files a:b --size 64k --bs 4k --pattern shuffle --verify --json",
+    ) else {
+        return;
+    };
+    let p = d.path();
+    let v = json(&o);
+    let rec = &v["records"][0];
+    assert_eq!(rec["spec"]["more_files"][0], "b");
+    assert_eq!(rec["runs"][0]["bytes"].as_u64(), Some(128 << 10));
+    each_file_in_turn(&preads(&lines, 4096), 2, 64 << 10, 4096);
+    // fio's nrfiles: JOB.0.0 and JOB.0.1 as fio names them, size shared.
+    let (o, lines) = straced(
+        "pread64",
+        &words("fio --name=j --nrfiles=2 --size=64k --bs=4k --rw=read --output-format=json"),
+        p,
+    );
+    assert_eq!(
+        json(&o)["jobs"][0]["read"]["io_bytes"].as_u64(),
+        Some(64 << 10)
+    );
+    for f in ["j.0.0", "j.0.1"] {
+        assert_eq!(std::fs::metadata(p.join(f)).unwrap().len(), 32 << 10, "{f}");
+    }
+    each_file_in_turn(&preads(&lines, 4096), 2, 32 << 10, 4096);
+    prints(
+        "bench --file n --nrfiles 2 --file-per-thread --threads 2 --size 64k --print-fio",
+        p,
+        &[
+            "--filename_format=n.$jobnum.$filenum",
+            "--nrfiles=2 ",
+            "--size=128k ",
+        ],
+    );
+    prints(
+        "bench --files a:b --size 64k --print-fio",
+        p,
+        &["--filename=a:b "],
+    );
+}
+
+#[test]
+fn a_file_list_keeps_iolab_s_rules_for_writes() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    // A file iolab did not make is not written without --overwrite, and
+    // nothing else of the list is made either.
+    let mine = vec![7u8; 64 << 10];
+    std::fs::write(p.join("mine"), &mine).unwrap();
+    refused(
+        &iolab(&words("bench --files new:mine --size 64k --op write"), p),
+        &["--files mine: not made by iolab", "--overwrite"],
+    );
+    assert_eq!(std::fs::read(p.join("mine")).unwrap(), mine);
+    assert!(!p.join("new").exists());
+    let o = iolab(
+        &words("fio --name=w --filename=new:mine --size=128k --rw=write"),
+        p,
+    );
+    refused(&o, &["mine was not made by iolab"]);
+    assert_eq!(std::fs::read(p.join("mine")).unwrap(), mine);
+    // Writes into files iolab made: each op to the next, all verifiable after.
+    let v = json(&iolab(
+        &words("bench --files x:y:z --size 48k --op write --fsync 3 --json"),
+        p,
+    ));
+    assert_eq!(v["records"][0]["runs"][0]["write_ops"].as_u64(), Some(36));
+    assert_eq!(
+        v["records"][0]["runs"][0]["sync_latency"]["count"].as_u64(),
+        Some(12)
+    );
+    json(&iolab(&words("bench --files x:y:z --verify --json"), p));
+    refused(
+        &iolab(&words("bench --files x:y --file-per-thread"), p),
+        &["--files", "--file-per-thread"],
+    );
 }

@@ -295,6 +295,8 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
     let Files {
         file,
         file_per_thread,
+        more_files,
+        nrfiles,
         region,
         offset,
         size_given,
@@ -311,6 +313,8 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         threads: numjobs,
         file_per_thread,
         file,
+        more_files,
+        nrfiles,
         // The run covers `region` of the file; iolab's spec calls that file_size.
         file_size: region,
         offset,
@@ -663,6 +667,10 @@ fn caching(g: &Given) -> Result<(bool, CacheMode), FioJobError> {
 struct Files {
     file: PathBuf,
     file_per_thread: bool,
+    more_files: Vec<PathBuf>,
+    nrfiles: u32,
+    /// Files per thread (fio: per job), which share `size` between them.
+    nfiles: u64,
     /// The part of the file the run covers (all slices with `increment`).
     region: u64,
     /// Where that part starts (`offset`).
@@ -694,22 +702,93 @@ fn offset_of(g: &Given, existing: Option<u64>, bs: u64) -> Result<u64, FioJobErr
     Ok(if percent { offset / bs * bs } else { offset })
 }
 
-/// `filename`, `directory`, `filename_format` and `nrfiles`: the file
-/// and whether each thread has its own (STEM.N).
+/// The job's files as iolab names them (see [`file_name`]).
+struct Names {
+    /// The file, or the stem of per-thread files.
+    file: PathBuf,
+    /// One file (or `nrfiles`) per thread: STEM.N.
+    file_per_thread: bool,
+    /// The rest of a `filename=a:b` list.
+    more_files: Vec<PathBuf>,
+    /// `nrfiles`: each name stands for NAME.0 .. NAME.{n-1}.
+    nrfiles: u32,
+}
+
+impl Names {
+    /// Files each thread spreads its ops over.
+    fn per_thread(&self) -> u64 {
+        (1 + self.more_files.len() as u64) * self.nrfiles as u64
+    }
+
+    /// The first file's path (the one sizes in % are taken from).
+    fn first(&self) -> PathBuf {
+        let mut s = self.file.clone().into_os_string();
+        if self.file_per_thread {
+            s.push(".0");
+        }
+        if self.nrfiles > 1 {
+            s.push(".0");
+        }
+        PathBuf::from(s)
+    }
+}
+
+/// `nrfiles` (default 1), and `file_service_type`, which iolab takes as
+/// fio's default only.
+fn nrfiles(g: &Given) -> Result<u32, FioJobError> {
+    if let Some((v, _)) = g.val("file_service_type") {
+        if v.trim() != "roundrobin" {
+            return Err(g.refuse(
+                "file_service_type",
+                "iolab sends each I/O to the next file in turn (file_service_type=roundrobin)",
+            ));
+        }
+    }
+    match g.int("nrfiles")? {
+        None => Ok(1),
+        Some(n) if (1..=65536).contains(&n) => Ok(n as u32),
+        Some(_) => Err(g.refuse("nrfiles", "must be 1..=65536")),
+    }
+}
+
+/// `filename_format`: iolab names per-thread files STEM.$jobnum, and with
+/// nrfiles > 1 STEM.$jobnum.$filenum; the stem, and whether it is per
+/// thread.
+fn format_stem(
+    v: &str,
+    loc: &Loc,
+    numjobs: u32,
+    nrfiles: u32,
+) -> Result<(PathBuf, bool), FioJobError> {
+    let stem = if nrfiles > 1 {
+        v.strip_suffix(".$filenum")
+    } else {
+        Some(v)
+    }
+    .and_then(|s| s.strip_suffix(".$jobnum"))
+    .filter(|s| !s.contains('$'))
+    .ok_or_else(|| {
+        loc.err(format!(
+            "filename_format={v}: iolab names per-thread files STEM.$jobnum (with nrfiles > 1, STEM.$jobnum.$filenum) only"
+        ))
+    })?;
+    Ok(if numjobs > 1 {
+        (PathBuf::from(stem), true)
+    } else {
+        // One job: fio's $jobnum is 0.
+        (PathBuf::from(format!("{stem}.0")), false)
+    })
+}
+
+/// `filename` (a ':'-separated list: every thread uses every file),
+/// `directory`, `filename_format` and `nrfiles`: the job's files.
 fn file_name(
     g: &Given,
     job: &RawJob,
     numjobs: u32,
     notes: &mut Vec<String>,
-) -> Result<(PathBuf, bool), FioJobError> {
-    if let Some(n) = g.int("nrfiles")? {
-        if n != 1 {
-            return Err(g.refuse(
-                "nrfiles",
-                "iolab uses one file per job (or one per thread with numjobs)",
-            ));
-        }
-    }
+) -> Result<Names, FioJobError> {
+    let nrfiles = nrfiles(g)?;
     let dir = g.val("directory").map(|(v, _)| PathBuf::from(v));
     let in_dir = |p: PathBuf| match &dir {
         Some(d) if p.is_relative() => d.join(p),
@@ -718,43 +797,56 @@ fn file_name(
     let format = g
         .val("filename_format")
         .filter(|_| g.get("filename").is_none());
-    Ok(if let Some((v, loc)) = format {
-        // iolab's per-thread files are STEM.N, N = the thread: fio's $jobnum.
-        let stem = v
-            .strip_suffix(".$jobnum")
-            .filter(|s| !s.contains('$'))
-            .ok_or_else(|| {
-                loc.err(format!(
-                    "filename_format={v}: iolab names per-thread files STEM.$jobnum only"
-                ))
-            })?;
-        if numjobs > 1 {
-            (in_dir(PathBuf::from(stem)), true)
-        } else {
-            // One job: fio's $jobnum is 0.
-            (in_dir(PathBuf::from(format!("{stem}.0"))), false)
+    let mut more_files = Vec::new();
+    let (file, file_per_thread) = if let Some((v, loc)) = format {
+        let (stem, per_thread) = format_stem(v, loc, numjobs, nrfiles)?;
+        (in_dir(stem), per_thread)
+    } else if let Some((v, _)) = g.val("filename") {
+        let mut names = v
+            .split(':')
+            .filter(|s| !s.is_empty())
+            .map(|n| in_dir(n.into()));
+        let first = names
+            .next()
+            .ok_or_else(|| g.refuse("filename", "names no file"))?;
+        more_files = names.collect();
+        if nrfiles > 1 {
+            return Err(g.refuse(
+                "nrfiles",
+                "with filename=, the files are the ones it names (filename=a:b)",
+            ));
         }
-    } else if let Some((v, loc)) = g.val("filename") {
-        let names: Vec<&str> = v.split(':').filter(|s| !s.is_empty()).collect();
-        if names.len() != 1 {
-            return Err(loc.err(format!(
-                "filename={v}: {} files; iolab runs one file per job (write one job per file, with stonewall)",
-                names.len()
-            )));
-        }
-        (in_dir(PathBuf::from(names[0])), false)
+        (first, false)
     } else {
         let d = dir.clone().unwrap_or_else(|| PathBuf::from("."));
+        // fio's names are JOB.$jobnum.$filenum; iolab's numbers the files
+        // only when there are several.
+        let name = &job.name;
         if numjobs == 1 {
-            (d.join(format!("{}.0.0", job.name)), false)
+            let stem = if nrfiles > 1 { "" } else { ".0" };
+            (d.join(format!("{name}.0{stem}")), false)
         } else {
-            notes.push(format!(
-                "no filename: one file per thread, {}.N (fio names them {}.N.0)",
-                job.name, job.name
-            ));
-            (d.join(&job.name), true)
+            notes.push(if nrfiles > 1 {
+                format!("no filename: one set of files per thread, {name}.N.F (as fio names them)")
+            } else {
+                format!("no filename: one file per thread, {name}.N (fio names them {name}.N.0)")
+            });
+            (d.join(name), true)
         }
-    })
+    };
+    let names = Names {
+        file,
+        file_per_thread,
+        more_files,
+        nrfiles,
+    };
+    if names.per_thread() > 1 {
+        notes.push(format!(
+            "{} files: each thread's I/Os go to each of its files in turn (file_service_type=roundrobin), each file its own offsets",
+            names.per_thread()
+        ));
+    }
+    Ok(names)
 }
 
 /// The file (see [`file_name`]), `offset` (see [`offset_of`]),
@@ -766,31 +858,32 @@ fn files(
     (numjobs, bs, random): (u32, u64, bool),
     notes: &mut Vec<String>,
 ) -> Result<Files, FioJobError> {
-    let (file, file_per_thread) = file_name(g, job, numjobs, notes)?;
-    if numjobs > 1 && !file_per_thread {
+    let names = file_name(g, job, numjobs, notes)?;
+    if numjobs > 1 && !names.file_per_thread {
         notes.push(format!(
-            "numjobs={numjobs} on one file: iolab's {numjobs} threads share it (sequential jobs each take a slice)"
+            "numjobs={numjobs} on shared files: iolab's {numjobs} threads share them (sequential jobs each take a slice)"
         ));
     }
     let increment = g
         .parse("offset_increment", value::bytes)?
         .filter(|o| *o > 0);
-    let first = if file_per_thread {
-        let mut s = file.clone().into_os_string();
-        s.push(".0");
-        PathBuf::from(s)
-    } else {
-        file.clone()
-    };
+    let first = names.first();
     let existing = std::fs::metadata(&first).ok().map(|m| {
         if m.file_type().is_file() {
             m.len()
         } else {
-            iolab::file::length(&file).unwrap_or(0)
+            iolab::file::length(&first).unwrap_or(0)
         }
     });
     let offset = offset_of(g, existing, bs)?;
-    let (mut region, size_given) = region(g, job, &file, existing, offset)?;
+    let nfiles = names.per_thread();
+    let (mut region, size_given) = region(g, job, (&first, nfiles), existing, offset)?;
+    let Names {
+        file,
+        file_per_thread,
+        more_files,
+        nrfiles,
+    } = names;
     if let Some(inc) = increment {
         // numjobs jobs, each `size` long, one after another in one file:
         // iolab's threads slicing a shared file of size x numjobs.
@@ -809,6 +902,9 @@ fn files(
     Ok(Files {
         file,
         file_per_thread,
+        more_files,
+        nrfiles,
+        nfiles,
         region,
         offset,
         size_given,
@@ -817,13 +913,14 @@ fn files(
     })
 }
 
-/// `size` and `filesize` from `offset`: the bytes of `file` the job
-/// covers (the rest of the file when neither is given), and whether a size
-/// was given. `existing` is the file's length if it exists.
+/// `size` and `filesize` from `offset`: the bytes of each file the job
+/// covers (`size` shared by its `nfiles` files as fio shares it, or the
+/// rest of the file when no size is given), and whether a size was given.
+/// `existing` is the length of `file`, the first, if it exists.
 fn region(
     g: &Given,
     job: &RawJob,
-    file: &std::path::Path,
+    (file, nfiles): (&std::path::Path, u64),
     existing: Option<u64>,
     offset: u64,
 ) -> Result<(u64, bool), FioJobError> {
@@ -837,7 +934,7 @@ fn region(
             &format!("at or past the end of the file ({end} bytes); the region starts inside it"),
         ));
     }
-    let size = resolve_size(g, existing, "size")?;
+    let size = resolve_size(g, existing, "size")?.map(|s| s / nfiles);
     // The file's bytes from `offset` on, when a size is not given.
     let after = |len: u64| len.saturating_sub(offset);
     let region = size.or(filesize.map(after));
@@ -876,7 +973,7 @@ fn how_long(g: &Given, f: &Files, numjobs: u32) -> Result<(StopRule, u64, u64), 
         } else {
             1
         };
-    let per_job = io_size.unwrap_or(slice).saturating_mul(loops);
+    let per_job = io_size.unwrap_or(slice * f.nfiles).saturating_mul(loops);
     let stop = StopRule {
         bytes: if time_based {
             None
@@ -1244,6 +1341,41 @@ mod tests {
     }
 
     #[test]
+    fn filename_lists_and_nrfiles_spread_a_job_over_files() {
+        let p = |v: &[&str]| v.iter().map(PathBuf::from).collect::<Vec<_>>();
+        // A list: every thread uses every file; they share `size`.
+        let j = one("[l]\nfilename=/a:/b::/c\nsize=3m\nnumjobs=2\n");
+        assert_eq!(j.spec.files(), p(&["/a", "/b", "/c"]));
+        assert!(!j.spec.file_per_thread);
+        assert_eq!(j.spec.file_size, 1 << 20);
+        assert_eq!(j.spec.stop.bytes, Some(2 * (3 << 20)));
+        // nrfiles with fio's default names, JOB.$jobnum.$filenum.
+        let j = one("[n]\ndirectory=/d\nnrfiles=2\nfilesize=64k\n");
+        assert_eq!(j.spec.files(), p(&["/d/n.0.0", "/d/n.0.1"]));
+        assert_eq!(
+            (j.spec.file_size, j.spec.stop.bytes),
+            (64 << 10, Some(128 << 10))
+        );
+        let j = one(
+            "[n]\ndirectory=/d\nnr_files=2\nsize=128k\nnumjobs=2\nfile_service_type=roundrobin\n",
+        );
+        assert!(j.spec.file_per_thread);
+        assert_eq!(
+            j.spec.files(),
+            p(&["/d/n.0.0", "/d/n.0.1", "/d/n.1.0", "/d/n.1.1"])
+        );
+        assert_eq!(j.spec.file_size, 64 << 10);
+        // filename_format with $filenum, one job: $jobnum is 0.
+        let j = one("[f]\nfilename_format=/d/x.$jobnum.$filenum\nnrfiles=2\nsize=128k\n");
+        assert_eq!(j.spec.files(), p(&["/d/x.0.0", "/d/x.0.1"]));
+        assert!(
+            j.notes.iter().any(|n| n.contains("roundrobin")),
+            "{:?}",
+            j.notes
+        );
+    }
+
+    #[test]
     fn fsync_and_fdatasync_every_n_writes() {
         let j = one("[w]\nfilename=/x\nsize=1m\nrw=write\nfsync=8\n");
         assert_eq!(
@@ -1372,7 +1504,6 @@ mod tests {
             ("[a]\nfilename=/x\nsize=1m\nrw=randread\nrandom_distribution=zoned:50/5:50/95\n", "j.fio:5: random_distribution=zoned:50/5:50/95: iolab draws random, zipf"),
             ("[a]\nfilename=/x\nsize=1m\nrw=randread\nrandom_distribution=zipf:1\n", "j.fio:5: random_distribution=zipf:1: "),
             ("[a]\nfilename=/x\nsize=1m\nrw=trim\n", "j.fio:4: rw=trim: 'trim': iolab does not issue trims"),
-            ("[a]\nfilename=/x:/y\nsize=1m\n", "j.fio:2: filename=/x:/y: 2 files"),
             ("[a]\nfilename=/x\nsize=1m\nrw=rw\nrate_iops=100,200\n", "j.fio:5: rate_iops=100,200: iolab paces reads and writes together"),
             ("[a]\nfilename=/x\nsize=1m\nrate=1m\nrate_iops=10\n", "j.fio:4: rate=1m: give rate or rate_iops"),
             ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=4095\n", "j.fio:4: cpus_allowed=4095: CPU 4095 is not online or not allowed for this process (it may use "),
@@ -1386,7 +1517,10 @@ mod tests {
             ("[a]\nfilename=/x\nsize=1m\nrw=rw\nbs=4k,8k\n", "j.fio:5: bs=4k,8k: iolab uses one block size"),
             ("[a]\nfilename=/x\nsize=1m\nbsrange=4k-16k\n", "j.fio:4: bsrange: '4k-16k': iolab uses one block size"),
             ("[a]\nfilename=/x\nsize=1m\nwrite_lat_log=a\n", "j.fio:4: write_lat_log=a: iolab logs interval averages"),
-            ("[a]\nfilename=/x\nsize=1m\nnrfiles=4\n", "j.fio:4: nrfiles=4:"),
+            ("[a]\nfilename=/x:/y\nsize=1m\nnrfiles=4\n", "j.fio:4: nrfiles=4: with filename=, the files are the ones it names"),
+            ("[a]\nsize=1m\nnrfiles=0\n", "j.fio:3: nrfiles=0: must be 1..=65536"),
+            ("[a]\nfilename=/x\nsize=1m\nfile_service_type=random\n", "j.fio:4: file_service_type=random: iolab sends each I/O to the next file in turn"),
+            ("[a]\nfilename_format=x.$jobnum.$filenum\nsize=1m\n", "j.fio:2: filename_format=x.$jobnum.$filenum: iolab names per-thread files STEM.$jobnum"),
             ("[a]\nfilename=/x\nsize=1m\nbs=4q\n", "j.fio:4: bs: '4q': not a size"),
             ("[a]\nfilename=/x\nsize=1m\nruntime=soon\n", "j.fio:4: runtime: 'soon': not a time"),
             ("[a]\nfilename=/x\nsize=1m\ntime_based\n", "j.fio:4: time_based=: needs runtime="),

@@ -54,6 +54,7 @@ pub const MAPPED: &[&str] = &[
     "filename",
     "directory",
     "nrfiles",
+    "file_service_type",
     "filesize",
     "size",
     "offset",
@@ -180,8 +181,8 @@ fn reason(key: &str) -> &'static str {
         "sync" | "write_barrier" | "sync_file_range" | "fsync_on_close" | "create_fsync" => {
             "iolab issues no syncs of its own during a job"
         }
-        "unique_filename" | "opendir" | "file_service_type" | "openfiles" | "file_append" | "lockfile" => {
-            "iolab uses one file per job (or one per thread with numjobs)"
+        "unique_filename" | "opendir" | "openfiles" | "file_append" | "lockfile" => {
+            "iolab opens every file of a job at its start, under the names it is given"
         }
         "overwrite" | "create_only" | "pre_read" | "fill_device" => {
             "iolab lays out missing files itself and never measures the layout"
@@ -232,8 +233,9 @@ pub fn class(key: &str) -> Class {
 /// rest is refused with a message naming the job, line and option).
 pub fn limits(name: &str) -> Option<&'static str> {
     Some(match name {
-        "filename" => "one file per job (':'-separated lists refused)",
-        "nrfiles" => "nrfiles=1 only",
+        "filename" => "a ':'-separated list is shared by every thread of the job",
+        "nrfiles" => "not with filename= (the files are the ones it names)",
+        "file_service_type" => "roundrobin (fio's default) only",
         "fsync" | "fdatasync" => {
             "one of the two per job; the sync runs on the writing thread, between its I/Os"
         }
@@ -242,7 +244,7 @@ pub fn limits(name: &str) -> Option<&'static str> {
             "no trims; randread:N runs are drawn from the uniform law only (no random_distribution)"
         }
         "random_distribution" => "random, zipf:θ, pareto:h, normal:dev (not zoned)",
-        "filename_format" => "STEM.$jobnum only",
+        "filename_format" => "STEM.$jobnum, or STEM.$jobnum.$filenum with nrfiles",
         _ => return None,
     })
 }

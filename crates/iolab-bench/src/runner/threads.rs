@@ -37,29 +37,32 @@ pub(super) struct Collected {
     pub merger: Merger,
 }
 
-/// Opens the plan's file and builds its engine.
+/// Opens the plan's files and builds its engine.
 fn build_engine(
     sh: &Shared,
     plan: &Plan,
     factory: &dyn EngineFactory,
 ) -> iolab::Result<Box<dyn Engine>> {
     let spec = &sh.spec;
-    let f = &sh.prep.files[plan.file_idx];
-    let write = spec.op.writes();
-    let file = iolab::file::open(
-        &f.path,
-        OpenSpec {
-            direct: spec.direct,
-            write,
-        },
-    )?;
-    iolab::cache::advise(&file, spec.pattern.hint())?;
-    let cfg = EngineConfig {
-        files: vec![EngineFile {
+    let mut files = Vec::with_capacity(plan.files.len());
+    for pf in &plan.files {
+        let f = &sh.prep.files[pf.idx];
+        let file = iolab::file::open(
+            &f.path,
+            OpenSpec {
+                direct: spec.direct,
+                write: spec.op.writes(),
+            },
+        )?;
+        iolab::cache::advise(&file, spec.pattern.hint())?;
+        files.push(EngineFile {
             path: f.path.clone(),
             file,
             len: f.len,
-        }],
+        });
+    }
+    let cfg = EngineConfig {
+        files,
         qd: spec.qd,
         max_len: spec.bs as usize,
         mem_align: sh
@@ -241,7 +244,7 @@ fn watch(sh: &Shared, limit: u64) {
     }
     for (w, watch) in sh.watches.iter().enumerate() {
         if let Some(o) = watch.overdue(limit) {
-            let idx = if sh.spec.file_per_thread { w } else { 0 };
+            let idx = sh.spec.files_of(w as u32).start + o.file as usize;
             let path = sh.prep.files[idx].path.clone();
             sh.fail(timeout_error(path, sh.spec.bs as u32, limit, &o));
             return;

@@ -75,9 +75,6 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
     if a.op != OpArg::Rw && a.read_pct != 70 {
         return Err(super::usage("--read-pct needs --op rw"));
     }
-    if let Some(f) = &a.file {
-        prepare::check_file_kind(f, a.op != OpArg::Read)?;
-    }
     if let Some(p) = cpu_pin(a) {
         p.check_here()
             .map_err(|e| super::usage(format!("--cpus {}: {e}", p.list())))?;
@@ -172,6 +169,11 @@ fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
         op,
         file_per_thread: a.file_per_thread,
         file: file.to_path_buf(),
+        more_files: a
+            .named_files()
+            .and_then(|v| v.get(1..).map(<[PathBuf]>::to_vec))
+            .unwrap_or_default(),
+        nrfiles: a.nrfiles,
         file_size: size,
         offset: a.offset,
         direct: a.direct,
@@ -351,19 +353,31 @@ pub(crate) struct Plan {
 /// Checks `a` and plans the run (see [`Plan`]).
 pub(crate) fn plan(a: &BenchArgs) -> Result<Plan> {
     check_flags(a)?;
-    let temp = a.file.is_none();
-    let file = match &a.file {
-        Some(f) => f.clone(),
+    let named = a.named_files();
+    if named.as_ref().is_some_and(|v| v.is_empty()) {
+        return Err(super::usage(
+            "--files: give the files as A:B (e.g. --files data.0:data.1)",
+        ));
+    }
+    let temp = named.is_none();
+    let file = match &named {
+        Some(f) => f[0].clone(),
         None => temp_path(&a.dir)?,
     };
     let size_given = a.size.is_some() || temp;
-    let size = match (a.size, &a.file) {
+    let size = match (a.size, &named) {
         (Some(s), _) => s,
         (None, None) => 1 << 30,
-        (None, Some(f)) => {
-            if std::fs::symlink_metadata(f).is_err() && !a.file_per_thread {
+        (None, Some(names)) => {
+            let f = &names[0];
+            if std::fs::symlink_metadata(f).is_err() && !a.file_per_thread && a.nrfiles == 1 {
+                let flag = if a.file.is_some() {
+                    "--file"
+                } else {
+                    "--files"
+                };
                 return Err(super::usage(format!(
-                    "--file {}: no such file; give --size to create it (e.g. --size 1g)",
+                    "{flag} {}: no such file; give --size to create it (e.g. --size 1g)",
                     f.display()
                 )));
             }

@@ -117,6 +117,16 @@ pub struct BenchArgs {
     /// --size is given). Without it, a temporary file in --dir is used and removed.
     #[arg(long)]
     pub file: Option<PathBuf>,
+    /// Several files (A:B:...), made like --file when missing: every thread
+    /// spreads its ops over all of them, each op to the next file in turn
+    /// (fio's filename=A:B with its default file_service_type=roundrobin).
+    #[arg(long, value_name = "A:B", conflicts_with_all = ["file", "file_per_thread"])]
+    pub files: Option<PathBuf>,
+    /// Each file (--file, or each thread's FILE.T with --file-per-thread)
+    /// becomes N files FILE.0 .. FILE.N-1, each op to the next in turn
+    /// (fio's nrfiles; --size is each file's).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub nrfiles: u32,
     /// File size, and the amount a run moves when no other limit is given.
     #[arg(long, value_parser = parse::size)]
     pub size: Option<u64>,
@@ -301,6 +311,26 @@ pub struct RankArgs {
     /// counted in the phase's time, as IOR's -e).
     #[arg(long)]
     pub fsync_on_close: bool,
+}
+
+impl BenchArgs {
+    /// The files --file or --files names (None: a temporary file).
+    pub fn named_files(&self) -> Option<Vec<PathBuf>> {
+        match (&self.file, &self.files) {
+            (Some(f), _) => Some(vec![f.clone()]),
+            (None, Some(list)) => {
+                use std::os::unix::ffi::OsStrExt;
+                let names = list.as_os_str().as_bytes().split(|b| *b == b':');
+                Some(
+                    names
+                        .filter(|n| !n.is_empty())
+                        .map(|n| PathBuf::from(std::ffi::OsStr::from_bytes(n)))
+                        .collect(),
+                )
+            }
+            (None, None) => None,
+        }
+    }
 }
 
 impl RankArgs {

@@ -493,7 +493,8 @@ pub fn print_job_files(specs: &[iolab_bench::spec::WorkloadSpec], temp: bool) ->
         let mut s = s.clone();
         if s.file_size == 0 {
             // An existing --file without --size: its length.
-            s.file_size = iolab::file::length(&s.file_of(0)).unwrap_or(0);
+            let len = iolab::file::length(&s.files()[0]).unwrap_or(0);
+            s.file_size = len.saturating_sub(s.offset);
         }
         let s = &s;
         let job = iolab_bench::fio::job_file(s).map_err(|why| {
