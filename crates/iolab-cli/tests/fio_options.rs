@@ -432,3 +432,21 @@ fn a_file_list_keeps_iolab_s_rules_for_writes() {
         &["--files", "--file-per-thread"],
     );
 }
+
+#[test]
+fn docs_fio_options_md_is_what_list_options_prints() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("docs/fio-options.md")).unwrap();
+    let table = doc
+        .split_once("```\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map(|(t, _)| t)
+        .expect("a fenced table");
+    let o = iolab(&words("fio --list-options"), &root);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        table,
+        String::from_utf8_lossy(&o.stdout),
+        "docs/fio-options.md is stale: regenerate its table with `iolab fio --list-options`"
+    );
+}

@@ -181,9 +181,11 @@ fn reason(key: &str) -> &'static str {
         "sync" | "write_barrier" | "sync_file_range" | "fsync_on_close" | "create_fsync" => {
             "iolab issues no syncs of its own during a job"
         }
-        "unique_filename" | "opendir" | "openfiles" | "file_append" | "lockfile" => {
-            "iolab opens every file of a job at its start, under the names it is given"
-        }
+        "opendir" => "iolab takes a job's files from filename, filename_format and nrfiles, not from a folder's listing",
+        "openfiles" => "iolab keeps every file of a job open for the whole job",
+        "file_append" => "iolab's I/O stays in [offset, offset + size) of each file",
+        "lockfile" => "iolab does not lock files between threads",
+        "unique_filename" => "iolab names files as filename/filename_format say (fio's client prefix does not apply)",
         "overwrite" | "create_only" | "pre_read" | "fill_device" => {
             "iolab lays out missing files itself and never measures the layout"
         }
