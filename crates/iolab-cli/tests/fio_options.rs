@@ -450,3 +450,33 @@ fn docs_fio_options_md_is_what_list_options_prints() {
         "docs/fio-options.md is stale: regenerate its table with `iolab fio --list-options`"
     );
 }
+
+#[test]
+fn every_example_job_file_is_taken_as_scripts_vs_fio_jobs_runs_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    for f in ["a", "b"] {
+        json(&iolab(
+            &argv("bench --file {} --size 1m --ops 1 --json", &[f]),
+            p,
+        ));
+    }
+    let mut seen = 0;
+    for e in std::fs::read_dir(root.join("examples/fio")).unwrap() {
+        let job = e.unwrap().path();
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_iolab"))
+            .args(["fio", "--parse-only"])
+            .arg(&job)
+            .env("IOLAB_FIO_FILE", p.join("a"))
+            .env("IOLAB_FIO_FILE2", p.join("b"))
+            .env("IOLAB_FIO_SIZE", "1m")
+            .env("IOLAB_FIO_RUNTIME", "1")
+            .current_dir(p)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}: {}", job.display(), stderr(&o));
+        seen += 1;
+    }
+    assert!(seen >= 14, "{seen} job files");
+}
