@@ -79,6 +79,7 @@ fn offset_reads_only_the_region_after_it() {
         p,
         &["--offset=64k ", "--size=128k "],
     );
+    prints("bench --file f --offset 64k --ops 2", p, &[" from 64 KiB "]);
     // Past the end, or not aligned for O_DIRECT: one line, exit 2.
     refused(
         &iolab(&words("bench --file f --offset 256k"), p),
@@ -389,6 +390,7 @@ fn a_file_list_and_nrfiles_send_each_io_to_the_next_file_in_turn() {
             "--size=128k ",
         ],
     );
+    prints("bench --files a:b --ops 2", p, &[" 2 files in turn "]);
     prints(
         "bench --files a:b --size 64k --print-fio",
         p,
