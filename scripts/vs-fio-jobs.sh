@@ -6,7 +6,8 @@
 #
 # usage: scripts/vs-fio-jobs.sh [DIR] [JOB.fio...]
 #   env: PAIRS=3 TIME=3 SIZE=1g KEEP=0
-# The job files read ${IOLAB_FIO_FILE}, ${IOLAB_FIO_SIZE} and
+# The job files read ${IOLAB_FIO_FILE} (and ${IOLAB_FIO_FILE2}, a second
+# file of the same size, for jobs over two files), ${IOLAB_FIO_SIZE} and
 # ${IOLAB_FIO_RUNTIME} from the environment (fio and iolab both expand them).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,12 +21,15 @@ command -v fio >/dev/null 2>&1 || { echo "vs-fio-jobs: fio is not installed and 
 (cd "$here" && cargo build --release --quiet)
 iolab="$here/target/release/iolab"
 export IOLAB_FIO_FILE="$dir/iolab-vs-fio-jobs.dat"
+export IOLAB_FIO_FILE2="$dir/iolab-vs-fio-jobs-2.dat"
 export IOLAB_FIO_SIZE=${SIZE:-1g}
 export IOLAB_FIO_RUNTIME=${TIME:-3}
 out=$(mktemp -d)
-cleanup() { rm -rf "$out"; [ "${KEEP:-0}" = 1 ] || rm -f "$IOLAB_FIO_FILE"; }
+cleanup() { rm -rf "$out"; [ "${KEEP:-0}" = 1 ] || rm -f "$IOLAB_FIO_FILE" "$IOLAB_FIO_FILE2"; }
 trap cleanup EXIT INT TERM
-[ -e "$IOLAB_FIO_FILE" ] || "$iolab" bench --file "$IOLAB_FIO_FILE" --size "$IOLAB_FIO_SIZE" --ops 1 >/dev/null
+for f in "$IOLAB_FIO_FILE" "$IOLAB_FIO_FILE2"; do
+  [ -e "$f" ] || "$iolab" bench --file "$f" --size "$IOLAB_FIO_SIZE" --ops 1 >/dev/null
+done
 # Both tools refuse nothing the other accepts: check every job first.
 for j in "${jobs[@]}"; do
   "$iolab" fio --parse-only "$j" >/dev/null

@@ -68,12 +68,7 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
         notes.push("writes: fio writes its own data into the file (iolab writes its pattern back on its next run; nothing here verifies)".into());
     }
     let workers = spec.workers() as u64;
-    if spec.file_per_thread {
-        let stem = spec.file.display().to_string();
-        a.push(format!("--filename_format={stem}.$jobnum"));
-    } else {
-        a.push(format!("--filename={}", spec.file.display()));
-    }
+    file_args(spec, &mut a);
     a.push(format!("--ioengine={engine}"));
     pattern_args(spec, &mut a, &mut notes);
     a.push(format!("--direct={}", u8::from(spec.direct)));
@@ -81,6 +76,12 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
     engine_args(spec, &mut a, &mut notes);
     size_args(spec, workers, &mut a);
     cache_args(spec, &mut a, &mut notes);
+    if let Some(p) = &spec.cpus {
+        a.push(format!("--cpus_allowed={}", p.list()));
+        if p.split {
+            a.push("--cpus_allowed_policy=split".into());
+        }
+    }
     stop_args(spec, workers, &mut a);
     a.push("--lat_percentiles=1".into());
     a.push("--percentile_list=50:90:99:99.9:99.99".into());
@@ -93,6 +94,27 @@ pub fn command(spec: &WorkloadSpec) -> Result<FioCommand, String> {
         notes.push(format!("cpu: {why}"));
     }
     Ok(FioCommand { args: a, notes })
+}
+
+/// `--filename` (every shared file, ':'-separated), or per thread
+/// `--filename_format` with `--nrfiles`.
+fn file_args(spec: &WorkloadSpec, a: &mut Vec<String>) {
+    if spec.file_per_thread {
+        let stem = spec.file.display().to_string();
+        if spec.nrfiles > 1 {
+            a.push(format!("--filename_format={stem}.$jobnum.$filenum"));
+            a.push(format!("--nrfiles={}", spec.nrfiles));
+        } else {
+            a.push(format!("--filename_format={stem}.$jobnum"));
+        }
+    } else {
+        let names: Vec<String> = spec
+            .files()
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        a.push(format!("--filename={}", names.join(":")));
+    }
 }
 
 /// fio's name for the engine, or why fio has none like it.
@@ -147,6 +169,10 @@ fn pattern_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String
     match spec.pattern {
         // fio's sequential `:N`: N bytes skipped after each I/O.
         AccessPattern::Stride(gap) => a.push(format!("--rw={rw}:{}", fio_size(gap))),
+        // fio's random `:N`: N I/Os per random offset.
+        AccessPattern::RandRun(n) | AccessPattern::ShuffleRun(n) => {
+            a.push(format!("--rw={rw}:{n}"))
+        }
         _ => a.push(format!("--rw={rw}")),
     }
     if let OpMix::Rw { read_pct } = spec.op {
@@ -164,6 +190,13 @@ fn pattern_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String
         AccessPattern::Shuffle => {
             notes.push("shuffle = every block once = fio's default random map".into())
         }
+        AccessPattern::RandRun(n) => {
+            a.push("--norandommap".into());
+            notes.push(format!("rand-run:{n} = fio --rw=...:{n} --norandommap ({n} I/Os per uniformly random offset)"));
+        }
+        AccessPattern::ShuffleRun(n) => notes.push(format!(
+            "shuffle-run:{n} = fio --rw=...:{n} with its random map (runs of {n}; fio starts a run at any free block, iolab at multiples of {n})"
+        )),
         AccessPattern::Skewed(k) => {
             a.push(format!("--random_distribution={}:{}", k.kind(), k.param()));
             a.push("--norandommap".into());
@@ -226,15 +259,20 @@ fn engine_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String>
     }
 }
 
-/// `--size`, `--offset_increment` and the threads.
+/// `--size`, `--offset`, `--offset_increment` and the threads.
 fn size_args(spec: &WorkloadSpec, workers: u64, a: &mut Vec<String>) {
+    // fio's size is a job's over all its files; they share it evenly.
+    let nfiles = spec.files_of(0).len() as u64;
     // Sizes: a shared file's sequential work is sliced per thread.
     if !spec.file_per_thread && workers > 1 && !spec.pattern.with_replacement() {
         let slice = spec.file_size / workers / spec.bs * spec.bs;
-        a.push(format!("--size={}", fio_size(slice)));
+        a.push(format!("--size={}", fio_size(slice * nfiles)));
         a.push(format!("--offset_increment={}", fio_size(slice)));
     } else {
-        a.push(format!("--size={}", fio_size(spec.file_size)));
+        a.push(format!("--size={}", fio_size(spec.file_size * nfiles)));
+    }
+    if spec.offset > 0 {
+        a.push(format!("--offset={}", fio_size(spec.offset)));
     }
     if workers > 1 {
         a.push(format!("--numjobs={workers}"));
@@ -338,6 +376,11 @@ pub fn null_cpu() -> usize {
 pub fn null_commands(spec: &WorkloadSpec, cpu: usize) -> Result<(FioCommand, FioCommand), String> {
     if spec.engine != EngineKind::Null {
         return Err("the fair null comparison is for --engine null".into());
+    }
+    if spec.cpus.is_some() {
+        return Err(format!(
+            "--cpus: the null comparison pins both tools to CPU {cpu} itself; drop --cpus"
+        ));
     }
     let mut default = command(spec)?;
     let pin = format!("--cpus_allowed={cpu}");
@@ -639,6 +682,30 @@ mod tests {
             ..Default::default()
         };
         variants.push(v);
+        // Two files shared by two threads from an offset; three files per
+        // thread with runs of random I/Os, on pinned threads.
+        let mut v = base();
+        v.threads = 2;
+        v.more_files = vec![PathBuf::from("/data/g")];
+        v.offset = 1 << 20;
+        v.stop = StopRule {
+            bytes: Some(1 << 30),
+            ..Default::default()
+        };
+        variants.push(v.clone());
+        v.more_files.clear();
+        v.nrfiles = 3;
+        v.file_per_thread = true;
+        v.pattern = AccessPattern::RandRun(8);
+        variants.push(v.clone());
+        v.pattern = AccessPattern::ShuffleRun(4);
+        let cpu = iolab::prim::allowed_cpus().unwrap()[0] as u32;
+        v.cpus = Some(crate::pin::CpuPin {
+            cpus: vec![cpu],
+            split: true,
+            first: 0,
+        });
+        variants.push(v);
         for s in variants {
             let text = job_file(&s).unwrap();
             let mut r = crate::fiojob::parse::Reader::new();
@@ -667,6 +734,11 @@ mod tests {
                 "{text}"
             );
             assert_eq!(back.files(), s.files(), "{text}");
+            assert_eq!(
+                (back.offset, back.nrfiles, &back.more_files, &back.cpus),
+                (s.offset, s.nrfiles, &s.more_files, &s.cpus),
+                "{text}"
+            );
         }
     }
 

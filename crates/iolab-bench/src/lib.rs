@@ -16,6 +16,7 @@ pub mod lab;
 pub mod metrics;
 pub mod mixed;
 pub mod offsets;
+pub mod pin;
 pub mod prepare;
 pub mod random;
 pub mod ranks;

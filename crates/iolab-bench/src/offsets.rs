@@ -22,6 +22,10 @@ pub struct OffsetGen {
     seed: u64,
     skew: Option<crate::skew::SkewGen>,
     place: Option<crate::ranks::RankPlace>,
+    /// Added to every offset: where the region starts (fio's `offset`).
+    base: u64,
+    /// [`AccessPattern::RandRun`]: the block of the last offset.
+    block: u64,
 }
 
 impl OffsetGen {
@@ -29,15 +33,15 @@ impl OffsetGen {
     /// [`AccessPattern::Stride`], the blocks that start every `bs + gap`
     /// bytes of that range and fit in it).
     pub fn new(pattern: AccessPattern, first: u64, blocks: u64, bs: u64, seed: u64) -> Self {
-        let blocks = pattern.positions(blocks, bs);
-        OffsetGen {
+        let blocks = pattern.positions(blocks, bs).max(1);
+        let mut g = OffsetGen {
             pattern,
             first,
-            blocks: blocks.max(1),
+            blocks,
             bs,
             pos: 0,
             rng: Rng::new(seed),
-            perm: Permutation::new(blocks.max(1), seed),
+            perm: Permutation::new(1, seed),
             pass: 0,
             seed,
             skew: match pattern {
@@ -45,7 +49,37 @@ impl OffsetGen {
                 _ => None,
             },
             place: None,
+            base: 0,
+            block: 0,
+        };
+        g.perm = g.new_perm(0);
+        g
+    }
+
+    /// Runs of [`AccessPattern::ShuffleRun`] in the range (the last one
+    /// may be short), or the blocks for every other pattern.
+    fn runs(&self) -> u64 {
+        match self.pattern {
+            AccessPattern::ShuffleRun(n) => self.blocks.div_ceil(n as u64),
+            _ => self.blocks,
         }
+    }
+
+    /// The shuffled order of pass `pass`.
+    fn new_perm(&self, pass: u64) -> Permutation {
+        let seed = if pass == 0 {
+            self.seed
+        } else {
+            self.seed ^ pass.wrapping_mul(0xA076_1D64_78BD_642F)
+        };
+        Permutation::new(self.runs(), seed)
+    }
+
+    /// Moves every offset `base` bytes on: the region starts there (fio's
+    /// `offset`), after any rank's mapping.
+    pub fn with_base(mut self, base: u64) -> Self {
+        self.base = base;
+        self
     }
 
     /// Maps every offset into this rank's part of a shared file (IOR's
@@ -70,14 +104,17 @@ impl OffsetGen {
             AccessPattern::Seq | AccessPattern::Shuffle | AccessPattern::Stride(_) => {
                 self.pass = n / self.blocks;
                 self.pos = n % self.blocks;
-                if self.pattern == AccessPattern::Shuffle && self.pass > 0 {
-                    self.perm = Permutation::new(
-                        self.blocks,
-                        self.seed ^ self.pass.wrapping_mul(0xA076_1D64_78BD_642F),
-                    );
+                self.perm = self.new_perm(self.pass);
+            }
+            AccessPattern::ShuffleRun(_) => {
+                // A short last run leaves holes in the pass: walk to the spot.
+                self.pass = n / self.blocks;
+                self.perm = self.new_perm(self.pass);
+                for _ in 0..n % self.blocks {
+                    self.next_block();
                 }
             }
-            AccessPattern::Rand | AccessPattern::Skewed(_) => {
+            AccessPattern::Rand | AccessPattern::Skewed(_) | AccessPattern::RandRun(_) => {
                 self.rng = Rng::new(self.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             }
         }
@@ -87,40 +124,69 @@ impl OffsetGen {
     /// pass (shuffle with a fresh order) when one ends.
     #[inline]
     pub fn next_offset(&mut self) -> u64 {
-        let b = match self.pattern {
+        let b = self.next_block();
+        let off = match self.pattern {
+            AccessPattern::Stride(gap) => self.first * self.bs + b * (self.bs + gap),
+            _ => (self.first + b) * self.bs,
+        };
+        self.base
+            + match &self.place {
+                Some(p) => p.map(off),
+                None => off,
+            }
+    }
+
+    /// The next block of the range, from 0.
+    #[inline]
+    fn next_block(&mut self) -> u64 {
+        match self.pattern {
             AccessPattern::Rand => self.rng.below(self.blocks),
             AccessPattern::Skewed(_) => match &self.skew {
                 Some(g) => g.next_block(&mut self.rng),
                 None => self.rng.below(self.blocks),
             },
-            AccessPattern::Seq | AccessPattern::Shuffle | AccessPattern::Stride(_) => {
-                if self.pos == self.blocks {
-                    self.pos = 0;
-                    self.pass += 1;
-                    if self.pattern == AccessPattern::Shuffle {
-                        self.perm = Permutation::new(
-                            self.blocks,
-                            self.seed ^ self.pass.wrapping_mul(0xA076_1D64_78BD_642F),
-                        );
-                    }
-                }
-                let i = self.pos;
-                self.pos += 1;
-                if self.pattern == AccessPattern::Shuffle {
-                    self.perm.apply(i)
+            AccessPattern::RandRun(n) => {
+                // A new random block every n offsets, the next ones in order.
+                self.block = if self.pos == 0 {
+                    self.rng.below(self.blocks)
                 } else {
-                    i
-                }
+                    (self.block + 1) % self.blocks
+                };
+                self.pos = (self.pos + 1) % n as u64;
+                self.block
             }
-        };
-        let off = match self.pattern {
-            AccessPattern::Stride(gap) => self.first * self.bs + b * (self.bs + gap),
-            _ => (self.first + b) * self.bs,
-        };
-        match &self.place {
-            Some(p) => p.map(off),
-            None => off,
+            AccessPattern::ShuffleRun(n) => loop {
+                let i = self.in_pass(self.runs() * n as u64);
+                let b = self.perm.apply(i / n as u64) * n as u64 + i % n as u64;
+                // The short last run's missing blocks are skipped.
+                if b < self.blocks {
+                    break b;
+                }
+            },
+            AccessPattern::Shuffle => {
+                let i = self.in_pass(self.blocks);
+                self.perm.apply(i)
+            }
+            AccessPattern::Seq | AccessPattern::Stride(_) => self.in_pass(self.blocks),
         }
+    }
+
+    /// The next position of a pass of `len`, starting a new pass (with a
+    /// fresh order) when one ends.
+    #[inline]
+    fn in_pass(&mut self, len: u64) -> u64 {
+        if self.pos == len {
+            self.pos = 0;
+            self.pass += 1;
+            if matches!(
+                self.pattern,
+                AccessPattern::Shuffle | AccessPattern::ShuffleRun(_)
+            ) {
+                self.perm = self.new_perm(self.pass);
+            }
+        }
+        self.pos += 1;
+        self.pos - 1
     }
 
     /// Offsets in one pass: the blocks of the range, or with a stride the
@@ -209,6 +275,49 @@ mod tests {
             .parse::<AccessPattern>()
             .unwrap_err()
             .contains("stride:x"));
+    }
+
+    /// fio's `rw=randread:N`: N offsets in order from each random one; with
+    /// the random map every block once per pass.
+    #[test]
+    fn runs_read_n_blocks_in_order_from_each_random_one() {
+        let bs = 4096;
+        // With replacement: each run of 4 is in order, wrapping at the end.
+        let mut g = OffsetGen::new(AccessPattern::RandRun(4), 10, 50, bs, 3);
+        let v: Vec<u64> = (0..400).map(|_| g.next_offset() / bs).collect();
+        let mut starts = std::collections::BTreeSet::new();
+        for run in v.chunks(4) {
+            starts.insert(run[0]);
+            for w in run.windows(2) {
+                assert_eq!(w[1], if w[0] == 59 { 10 } else { w[0] + 1 }, "{run:?}");
+            }
+        }
+        assert!(v.iter().all(|b| (10..60).contains(b)));
+        assert!(starts.len() > 30, "random starts: {starts:?}");
+        // The random map: 10 blocks in runs of 4 (the last one short),
+        // every block once per pass, runs in random order.
+        let mut g = OffsetGen::new(AccessPattern::ShuffleRun(4), 0, 10, bs, 7);
+        for pass in 0..3 {
+            let v: Vec<u64> = (0..10).map(|_| g.next_offset() / bs).collect();
+            let mut sorted = v.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..10).collect::<Vec<_>>(), "pass {pass}: {v:?}");
+            for w in v.windows(2) {
+                assert!(w[1] == w[0] + 1 || w[0] % 4 == 3 || w[0] == 9, "{v:?}");
+            }
+        }
+        // Resuming after n offsets goes on where it stopped.
+        let mut whole = OffsetGen::new(AccessPattern::ShuffleRun(4), 0, 10, bs, 7);
+        let want: Vec<u64> = (0..25).map(|_| whole.next_offset()).collect();
+        let mut rest = OffsetGen::new(AccessPattern::ShuffleRun(4), 0, 10, bs, 7);
+        rest.skip(13);
+        let got: Vec<u64> = (0..12).map(|_| rest.next_offset()).collect();
+        assert_eq!(got, want[13..]);
+        // The names.
+        assert_eq!("rand-run:8".parse(), Ok(AccessPattern::RandRun(8)));
+        assert_eq!(AccessPattern::ShuffleRun(8).to_string(), "shuffle-run:8");
+        let e = "rand-run:1".parse::<AccessPattern>().unwrap_err();
+        assert!(e.contains("rand-run:1") && e.contains("2 or more"), "{e}");
     }
 
     /// `--wearout`'s second phase goes on where the first stopped, so a

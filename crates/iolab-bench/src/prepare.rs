@@ -31,6 +31,15 @@ pub struct Prepared {
     pub align: Option<DioAlign>,
 }
 
+impl Prepared {
+    /// The bytes every file holds from `offset` on: the region a run
+    /// covers when no size is given.
+    pub fn region_len(&self, offset: u64) -> u64 {
+        let shortest = self.files.iter().map(|f| f.len).min().unwrap_or(0);
+        shortest.saturating_sub(offset)
+    }
+}
+
 /// How [`prepare`] may treat the user's files.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PrepareOpts {
@@ -55,7 +64,27 @@ fn writers() -> String {
 /// Checks that depend only on the spec (no file system access).
 pub fn validate(spec: &WorkloadSpec) -> Result<()> {
     validate_sizes(spec)?;
+    validate_files(spec)?;
     validate_engine(spec)
+}
+
+/// A list of files (`--files`) and `--nrfiles` against the other ways of
+/// naming files.
+fn validate_files(spec: &WorkloadSpec) -> Result<()> {
+    if spec.nrfiles == 0 {
+        return Err(usage("--nrfiles 0: a thread needs at least 1 file".into()));
+    }
+    if !spec.more_files.is_empty() && (spec.file_per_thread || spec.nrfiles > 1) {
+        return Err(usage(
+            "--files: every thread spreads its ops over the list; --file-per-thread and --nrfiles name files another way (give one of them)".into(),
+        ));
+    }
+    if spec.place.is_some() && spec.files_of(0).len() > 1 {
+        return Err(usage(
+            "--files/--nrfiles: under mpirun each rank has one file (--layout)".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Block size, queue depth and batches.
@@ -164,6 +193,11 @@ fn present(p: &Path) -> bool {
 /// kernel's /proc and /sys files) or a dangling symlink. A block device is
 /// allowed for reading only. A missing file is fine (it may be created).
 pub fn check_file_kind(p: &Path, writes: bool) -> Result<()> {
+    check_path_kind(p, writes, "--file")
+}
+
+/// [`check_file_kind`] for a path given by `flag` (`--files`, say).
+pub fn check_path_kind(p: &Path, writes: bool, flag: &str) -> Result<()> {
     let lmeta = match std::fs::symlink_metadata(p) {
         Ok(m) => m,
         Err(_) => return Ok(()),
@@ -172,18 +206,18 @@ pub fn check_file_kind(p: &Path, writes: bool) -> Result<()> {
         Ok(m) => m,
         Err(_) if lmeta.file_type().is_symlink() => {
             return Err(usage(format!(
-                "--file {}: a symbolic link to a missing file; iolab does not create files through links (name the target, or a new file)",
+                "{flag} {}: a symbolic link to a missing file; iolab does not create files through links (name the target, or a new file)",
                 p.display()
             )))
         }
-        Err(e) => return Err(usage(format!("--file {}: {e}", p.display()))),
+        Err(e) => return Err(usage(format!("{flag} {}: {e}", p.display()))),
     };
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
     if t.is_block_device() {
         if writes {
             return Err(usage(format!(
-                "--file {}: a block device; iolab reads block devices but never writes to them",
+                "{flag} {}: a block device; iolab reads block devices but never writes to them",
                 p.display()
             )));
         }
@@ -202,13 +236,13 @@ pub fn check_file_kind(p: &Path, writes: bool) -> Result<()> {
     };
     if let Some(what) = what {
         return Err(usage(format!(
-            "--file {}: not a regular file ({what}); name a regular file or a block device",
+            "{flag} {}: not a regular file ({what}); name a regular file or a block device",
             p.display()
         )));
     }
     if let Some(fs) = file::virtual_fs(p) {
         return Err(usage(format!(
-            "--file {}: not a regular file (a {fs} file the kernel generates); name a file on storage",
+            "{flag} {}: not a regular file (a {fs} file the kernel generates); name a file on storage",
             p.display()
         )));
     }
@@ -251,6 +285,14 @@ pub fn prepare(
                 a.kernel
             )));
         }
+        if !spec.offset.is_multiple_of(a.required as u64) {
+            return Err(usage(format!(
+                "--offset {}: O_DIRECT on {} needs the region to start at a multiple of {} bytes",
+                spec.offset,
+                paths[0].display(),
+                a.required
+            )));
+        }
         if let AccessPattern::Stride(gap) = spec.pattern {
             if !gap.is_multiple_of(a.required as u64) {
                 return Err(usage(format!(
@@ -287,7 +329,7 @@ pub fn prepare(
                 dir.display()
             )));
         }
-        let need = spec.file_size * missing.len() as u64;
+        let need = spec.file_end() * missing.len() as u64;
         let free = file::free_space(dir)?;
         if need > free {
             return Err(usage(format!(
@@ -305,7 +347,7 @@ pub fn prepare(
         let mut created = false;
         if !present(p) {
             let pat = Pattern::new(spec.seed.wrapping_add(0x5EED_0000 + i as u64));
-            let total = spec.file_size;
+            let total = spec.file_end();
             // O_EXCL: if another process made the file meanwhile, this
             // fails and touches nothing. The hook runs the moment the file
             // exists, so the caller can note its inode (and remove only it).
@@ -337,10 +379,23 @@ pub fn prepare(
                 p.display()
             )));
         }
-        if size_given && len < spec.file_size {
+        if size_given && len < spec.file_end() {
+            let at = if spec.offset > 0 {
+                format!(" from --offset {}", human(spec.offset))
+            } else {
+                String::new()
+            };
             return Err(usage(format!(
-                "--size {}: {} holds only {}; use a new --file, or a --size it holds",
+                "--size {}{at}: {} holds only {}; use a new --file, or a --size it holds",
                 human(spec.file_size),
+                p.display(),
+                human(len)
+            )));
+        }
+        if len <= spec.offset {
+            return Err(usage(format!(
+                "--offset {}: at or past the end of {} ({}); give an offset inside the file",
+                human(spec.offset),
                 p.display(),
                 human(len)
             )));
@@ -374,8 +429,12 @@ pub fn prepare(
             created,
         });
     }
-    let usable = files.iter().map(|f| f.len).min().unwrap_or(0);
-    let size = if size_given { spec.file_size } else { usable };
+    let prep = Prepared { files, align };
+    let size = if size_given {
+        spec.file_size
+    } else {
+        prep.region_len(spec.offset)
+    };
     if size < spec.bs {
         return Err(usage(format!(
             "--bs {}: larger than the file ({})",
@@ -383,7 +442,7 @@ pub fn prepare(
             human(size)
         )));
     }
-    Ok(Prepared { files, align })
+    Ok(prep)
 }
 
 /// Puts the files' pages in the state `spec.cache` asks for and returns the
@@ -400,19 +459,20 @@ pub fn set_cache(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<f64>
         }
         CacheMode::Warm => {
             for f in &prep.files {
-                iolab::cache::warm(&f.path, size)?;
+                iolab::cache::warm(&f.path, spec.offset + size)?;
             }
         }
         CacheMode::AsIs => {}
     }
-    residency(prep, size)
+    residency(prep, spec.offset, size)
 }
 
-/// Resident fraction of the first `size` bytes over all files.
-pub fn residency(prep: &Prepared, size: u64) -> Result<f64> {
+/// Resident fraction of the `size` bytes from `offset` over all files.
+pub fn residency(prep: &Prepared, offset: u64, size: u64) -> Result<f64> {
     let (mut r, mut t) = (0u64, 0u64);
     for f in &prep.files {
-        let x = iolab::cache::residency(&f.path, size.min(f.len))?;
+        let x =
+            iolab::cache::residency_range(&f.path, offset, size.min(f.len.saturating_sub(offset)))?;
         r += x.resident_pages;
         t += x.total_pages;
     }

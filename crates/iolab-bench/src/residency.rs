@@ -35,11 +35,13 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Measures the first `size` bytes of every prepared file (mincore).
-    pub fn take(prep: &Prepared, size: u64) -> Result<Self> {
+    /// Measures the `size` bytes from `offset` of every prepared file
+    /// (mincore).
+    pub fn take(prep: &Prepared, offset: u64, size: u64) -> Result<Self> {
         let mut files = Vec::with_capacity(prep.files.len());
         for f in &prep.files {
-            let r = iolab::cache::residency(&f.path, size.min(f.len))?;
+            let len = size.min(f.len.saturating_sub(offset));
+            let r = iolab::cache::residency_range(&f.path, offset, len)?;
             files.push((f.path.clone(), r.resident_pages, r.total_pages));
         }
         Ok(Snapshot { files })
@@ -100,7 +102,7 @@ pub fn check(
     before: &Snapshot,
     ops: u64,
 ) -> Result<CacheCheck> {
-    let after = Snapshot::take(prep, size)?;
+    let after = Snapshot::take(prep, spec.offset, size)?;
     let resident_after = after.fraction();
     Ok(CacheCheck {
         files: before.per_file(&after),

@@ -24,6 +24,16 @@ pub enum AccessPattern {
     /// `rw=read:N` (the holes of a strided layout, column reads of a
     /// row-major table).
     Stride(u64),
+    /// Runs of this many blocks in order, each from a uniformly random
+    /// block (with replacement): fio's `rw=randread:N` with `norandommap`
+    /// (N I/Os per random offset, the ones between sequential).
+    #[serde(rename = "rand-run")]
+    RandRun(u32),
+    /// The range cut into runs of this many blocks, every run once per pass
+    /// in random order, its blocks in order: fio's `rw=randread:N` with its
+    /// random map (every block once), runs starting at multiples of N.
+    #[serde(rename = "shuffle-run")]
+    ShuffleRun(u32),
 }
 
 impl AccessPattern {
@@ -35,13 +45,18 @@ impl AccessPattern {
             AccessPattern::Shuffle => "shuffle",
             AccessPattern::Skewed(k) => k.kind(),
             AccessPattern::Stride(_) => "stride",
+            AccessPattern::RandRun(_) => "rand-run",
+            AccessPattern::ShuffleRun(_) => "shuffle-run",
         }
     }
 
     /// Random with replacement over the whole range (uniform or skewed):
     /// every thread draws from all blocks, and one pass has no meaning.
     pub fn with_replacement(self) -> bool {
-        matches!(self, AccessPattern::Rand | AccessPattern::Skewed(_))
+        matches!(
+            self,
+            AccessPattern::Rand | AccessPattern::Skewed(_) | AccessPattern::RandRun(_)
+        )
     }
 
     /// Offsets one pass over `blocks` blocks of `bs` bytes visits: all of
@@ -69,6 +84,9 @@ impl fmt::Display for AccessPattern {
         match self {
             AccessPattern::Skewed(k) => write!(f, "{k}"),
             AccessPattern::Stride(gap) => write!(f, "stride:{}", crate::units::fio_size(*gap)),
+            AccessPattern::RandRun(n) | AccessPattern::ShuffleRun(n) => {
+                write!(f, "{}:{n}", self.name())
+            }
             _ => f.write_str(self.name()),
         }
     }
@@ -87,11 +105,28 @@ impl FromStr for AccessPattern {
                     format!("stride:{n}: {e} (the bytes skipped after each block, e.g. stride:4k)")
                 });
         }
+        for (name, make) in [
+            (
+                "rand-run:",
+                AccessPattern::RandRun as fn(u32) -> AccessPattern,
+            ),
+            ("shuffle-run:", AccessPattern::ShuffleRun),
+        ] {
+            if let Some(n) = s.strip_prefix(name) {
+                return match n.parse::<u32>() {
+                    Ok(n) if n >= 2 => Ok(make(n)),
+                    _ => Err(format!(
+                        "{s}: N is the blocks read in order from each random one, 2 or more (e.g. {name}8; N = 1 is {})",
+                        name.trim_end_matches("-run:")
+                    )),
+                };
+            }
+        }
         match s {
             "seq" | "sequential" => Ok(AccessPattern::Seq),
             "rand" | "random" => Ok(AccessPattern::Rand),
             "shuffle" => Ok(AccessPattern::Shuffle),
-            _ => Err(format!("unknown pattern '{s}' (one of seq, rand, shuffle, stride:BYTES, zipf:THETA, pareto:H, normal:DEV)")),
+            _ => Err(format!("unknown pattern '{s}' (one of seq, rand, shuffle, stride:BYTES, rand-run:N, shuffle-run:N, zipf:THETA, pareto:H, normal:DEV)")),
         }
     }
 }
@@ -117,6 +152,28 @@ impl SyncEvery {
             "fsync"
         }
     }
+}
+
+/// serde's test for fields left out at 0.
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// `path.i`: the name of one of several files with one stem.
+fn numbered(path: &std::path::Path, i: u32) -> PathBuf {
+    let mut s = path.to_path_buf().into_os_string();
+    s.push(format!(".{i}"));
+    PathBuf::from(s)
+}
+
+/// serde's default for counts that are 1 unless said.
+fn one() -> u32 {
+    1
+}
+
+/// serde's test for counts left out at 1.
+fn is_one(v: &u32) -> bool {
+    *v == 1
 }
 
 /// Reads, writes, or a mix.
@@ -222,8 +279,24 @@ pub struct WorkloadSpec {
     pub file_per_thread: bool,
     /// The file (or the stem of per-thread files).
     pub file: PathBuf,
-    /// Size of each file, bytes.
+    /// More files after `file` (fio's `filename=a:b`): every worker
+    /// spreads its ops over `file` and these, each op to the next file in
+    /// turn (fio's default `file_service_type=roundrobin`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_files: Vec<PathBuf>,
+    /// Files per name (fio's `nrfiles`): `file`, or each thread's
+    /// `file.N`, stands for this many files `X.0` .. `X.{nrfiles-1}`, its
+    /// ops going to each in turn. 1: the name itself.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub nrfiles: u32,
+    /// Size of each file's I/O region, bytes (the whole file unless
+    /// `offset` moves the region's start).
     pub file_size: u64,
+    /// Where the I/O region of each file starts, bytes (fio's `offset`):
+    /// every op lands in `offset..offset + file_size`, and a file iolab
+    /// makes holds `offset + file_size` bytes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset: u64,
     /// O_DIRECT.
     pub direct: bool,
     /// Cache state before measuring.
@@ -277,6 +350,9 @@ pub struct WorkloadSpec {
     /// Sync the file every so many writes (fio's `fsync=N`/`fdatasync=N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync_every: Option<SyncEvery>,
+    /// The CPUs worker threads run on (fio's `cpus_allowed`); None: any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<crate::pin::CpuPin>,
 }
 
 impl Default for WorkloadSpec {
@@ -294,7 +370,10 @@ impl Default for WorkloadSpec {
             threads: 1,
             file_per_thread: false,
             file: PathBuf::from("iolab.dat"),
+            more_files: Vec::new(),
+            nrfiles: 1,
             file_size: 0,
+            offset: 0,
             direct: false,
             cache: CacheMode::AsIs,
             drop_caches: false,
@@ -312,6 +391,7 @@ impl Default for WorkloadSpec {
             time_submit: false,
             place: None,
             sync_every: None,
+            cpus: None,
         }
     }
 }
@@ -322,24 +402,49 @@ impl WorkloadSpec {
         self.threads.max(1)
     }
 
-    /// The file each worker uses.
+    /// The file each worker uses (with `nrfiles`, the stem of its files).
     pub fn file_of(&self, worker: u32) -> PathBuf {
         if self.file_per_thread {
-            let mut s = self.file.clone().into_os_string();
-            s.push(format!(".{worker}"));
-            PathBuf::from(s)
+            numbered(&self.file, worker)
         } else {
             self.file.clone()
         }
     }
 
-    /// All distinct files of the run.
+    /// All distinct files of the run: each worker's in turn with
+    /// `file_per_thread`, else the ones every worker shares.
     pub fn files(&self) -> Vec<PathBuf> {
-        if self.file_per_thread {
+        let names: Vec<PathBuf> = if self.file_per_thread {
             (0..self.workers()).map(|w| self.file_of(w)).collect()
         } else {
-            vec![self.file.clone()]
+            std::iter::once(&self.file)
+                .chain(&self.more_files)
+                .cloned()
+                .collect()
+        };
+        if self.nrfiles <= 1 {
+            return names;
         }
+        let n = self.nrfiles;
+        names
+            .iter()
+            .flat_map(|s| (0..n).map(move |i| numbered(s, i)))
+            .collect()
+    }
+
+    /// Where in [`WorkloadSpec::files`] the files of `worker` are.
+    pub fn files_of(&self, worker: u32) -> std::ops::Range<usize> {
+        let per_name = self.nrfiles.max(1) as usize;
+        if self.file_per_thread {
+            worker as usize * per_name..(worker as usize + 1) * per_name
+        } else {
+            0..(1 + self.more_files.len()) * per_name
+        }
+    }
+
+    /// Bytes each file needs: its region's end.
+    pub fn file_end(&self) -> u64 {
+        self.offset.saturating_add(self.file_size)
     }
 
     /// Total bytes the data set holds.
@@ -447,6 +552,31 @@ mod tests {
             vec![PathBuf::from("/x/f.0"), PathBuf::from("/x/f.1")]
         );
         assert_eq!(s.data_bytes(), 2 << 20);
+    }
+
+    #[test]
+    fn lists_and_nrfiles_name_each_worker_s_files() {
+        let mut s = spec();
+        s.more_files = vec![PathBuf::from("/x/g")];
+        assert_eq!(
+            s.files(),
+            vec![PathBuf::from("/x/f"), PathBuf::from("/x/g")]
+        );
+        assert_eq!((s.files_of(0), s.files_of(1)), (0..2, 0..2));
+        s.more_files.clear();
+        s.nrfiles = 2;
+        assert_eq!(
+            s.files(),
+            vec![PathBuf::from("/x/f.0"), PathBuf::from("/x/f.1")]
+        );
+        // Per thread: fio's JOB.J.F, J the thread, F the file.
+        s.file_per_thread = true;
+        let names: Vec<String> = s.files().iter().map(|p| p.display().to_string()).collect();
+        assert_eq!(names, ["/x/f.0.0", "/x/f.0.1", "/x/f.1.0", "/x/f.1.1"]);
+        assert_eq!((s.files_of(0), s.files_of(1)), (0..2, 2..4));
+        assert_eq!(s.data_bytes(), 4 << 20);
+        let j = serde_json::to_string(&s).unwrap();
+        assert_eq!(serde_json::from_str::<WorkloadSpec>(&j).unwrap(), s);
     }
 
     #[test]

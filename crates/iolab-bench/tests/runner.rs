@@ -181,12 +181,13 @@ fn writes_keep_the_file_verifiable() {
 }
 
 /// Wraps an engine and counts ops in flight, remembering the maximum and
-/// every offset submitted.
+/// every (worker, file, offset) submitted.
 struct Counting {
     inner: Box<dyn Engine>,
+    worker: u32,
     inflight: usize,
     max: Arc<AtomicUsize>,
-    offsets: Arc<Mutex<Vec<u64>>>,
+    offsets: Arc<Mutex<Vec<(u32, u32, u64)>>>,
     qd: usize,
 }
 
@@ -210,7 +211,7 @@ impl Engine for Counting {
         self.offsets
             .lock()
             .unwrap()
-            .extend(ops[..n].iter().map(|o| o.offset));
+            .extend(ops[..n].iter().map(|o| (self.worker, o.file.0, o.offset)));
         Ok(n)
     }
     fn reap(&mut self, min: usize, out: &mut Vec<Done>) -> iolab::Result<usize> {
@@ -237,19 +238,20 @@ impl Engine for Counting {
 struct CountingFactory {
     kind: EngineKind,
     max: Arc<AtomicUsize>,
-    offsets: Arc<Mutex<Vec<u64>>>,
+    offsets: Arc<Mutex<Vec<(u32, u32, u64)>>>,
 }
 
 impl EngineFactory for CountingFactory {
     fn build(
         &self,
         spec: &WorkloadSpec,
-        _w: u32,
+        worker: u32,
         cfg: EngineConfig,
     ) -> iolab::Result<Box<dyn Engine>> {
         let qd = cfg.qd as usize;
         Ok(Box::new(Counting {
             inner: engine::build(self.kind, cfg)?,
+            worker,
             inflight: 0,
             max: self.max.clone(),
             offsets: self.offsets.clone(),
@@ -287,6 +289,20 @@ fn runner_never_exceeds_queue_depth_and_fills_it() {
     }
 }
 
+/// Runs `s` (its files made first) on the null engine, counted: the
+/// metrics and every (worker, file, offset) submitted.
+fn run_null_counted(s: &WorkloadSpec) -> (iolab_bench::record::RunMetrics, Vec<(u32, u32, u64)>) {
+    let p = prep(s);
+    let f = Arc::new(CountingFactory {
+        kind: EngineKind::Null,
+        max: Arc::new(AtomicUsize::new(0)),
+        offsets: Default::default(),
+    });
+    let m = run(s, &p, f.clone()).unwrap();
+    let ops = f.offsets.lock().unwrap().clone();
+    (m, ops)
+}
+
 #[test]
 fn shuffle_visits_every_block_exactly_once() {
     let d = tempfile::tempdir().unwrap();
@@ -297,14 +313,8 @@ fn shuffle_visits_every_block_exactly_once() {
         s.threads = threads;
         s.qd = 4;
         s.verify = false;
-        let p = prep(&s);
-        let f = Arc::new(CountingFactory {
-            kind: EngineKind::Null,
-            max: Arc::new(AtomicUsize::new(0)),
-            offsets: Default::default(),
-        });
-        run(&s, &p, f.clone()).unwrap();
-        let mut offs = f.offsets.lock().unwrap().clone();
+        let (_, ops) = run_null_counted(&s);
+        let mut offs: Vec<u64> = ops.iter().map(|o| o.2).collect();
         let in_order = offs.windows(2).filter(|w| w[1] == w[0] + 4096).count();
         offs.sort_unstable();
         let all: Vec<u64> = (0..SIZE / 4096).map(|b| b * 4096).collect();
@@ -313,6 +323,52 @@ fn shuffle_visits_every_block_exactly_once() {
             in_order < offs.len() / 10,
             "shuffle looks sequential: {in_order}"
         );
+    }
+}
+
+#[test]
+fn ops_go_round_a_worker_s_files_and_read_each_block_of_each_once() {
+    let d = tempfile::tempdir().unwrap();
+    // Three shared files, two threads each taking a slice of each; then
+    // two files per thread.
+    for (more, nrfiles, per_thread) in [(2, 1, false), (0, 2, true)] {
+        let mut s = spec(&d.path().join(format!("f{more}")), EngineKind::Null);
+        s.more_files = (1..=more).map(|i| d.path().join(format!("g{i}"))).collect();
+        s.nrfiles = nrfiles;
+        s.file_per_thread = per_thread;
+        s.pattern = AccessPattern::Shuffle;
+        s.threads = 2;
+        s.verify = false;
+        let (m, ops) = run_null_counted(&s);
+        let files_per_worker = s.files_of(0).len() as u32;
+        assert_eq!(m.ops, SIZE / 4096 * s.files().len() as u64);
+        // Each engine's ops: file 0, 1, .. in turn.
+        let mut per_file = vec![Vec::new(); files_per_worker as usize];
+        for (_, k, off) in &ops {
+            per_file[*k as usize].push(*off);
+        }
+        let want_each = m.ops as usize / files_per_worker as usize;
+        for (k, offs) in per_file.iter_mut().enumerate() {
+            assert_eq!(offs.len(), want_each, "file {k}");
+            offs.sort_unstable();
+            offs.dedup();
+        }
+        if per_thread {
+            // Each thread's file k holds every block once; two threads.
+            assert!(per_file.iter().all(|o| o.len() as u64 == SIZE / 4096));
+        } else {
+            // Both threads' slices of a shared file: every block once.
+            let all: Vec<u64> = (0..SIZE / 4096).map(|b| b * 4096).collect();
+            assert!(per_file.iter().all(|o| *o == all), "more {more}");
+        }
+        // Each worker's ops go to its files 0, 1, .. in turn.
+        for w in 0..2 {
+            let turns: Vec<u32> = ops.iter().filter(|o| o.0 == w).map(|o| o.1).collect();
+            let want: Vec<u32> = (0..turns.len() as u32)
+                .map(|i| i % files_per_worker)
+                .collect();
+            assert_eq!(turns, want, "worker {w}");
+        }
     }
 }
 

@@ -74,7 +74,7 @@ const ZERO_IS_BAD: &[&str] = &[
 ];
 
 /// Flags that take a path (they get wrong paths, not wrong numbers).
-pub const PATH_FLAGS: &[&str] = &["--file", "--dir", "--csv", "--jsonl"];
+pub const PATH_FLAGS: &[&str] = &["--file", "--files", "--dir", "--csv", "--jsonl"];
 
 /// The scratch directory's wrong paths: (description, path).
 pub struct Paths {
@@ -178,6 +178,7 @@ pub fn corpus(paths: &Paths, value_flags: &dyn Fn(&str) -> Vec<String>) -> Vec<C
         let dir_flag_ok = *what != "directory";
         v.push(mk(&["bench"], "--file", &[]));
         v.push(mk(&["bench", "--size", "1m"], "--file", &[]));
+        v.push(mk(&["bench", "--size", "1m"], "--files", &[]));
         v.push(mk(
             &["bench", "--op", "write", "--size", "1m"],
             "--file",
@@ -248,6 +249,11 @@ pub fn corpus(paths: &Paths, value_flags: &dyn Fn(&str) -> Vec<String>) -> Vec<C
     v.push(case(
         &["bench", "--file", theirs, "--op", "write"],
         "--file",
+    ));
+    let list = format!("{d}/new:{theirs}");
+    v.push(case(
+        &["bench", "--files", &list, "--op", "write"],
+        "--files",
     ));
     if let Some(b) = block_device() {
         let b = b.to_str().unwrap().to_string();

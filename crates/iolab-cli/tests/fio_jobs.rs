@@ -105,9 +105,9 @@ fn bad_job_files_get_one_line_with_file_and_line_and_exit_2() {
         "error: bad.fio:5: job 'b': group_reporting over jobs of different block sizes",
     );
     assert_refused(
-        "[a]\nsize=1m\nfilename=x\ncpus_allowed=0\n",
+        "[a]\nsize=1m\nfilename=x\ncpus_allowed=4095\n",
         &[],
-        "error: bad.fio:4: cpus_allowed=0:",
+        "error: bad.fio:4: cpus_allowed=4095: CPU 4095 is not online or not allowed for this process",
     );
     assert_refused(
         "[a\nsize=1m\n",

@@ -47,15 +47,7 @@ pub fn residency_sampled(path: &Path, len: u64, windows: usize) -> Result<Reside
     let pages = len.div_ceil(crate::os::page_size() as u64);
     let m = match Mapping::new(&f, len as usize) {
         Ok(m) => m,
-        // A file the file system will not map shared (FUSE with direct
-        // I/O) has no pages in the page cache: none of it is resident.
-        Err(Error::Io { source, .. }) if source.raw_os_error() == Some(libc::ENODEV) => {
-            return Ok(Residency {
-                resident_pages: 0,
-                total_pages: pages,
-            })
-        }
-        Err(e) => return Err(e),
+        Err(e) => return not_mapped(e, len),
     };
     let pages = pages as usize;
     let (mut r, mut t) = (0, 0);
@@ -73,6 +65,19 @@ pub fn residency_sampled(path: &Path, len: u64, windows: usize) -> Result<Reside
         resident_pages: r,
         total_pages: t,
     })
+}
+
+/// The residency of `len` bytes whose mapping failed with `e`: a file the
+/// file system will not map shared (FUSE with direct I/O) has no pages in
+/// the page cache, so none of it is resident; any other error is one.
+fn not_mapped(e: Error, len: u64) -> Result<Residency> {
+    match e {
+        Error::Io { source, .. } if source.raw_os_error() == Some(libc::ENODEV) => Ok(Residency {
+            resident_pages: 0,
+            total_pages: len.div_ceil(crate::os::page_size() as u64),
+        }),
+        e => Err(e),
+    }
 }
 
 /// Evicts `path`'s pages: writes back dirty pages (fdatasync) and asks the
@@ -102,10 +107,19 @@ pub fn advise(file: &File, hint: crate::engine::AccessHint) -> Result<()> {
 /// Measures residency of `len` bytes of `path` from `offset` (rounded out to
 /// whole pages) with mincore: one rank's region of a shared file, say.
 pub fn residency_range(path: &Path, offset: u64, len: u64) -> Result<Residency> {
+    if len == 0 {
+        return Ok(Residency {
+            resident_pages: 0,
+            total_pages: 0,
+        });
+    }
     let page = crate::sys::mman::page_size() as u64;
     let start = offset / page * page;
     let f = File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
-    let m = Mapping::new_at(&f, start, (offset + len - start) as usize)?;
+    let m = match Mapping::new_at(&f, start, (offset + len - start) as usize) {
+        Ok(m) => m,
+        Err(e) => return not_mapped(e, offset + len - start),
+    };
     let (r, t) = m.residency()?;
     Ok(Residency {
         resident_pages: r,

@@ -87,6 +87,11 @@ pub fn pin_to_cpu(cpu: usize) -> Result<()> {
     proc::pin_to_cpu(cpu)
 }
 
+/// Lets the calling thread run only on `cpus`.
+pub fn pin_to_cpus(cpus: &[usize]) -> Result<()> {
+    proc::pin_to_cpus(cpus)
+}
+
 /// The CPUs the calling thread may run on.
 pub fn allowed_cpus() -> Result<Vec<usize>> {
     proc::allowed_cpus()

@@ -6,6 +6,7 @@ use super::options::{self, Class};
 use super::parse::{RawJob, RawOpt};
 use super::value::{self, Size};
 use super::{FioJobError, Loc};
+use crate::pin::CpuPin;
 use crate::spec::{AccessPattern, CacheMode, OpMix, StopRule, SyncEvery, WorkloadSpec};
 use iolab::engine::{EngineKind, EngineOpts};
 use std::path::PathBuf;
@@ -173,8 +174,8 @@ fn engine_of(name: &str) -> Result<EngineKind, String> {
     })
 }
 
-/// `rw` into (ops, random, the bytes skipped after each sequential I/O:
-/// fio's `read:N`).
+/// `rw` into (ops, random, its `:N`: the bytes skipped after each
+/// sequential I/O, or the I/Os per random offset, 0 when not given).
 fn rw_of(v: &str) -> Result<(OpMix, bool, u64), String> {
     let (mode, suffix) = match v.split_once(':') {
         Some((m, s)) => (m, Some(s)),
@@ -196,22 +197,15 @@ fn rw_of(v: &str) -> Result<(OpMix, bool, u64), String> {
             ))
         }
     };
-    let mut gap = 0;
-    if let Some(n) = suffix {
-        if random {
-            let n: u64 = n
-                .parse()
-                .map_err(|_| format!("':{n}': the suffix is a number"))?;
-            if n > 1 {
-                return Err(format!(
-                    ":{n}: {n} I/Os per random offset is not supported by iolab (only 1)"
-                ));
-            }
-        } else {
-            gap = super::value::bytes(n).map_err(|e| format!(":{n}: {e}"))?;
-        }
-    }
-    Ok((op, random, gap))
+    let n = match suffix {
+        None => 0,
+        Some(n) if random => n
+            .parse::<u32>()
+            .map_err(|_| format!("':{n}': the I/Os per random offset, a number (e.g. :8)"))?
+            .into(),
+        Some(n) => super::value::bytes(n).map_err(|e| format!(":{n}: {e}"))?,
+    };
+    Ok((op, random, n))
 }
 
 /// `bs=R,W,T`: the read and write block sizes (empty fields keep 4k).
@@ -291,7 +285,7 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         batch_complete,
     } = queue(g, engine, &mut notes)?;
     let (direct, cache) = caching(g)?;
-    let files = files(g, job, numjobs, random, &mut notes)?;
+    let files = files(g, job, (numjobs, bs, random), &mut notes)?;
     let (stop, ramp_ns, startdelay_ns) = how_long(g, &files, numjobs)?;
     let (rate_iops, thinktime_ns) = pacing(g, bs, numjobs, &mut notes)?;
     refuse_unsupported(g)?;
@@ -301,7 +295,10 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
     let Files {
         file,
         file_per_thread,
+        more_files,
+        nrfiles,
         region,
+        offset,
         size_given,
         ..
     } = files;
@@ -316,8 +313,11 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         threads: numjobs,
         file_per_thread,
         file,
+        more_files,
+        nrfiles,
         // The run covers `region` of the file; iolab's spec calls that file_size.
         file_size: region,
+        offset,
         direct,
         cache,
         drop_caches: false,
@@ -336,6 +336,7 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         place: None,
         // fio ignores them on a job that does not write.
         sync_every: if op.writes() { sync_every(g)? } else { None },
+        cpus: cpus(g)?,
     };
     let spec_check = crate::prepare::validate(&spec);
     if let Err(e) = spec_check {
@@ -526,14 +527,17 @@ fn direction(g: &Given, notes: &mut Vec<String>) -> Result<Direction, FioJobErro
     })
 }
 
-/// The offsets' pattern: `rw`'s order (and its `:N` gap), the random map
-/// and `random_distribution`.
+/// The offsets' pattern: `rw`'s order (and its `:N`: a gap, or I/Os per
+/// random offset), the random map and `random_distribution`.
 fn pattern_of(
     g: &Given,
     random: bool,
     gap: u64,
     notes: &mut Vec<String>,
 ) -> Result<AccessPattern, FioJobError> {
+    if random && gap > 1 {
+        return run_pattern(g, gap, notes);
+    }
     let mut pattern = if !random {
         if gap > 0 {
             notes.push(format!(
@@ -570,6 +574,27 @@ fn pattern_of(
         }
     }
     Ok(pattern)
+}
+
+/// `rw=randread:N` (N > 1): N I/Os per random offset, the ones between
+/// sequential (fio's default `rw_sequencer=sequential`).
+fn run_pattern(g: &Given, n: u64, notes: &mut Vec<String>) -> Result<AccessPattern, FioJobError> {
+    let n = u32::try_from(n).map_err(|_| g.refuse("rw", "too many I/Os per random offset"))?;
+    if g.val("random_distribution")
+        .is_some_and(|(v, _)| v != "random")
+    {
+        return Err(g.refuse(
+            "random_distribution",
+            "iolab draws runs of rw=...:N from the uniform law only (random_distribution=random)",
+        ));
+    }
+    Ok(if g.flag("norandommap", false)? {
+        notes.push(format!("rw=...:{n} with norandommap: {n} blocks in order from each uniformly random one (iolab pattern rand-run:{n})"));
+        AccessPattern::RandRun(n)
+    } else {
+        notes.push(format!("rw=...:{n} with the random map: the file in runs of {n} blocks, every run once in random order (iolab pattern shuffle-run:{n}; fio's runs start at any free block, iolab's at multiples of {n})"));
+        AccessPattern::ShuffleRun(n)
+    })
 }
 
 /// Threads, queue depth and batches.
@@ -642,8 +667,14 @@ fn caching(g: &Given) -> Result<(bool, CacheMode), FioJobError> {
 struct Files {
     file: PathBuf,
     file_per_thread: bool,
+    more_files: Vec<PathBuf>,
+    nrfiles: u32,
+    /// Files per thread (fio: per job), which share `size` between them.
+    nfiles: u64,
     /// The part of the file the run covers (all slices with `increment`).
     region: u64,
+    /// Where that part starts (`offset`).
+    offset: u64,
     size_given: bool,
     increment: Option<u64>,
     /// The file's length, if it exists (for sizes given in %).
@@ -663,22 +694,101 @@ fn resolve_size(g: &Given, existing: Option<u64>, k: &str) -> Result<Option<u64>
     })
 }
 
-/// `filename`, `directory`, `filename_format` and `nrfiles`: the file
-/// and whether each thread has its own (STEM.N).
+/// `offset`: bytes, or a percentage of the existing file aligned down to
+/// the block size (as fio aligns it, with its default `offset_align`).
+fn offset_of(g: &Given, existing: Option<u64>, bs: u64) -> Result<u64, FioJobError> {
+    let percent = matches!(g.parse("offset", value::size)?, Some(Size::Percent(_)));
+    let offset = resolve_size(g, existing, "offset")?.unwrap_or(0);
+    Ok(if percent { offset / bs * bs } else { offset })
+}
+
+/// The job's files as iolab names them (see [`file_name`]).
+struct Names {
+    /// The file, or the stem of per-thread files.
+    file: PathBuf,
+    /// One file (or `nrfiles`) per thread: STEM.N.
+    file_per_thread: bool,
+    /// The rest of a `filename=a:b` list.
+    more_files: Vec<PathBuf>,
+    /// `nrfiles`: each name stands for NAME.0 .. NAME.{n-1}.
+    nrfiles: u32,
+}
+
+impl Names {
+    /// Files each thread spreads its ops over.
+    fn per_thread(&self) -> u64 {
+        (1 + self.more_files.len() as u64) * self.nrfiles as u64
+    }
+
+    /// The first file's path (the one sizes in % are taken from).
+    fn first(&self) -> PathBuf {
+        let mut s = self.file.clone().into_os_string();
+        if self.file_per_thread {
+            s.push(".0");
+        }
+        if self.nrfiles > 1 {
+            s.push(".0");
+        }
+        PathBuf::from(s)
+    }
+}
+
+/// `nrfiles` (default 1), and `file_service_type`, which iolab takes as
+/// fio's default only.
+fn nrfiles(g: &Given) -> Result<u32, FioJobError> {
+    if let Some((v, _)) = g.val("file_service_type") {
+        if v.trim() != "roundrobin" {
+            return Err(g.refuse(
+                "file_service_type",
+                "iolab sends each I/O to the next file in turn (file_service_type=roundrobin)",
+            ));
+        }
+    }
+    match g.int("nrfiles")? {
+        None => Ok(1),
+        Some(n) if (1..=65536).contains(&n) => Ok(n as u32),
+        Some(_) => Err(g.refuse("nrfiles", "must be 1..=65536")),
+    }
+}
+
+/// `filename_format`: iolab names per-thread files STEM.$jobnum, and with
+/// nrfiles > 1 STEM.$jobnum.$filenum; the stem, and whether it is per
+/// thread.
+fn format_stem(
+    v: &str,
+    loc: &Loc,
+    numjobs: u32,
+    nrfiles: u32,
+) -> Result<(PathBuf, bool), FioJobError> {
+    let stem = if nrfiles > 1 {
+        v.strip_suffix(".$filenum")
+    } else {
+        Some(v)
+    }
+    .and_then(|s| s.strip_suffix(".$jobnum"))
+    .filter(|s| !s.contains('$'))
+    .ok_or_else(|| {
+        loc.err(format!(
+            "filename_format={v}: iolab names per-thread files STEM.$jobnum (with nrfiles > 1, STEM.$jobnum.$filenum) only"
+        ))
+    })?;
+    Ok(if numjobs > 1 {
+        (PathBuf::from(stem), true)
+    } else {
+        // One job: fio's $jobnum is 0.
+        (PathBuf::from(format!("{stem}.0")), false)
+    })
+}
+
+/// `filename` (a ':'-separated list: every thread uses every file),
+/// `directory`, `filename_format` and `nrfiles`: the job's files.
 fn file_name(
     g: &Given,
     job: &RawJob,
     numjobs: u32,
     notes: &mut Vec<String>,
-) -> Result<(PathBuf, bool), FioJobError> {
-    if let Some(n) = g.int("nrfiles")? {
-        if n != 1 {
-            return Err(g.refuse(
-                "nrfiles",
-                "iolab uses one file per job (or one per thread with numjobs)",
-            ));
-        }
-    }
+) -> Result<Names, FioJobError> {
+    let nrfiles = nrfiles(g)?;
     let dir = g.val("directory").map(|(v, _)| PathBuf::from(v));
     let in_dir = |p: PathBuf| match &dir {
         Some(d) if p.is_relative() => d.join(p),
@@ -687,102 +797,93 @@ fn file_name(
     let format = g
         .val("filename_format")
         .filter(|_| g.get("filename").is_none());
-    Ok(if let Some((v, loc)) = format {
-        // iolab's per-thread files are STEM.N, N = the thread: fio's $jobnum.
-        let stem = v
-            .strip_suffix(".$jobnum")
-            .filter(|s| !s.contains('$'))
-            .ok_or_else(|| {
-                loc.err(format!(
-                    "filename_format={v}: iolab names per-thread files STEM.$jobnum only"
-                ))
-            })?;
-        if numjobs > 1 {
-            (in_dir(PathBuf::from(stem)), true)
-        } else {
-            // One job: fio's $jobnum is 0.
-            (in_dir(PathBuf::from(format!("{stem}.0"))), false)
+    let mut more_files = Vec::new();
+    let (file, file_per_thread) = if let Some((v, loc)) = format {
+        let (stem, per_thread) = format_stem(v, loc, numjobs, nrfiles)?;
+        (in_dir(stem), per_thread)
+    } else if let Some((v, _)) = g.val("filename") {
+        let mut names = v
+            .split(':')
+            .filter(|s| !s.is_empty())
+            .map(|n| in_dir(n.into()));
+        let first = names
+            .next()
+            .ok_or_else(|| g.refuse("filename", "names no file"))?;
+        more_files = names.collect();
+        if nrfiles > 1 {
+            return Err(g.refuse(
+                "nrfiles",
+                "with filename=, the files are the ones it names (filename=a:b)",
+            ));
         }
-    } else if let Some((v, loc)) = g.val("filename") {
-        let names: Vec<&str> = v.split(':').filter(|s| !s.is_empty()).collect();
-        if names.len() != 1 {
-            return Err(loc.err(format!(
-                "filename={v}: {} files; iolab runs one file per job (write one job per file, with stonewall)",
-                names.len()
-            )));
-        }
-        (in_dir(PathBuf::from(names[0])), false)
+        (first, false)
     } else {
         let d = dir.clone().unwrap_or_else(|| PathBuf::from("."));
+        // fio's names are JOB.$jobnum.$filenum; iolab's numbers the files
+        // only when there are several.
+        let name = &job.name;
         if numjobs == 1 {
-            (d.join(format!("{}.0.0", job.name)), false)
+            let stem = if nrfiles > 1 { "" } else { ".0" };
+            (d.join(format!("{name}.0{stem}")), false)
         } else {
-            notes.push(format!(
-                "no filename: one file per thread, {}.N (fio names them {}.N.0)",
-                job.name, job.name
-            ));
-            (d.join(&job.name), true)
+            notes.push(if nrfiles > 1 {
+                format!("no filename: one set of files per thread, {name}.N.F (as fio names them)")
+            } else {
+                format!("no filename: one file per thread, {name}.N (fio names them {name}.N.0)")
+            });
+            (d.join(name), true)
         }
-    })
+    };
+    let names = Names {
+        file,
+        file_per_thread,
+        more_files,
+        nrfiles,
+    };
+    if names.per_thread() > 1 {
+        notes.push(format!(
+            "{} files: each thread's I/Os go to each of its files in turn (file_service_type=roundrobin), each file its own offsets",
+            names.per_thread()
+        ));
+    }
+    Ok(names)
 }
 
-/// The file (see [`file_name`]), `offset`, `offset_increment`, `size` and
-/// `filesize`: which file and how much of it.
+/// The file (see [`file_name`]), `offset` (see [`offset_of`]),
+/// `offset_increment`, `size` and `filesize`: which file and which part of
+/// it, [offset, offset + size) as in fio.
 fn files(
     g: &Given,
     job: &RawJob,
-    numjobs: u32,
-    random: bool,
+    (numjobs, bs, random): (u32, u64, bool),
     notes: &mut Vec<String>,
 ) -> Result<Files, FioJobError> {
-    let (file, file_per_thread) = file_name(g, job, numjobs, notes)?;
-    if numjobs > 1 && !file_per_thread {
+    let names = file_name(g, job, numjobs, notes)?;
+    if numjobs > 1 && !names.file_per_thread {
         notes.push(format!(
-            "numjobs={numjobs} on one file: iolab's {numjobs} threads share it (sequential jobs each take a slice)"
+            "numjobs={numjobs} on shared files: iolab's {numjobs} threads share them (sequential jobs each take a slice)"
         ));
-    }
-    if let Some(o) = g.parse("offset", value::size)? {
-        if o != Size::Bytes(0) {
-            return Err(g.refuse(
-                "offset",
-                "iolab's jobs start at the beginning of the file; use offset=0",
-            ));
-        }
     }
     let increment = g
         .parse("offset_increment", value::bytes)?
         .filter(|o| *o > 0);
-    let existing = std::fs::metadata(if file_per_thread {
-        let mut s = file.clone().into_os_string();
-        s.push(".0");
-        PathBuf::from(s)
-    } else {
-        file.clone()
-    })
-    .ok()
-    .map(|m| {
+    let first = names.first();
+    let existing = std::fs::metadata(&first).ok().map(|m| {
         if m.file_type().is_file() {
             m.len()
         } else {
-            iolab::file::length(&file).unwrap_or(0)
+            iolab::file::length(&first).unwrap_or(0)
         }
     });
-    let filesize = resolve_size(g, existing, "filesize")?;
-    let size = resolve_size(g, existing, "size")?;
-    let region = size.or(filesize);
-    let size_given = region.is_some();
-    if region.is_none() && existing.is_none() {
-        return Err(job.loc.err(format!(
-            "job '{}': {} does not exist and no size is given; add size= (e.g. size=1g)",
-            job.name,
-            file.display()
-        )));
-    }
-    let region = region.unwrap_or(existing.unwrap_or(0));
-    let mut region = match filesize {
-        Some(f) => region.min(f),
-        None => region,
-    };
+    let offset = offset_of(g, existing, bs)?;
+    let nfiles = names.per_thread();
+    let (mut region, size_given) = region(g, job, (&first, nfiles), existing, offset)?;
+    let Names {
+        file,
+        file_per_thread,
+        more_files,
+        nrfiles,
+    } = names;
     if let Some(inc) = increment {
         // numjobs jobs, each `size` long, one after another in one file:
         // iolab's threads slicing a shared file of size x numjobs.
@@ -801,11 +902,56 @@ fn files(
     Ok(Files {
         file,
         file_per_thread,
+        more_files,
+        nrfiles,
+        nfiles,
         region,
+        offset,
         size_given,
         increment,
         existing,
     })
+}
+
+/// `size` and `filesize` from `offset`: the bytes of each file the job
+/// covers (`size` shared by its `nfiles` files as fio shares it, or the
+/// rest of the file when no size is given), and whether a size was given.
+/// `existing` is the length of `file`, the first, if it exists.
+fn region(
+    g: &Given,
+    job: &RawJob,
+    (file, nfiles): (&std::path::Path, u64),
+    existing: Option<u64>,
+    offset: u64,
+) -> Result<(u64, bool), FioJobError> {
+    let filesize = resolve_size(g, existing, "filesize")?;
+    if let Some(end) = filesize
+        .or(existing)
+        .filter(|end| offset > 0 && *end <= offset)
+    {
+        return Err(g.refuse(
+            "offset",
+            &format!("at or past the end of the file ({end} bytes); the region starts inside it"),
+        ));
+    }
+    let size = resolve_size(g, existing, "size")?.map(|s| s / nfiles);
+    // The file's bytes from `offset` on, when a size is not given.
+    let after = |len: u64| len.saturating_sub(offset);
+    let region = size.or(filesize.map(after));
+    let size_given = region.is_some();
+    if region.is_none() && existing.is_none() {
+        return Err(job.loc.err(format!(
+            "job '{}': {} does not exist and no size is given; add size= (e.g. size=1g)",
+            job.name,
+            file.display()
+        )));
+    }
+    let region = region.unwrap_or(after(existing.unwrap_or(0)));
+    let region = match filesize {
+        Some(f) => region.min(after(f)),
+        None => region,
+    };
+    Ok((region, size_given))
 }
 
 /// `io_size`, `loops`, `runtime`, `time_based`, `number_ios`, `ramp_time`
@@ -827,7 +973,7 @@ fn how_long(g: &Given, f: &Files, numjobs: u32) -> Result<(StopRule, u64, u64), 
         } else {
             1
         };
-    let per_job = io_size.unwrap_or(slice).saturating_mul(loops);
+    let per_job = io_size.unwrap_or(slice * f.nfiles).saturating_mul(loops);
     let stop = StopRule {
         bytes: if time_based {
             None
@@ -922,9 +1068,6 @@ fn sync_every(g: &Given) -> Result<Option<SyncEvery>, FioJobError> {
 
 /// Options fio has that would change what is measured and iolab does not do.
 fn refuse_unsupported(g: &Given) -> Result<(), FioJobError> {
-    if g.get("cpus_allowed").is_some() {
-        return Err(g.refuse("cpus_allowed", "iolab does not pin its threads to CPUs"));
-    }
     if let Some((v, _)) = g.val("kb_base") {
         if v.trim() != "1024" {
             return Err(g.refuse(
@@ -934,6 +1077,29 @@ fn refuse_unsupported(g: &Given) -> Result<(), FioJobError> {
         }
     }
     Ok(())
+}
+
+/// `cpus_allowed` and `cpus_allowed_policy`: the CPUs the job's threads
+/// run on (fio ignores the policy without a list, as this does).
+fn cpus(g: &Given) -> Result<Option<CpuPin>, FioJobError> {
+    let split = match g.val("cpus_allowed_policy") {
+        None => false,
+        Some((v, _)) => match v.trim() {
+            "shared" => false,
+            "split" => true,
+            _ => return Err(g.refuse("cpus_allowed_policy", "one of shared, split")),
+        },
+    };
+    let Some(cpus) = g.parse("cpus_allowed", CpuPin::parse_list)? else {
+        return Ok(None);
+    };
+    let pin = CpuPin {
+        cpus,
+        split,
+        first: 0,
+    };
+    pin.check_here().map_err(|e| g.refuse("cpus_allowed", &e))?;
+    Ok(Some(pin))
 }
 
 /// `continue_on_error`: iolab counts failed ops and goes on, for any kind
@@ -1019,6 +1185,8 @@ pub fn map_all(jobs: &[RawJob], lenient: bool) -> Result<Vec<FioJob>, FioJobErro
     }
     let mut out: Vec<FioJob> = Vec::new();
     let mut group = 0u32;
+    // fio numbers threads over the whole file (cpus_allowed_policy=split).
+    let mut threads_before = 0u32;
     for (i, j) in jobs.iter().enumerate() {
         // Group ids depend on stonewall/new_group, read before mapping.
         let last = |k: &str| -> Option<&RawOpt> {
@@ -1038,7 +1206,11 @@ pub fn map_all(jobs: &[RawJob], lenient: bool) -> Result<Vec<FioJob>, FioJobErro
         if i > 0 && (stonewall || flag("new_group")?) {
             group += 1;
         }
-        let fj = map_job(j, group, lenient)?;
+        let mut fj = map_job(j, group, lenient)?;
+        if let Some(p) = &mut fj.spec.cpus {
+            p.first = threads_before;
+        }
+        threads_before = threads_before.saturating_add(fj.numjobs);
         if let Some(prev) = out.last().filter(|p| p.groupid == group) {
             if (fj.group_reporting || prev.group_reporting) && fj.spec.bs != prev.spec.bs {
                 return Err(j.loc.err(format!(
@@ -1105,6 +1277,17 @@ mod tests {
                 .pattern,
             AccessPattern::Rand
         );
+        // `:N` > 1 on random I/O: N I/Os per random offset.
+        let r = one("[r]\nfilename=/x\nsize=1m\nrw=randrw:8\nnorandommap\n");
+        assert_eq!(r.spec.pattern, AccessPattern::RandRun(8));
+        let said: Vec<&String> = r
+            .notes
+            .iter()
+            .filter(|n| n.contains("rand-run:8"))
+            .collect();
+        assert_eq!(said.len(), 1, "{:?}", r.notes);
+        let r = one("[r]\nfilename=/x\nsize=1m\nrw=randwrite:4\n");
+        assert_eq!(r.spec.pattern, AccessPattern::ShuffleRun(4));
         let z = one("[z]\nfilename=/x\nsize=1m\nrw=randread\nrandom_distribution=zipf:1.2\n");
         assert_eq!(z.spec.pattern.to_string(), "zipf:1.2");
         let n = one("[n]\nfilename=/x\nsize=1m\nrw=randread\nrandom_distribution=normal:10\n");
@@ -1112,6 +1295,84 @@ mod tests {
         // A law on sequential I/O changes nothing, as in fio.
         let q = one("[q]\nfilename=/x\nsize=1m\nrw=read\nrandom_distribution=zipf:1.2\n");
         assert_eq!(q.spec.pattern, AccessPattern::Seq);
+    }
+
+    #[test]
+    fn offset_moves_the_region_as_fio_does() {
+        // [offset, offset + size): the file made holds both.
+        let j = one("[o]\nfilename=/x\nsize=1m\noffset=256k\n");
+        assert_eq!((j.spec.offset, j.spec.file_size), (256 << 10, 1 << 20));
+        assert_eq!(j.spec.file_end(), (1 << 20) + (256 << 10));
+        // filesize without size: the region is the rest of the file.
+        let j = one("[o]\nfilename=/x\nfilesize=1m\noffset=256k\n");
+        assert_eq!((j.spec.offset, j.spec.file_size), (256 << 10, 768 << 10));
+        assert_eq!(j.spec.stop.bytes, Some(768 << 10));
+        // A percentage of an existing file, aligned down to bs; no size:
+        // the rest of the file.
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("f");
+        std::fs::write(&f, vec![0u8; 100_000]).unwrap();
+        let j = one(&format!(
+            "[p]\nfilename={}\nbs=4k\noffset=50%\n",
+            f.display()
+        ));
+        assert_eq!(j.spec.offset, 12 * 4096);
+        assert_eq!(j.spec.file_size, 100_000 - 12 * 4096);
+        // Alias, and offset_increment slices starting at the offset.
+        let j = one("[i]\nfilename=/x\nsize=64k\nfileoffset=1m\nnumjobs=2\noffset_increment=64k\n");
+        assert_eq!((j.spec.offset, j.spec.file_size), (1 << 20, 128 << 10));
+    }
+
+    #[test]
+    fn cpus_allowed_pins_and_split_numbers_threads_over_the_file() {
+        let cpu = iolab::prim::allowed_cpus().unwrap()[0];
+        let j = jobs(
+            &format!("[global]\nfilename=/x\nsize=1m\ncpus_allowed={cpu}\ncpus_allowed_policy=split\n[a]\nnumjobs=2\n[b]\n[c]\ncpus_allowed_policy=shared\n"),
+            false,
+        )
+        .unwrap();
+        let pins: Vec<_> = j.iter().map(|j| j.spec.cpus.clone().unwrap()).collect();
+        assert_eq!(pins[0].cpus, vec![cpu as u32]);
+        assert_eq!(
+            pins.iter().map(|p| (p.split, p.first)).collect::<Vec<_>>(),
+            vec![(true, 0), (true, 2), (false, 3)]
+        );
+        assert_eq!(one("[a]\nfilename=/x\nsize=1m\n").spec.cpus, None);
+    }
+
+    #[test]
+    fn filename_lists_and_nrfiles_spread_a_job_over_files() {
+        let p = |v: &[&str]| v.iter().map(PathBuf::from).collect::<Vec<_>>();
+        // A list: every thread uses every file; they share `size`.
+        let j = one("[l]\nfilename=/a:/b::/c\nsize=3m\nnumjobs=2\n");
+        assert_eq!(j.spec.files(), p(&["/a", "/b", "/c"]));
+        assert!(!j.spec.file_per_thread);
+        assert_eq!(j.spec.file_size, 1 << 20);
+        assert_eq!(j.spec.stop.bytes, Some(2 * (3 << 20)));
+        // nrfiles with fio's default names, JOB.$jobnum.$filenum.
+        let j = one("[n]\ndirectory=/d\nnrfiles=2\nfilesize=64k\n");
+        assert_eq!(j.spec.files(), p(&["/d/n.0.0", "/d/n.0.1"]));
+        assert_eq!(
+            (j.spec.file_size, j.spec.stop.bytes),
+            (64 << 10, Some(128 << 10))
+        );
+        let j = one(
+            "[n]\ndirectory=/d\nnr_files=2\nsize=128k\nnumjobs=2\nfile_service_type=roundrobin\n",
+        );
+        assert!(j.spec.file_per_thread);
+        assert_eq!(
+            j.spec.files(),
+            p(&["/d/n.0.0", "/d/n.0.1", "/d/n.1.0", "/d/n.1.1"])
+        );
+        assert_eq!(j.spec.file_size, 64 << 10);
+        // filename_format with $filenum, one job: $jobnum is 0.
+        let j = one("[f]\nfilename_format=/d/x.$jobnum.$filenum\nnrfiles=2\nsize=128k\n");
+        assert_eq!(j.spec.files(), p(&["/d/x.0.0", "/d/x.0.1"]));
+        assert!(
+            j.notes.iter().any(|n| n.contains("roundrobin")),
+            "{:?}",
+            j.notes
+        );
     }
 
     #[test]
@@ -1237,22 +1498,29 @@ mod tests {
             ("[a]\nfilename=/x\nsize=1m\nverify=md5\n", "j.fio:4: option 'verify': known to fio but not supported by iolab"),
             ("[a]\nfilename=/x\nsize=1m\ndescription=hi\n", "j.fio:4: option 'description': known to fio but not supported by iolab (it does not change what is measured: --lenient"),
             ("[a]\nfilename=/x\nsize=1m\nioengine=splice\n", "j.fio:4: ioengine=splice: 'splice' is not an engine iolab has"),
-            ("[a]\nfilename=/x\nsize=1m\nrw=randread:8\n", "j.fio:4: rw=randread:8: :8: 8 I/Os per random offset"),
+            ("[a]\nfilename=/x\nsize=1m\nrw=randread:x\n", "j.fio:4: rw=randread:x: ':x': the I/Os per random offset, a number"),
+            ("[a]\nfilename=/x\nsize=1m\nrw=randread:8\nrandom_distribution=zipf:1.2\n", "j.fio:5: random_distribution=zipf:1.2: iolab draws runs of rw=...:N from the uniform law only"),
             ("[a]\nfilename=/x\nsize=1m\nrw=read:x\n", "j.fio:4: rw=read:x: :x: 'x': not a size"),
             ("[a]\nfilename=/x\nsize=1m\nrw=randread\nrandom_distribution=zoned:50/5:50/95\n", "j.fio:5: random_distribution=zoned:50/5:50/95: iolab draws random, zipf"),
             ("[a]\nfilename=/x\nsize=1m\nrw=randread\nrandom_distribution=zipf:1\n", "j.fio:5: random_distribution=zipf:1: "),
             ("[a]\nfilename=/x\nsize=1m\nrw=trim\n", "j.fio:4: rw=trim: 'trim': iolab does not issue trims"),
-            ("[a]\nfilename=/x:/y\nsize=1m\n", "j.fio:2: filename=/x:/y: 2 files"),
             ("[a]\nfilename=/x\nsize=1m\nrw=rw\nrate_iops=100,200\n", "j.fio:5: rate_iops=100,200: iolab paces reads and writes together"),
             ("[a]\nfilename=/x\nsize=1m\nrate=1m\nrate_iops=10\n", "j.fio:4: rate=1m: give rate or rate_iops"),
-            ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=0-1\n", "j.fio:4: cpus_allowed=0-1:"),
-            ("[a]\nfilename=/x\nsize=1m\noffset=4k\n", "j.fio:4: offset=4k:"),
+            ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=4095\n", "j.fio:4: cpus_allowed=4095: CPU 4095 is not online or not allowed for this process (it may use "),
+            ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=0-x\n", "j.fio:4: cpus_allowed: '0-x': a CPU list is CPUs and ranges"),
+            ("[a]\nfilename=/x\nsize=1m\ncpus_allowed=0\ncpus_allowed_policy=half\n", "j.fio:5: cpus_allowed_policy=half: one of shared, split"),
+            ("[a]\nfilename=/nonexistent/iolab/x\nsize=1m\noffset=10%\n", "j.fio:4: offset=10%: a percentage of a file that does not exist"),
+            ("[a]\nfilename=/x\nfilesize=1m\noffset=1m\n", "j.fio:4: offset=1m: at or past the end of the file (1048576 bytes)"),
+            ("[a]\nfilename=/x\nsize=1m\noffset=4q\n", "j.fio:4: offset: '4q': not a size"),
             ("[a]\nfilename=/x\nsize=1m\nfixedbufs\n", "j.fio:4: fixedbufs=: an io_uring option"),
             ("[a]\nfilename=/x\nsize=1m\nioengine=psync\nhipri\n", "j.fio:5: hipri=: only pvsync2 and io_uring"),
             ("[a]\nfilename=/x\nsize=1m\nrw=rw\nbs=4k,8k\n", "j.fio:5: bs=4k,8k: iolab uses one block size"),
             ("[a]\nfilename=/x\nsize=1m\nbsrange=4k-16k\n", "j.fio:4: bsrange: '4k-16k': iolab uses one block size"),
             ("[a]\nfilename=/x\nsize=1m\nwrite_lat_log=a\n", "j.fio:4: write_lat_log=a: iolab logs interval averages"),
-            ("[a]\nfilename=/x\nsize=1m\nnrfiles=4\n", "j.fio:4: nrfiles=4:"),
+            ("[a]\nfilename=/x:/y\nsize=1m\nnrfiles=4\n", "j.fio:4: nrfiles=4: with filename=, the files are the ones it names"),
+            ("[a]\nsize=1m\nnrfiles=0\n", "j.fio:3: nrfiles=0: must be 1..=65536"),
+            ("[a]\nfilename=/x\nsize=1m\nfile_service_type=random\n", "j.fio:4: file_service_type=random: iolab sends each I/O to the next file in turn"),
+            ("[a]\nfilename_format=x.$jobnum.$filenum\nsize=1m\n", "j.fio:2: filename_format=x.$jobnum.$filenum: iolab names per-thread files STEM.$jobnum"),
             ("[a]\nfilename=/x\nsize=1m\nbs=4q\n", "j.fio:4: bs: '4q': not a size"),
             ("[a]\nfilename=/x\nsize=1m\nruntime=soon\n", "j.fio:4: runtime: 'soon': not a time"),
             ("[a]\nfilename=/x\nsize=1m\ntime_based\n", "j.fio:4: time_based=: needs runtime="),

@@ -54,6 +54,7 @@ pub const MAPPED: &[&str] = &[
     "filename",
     "directory",
     "nrfiles",
+    "file_service_type",
     "filesize",
     "size",
     "offset",
@@ -87,6 +88,7 @@ pub const MAPPED: &[&str] = &[
     "sqthread_poll",
     "sqthread_poll_cpu",
     "cpus_allowed",
+    "cpus_allowed_policy",
     "rate",
     "rate_iops",
     "thinktime",
@@ -161,7 +163,7 @@ fn reason(key: &str) -> &'static str {
             "replaying I/O logs is iolab's `replay` command, not a job option"
         }
         k if k.starts_with("steadystate") => "iolab has no steady-state detection",
-        k if k.starts_with("cgroup") || k.starts_with("numa_") || k.starts_with("prio") || k == "cpumask" || k == "cpus_allowed_policy" || k == "ioscheduler" => {
+        k if k.starts_with("cgroup") || k.starts_with("numa_") || k.starts_with("prio") || k == "cpumask" || k == "ioscheduler" => {
             "iolab does not change scheduling, cgroups or NUMA placement"
         }
         k if k.starts_with("trim") => "iolab does not issue trims",
@@ -179,9 +181,11 @@ fn reason(key: &str) -> &'static str {
         "sync" | "write_barrier" | "sync_file_range" | "fsync_on_close" | "create_fsync" => {
             "iolab issues no syncs of its own during a job"
         }
-        "unique_filename" | "opendir" | "file_service_type" | "openfiles" | "file_append" | "lockfile" => {
-            "iolab uses one file per job (or one per thread with numjobs)"
-        }
+        "opendir" => "iolab takes a job's files from filename, filename_format and nrfiles, not from a folder's listing",
+        "openfiles" => "iolab keeps every file of a job open for the whole job",
+        "file_append" => "iolab's I/O stays in [offset, offset + size) of each file",
+        "lockfile" => "iolab does not lock files between threads",
+        "unique_filename" => "iolab names files as filename/filename_format say (fio's client prefix does not apply)",
         "overwrite" | "create_only" | "pre_read" | "fill_device" => {
             "iolab lays out missing files itself and never measures the layout"
         }
@@ -231,17 +235,18 @@ pub fn class(key: &str) -> Class {
 /// rest is refused with a message naming the job, line and option).
 pub fn limits(name: &str) -> Option<&'static str> {
     Some(match name {
-        "filename" => "one file per job (':'-separated lists refused)",
-        "nrfiles" => "nrfiles=1 only",
-        "offset" => "offset=0 only",
+        "filename" => "a ':'-separated list is shared by every thread of the job",
+        "nrfiles" => "not with filename= (the files are the ones it names)",
+        "file_service_type" => "roundrobin (fio's default) only",
         "fsync" | "fdatasync" => {
             "one of the two per job; the writing thread syncs before its next I/O, as fio"
         }
-        "cpus_allowed" => "refused when set: iolab does not pin its threads",
         "kb_base" => "1024 only",
-        "rw" => "read:N (N bytes skipped after each I/O) taken; randread:N only for N <= 1",
+        "rw" => {
+            "no trims; randread:N runs are drawn from the uniform law only (no random_distribution)"
+        }
         "random_distribution" => "random, zipf:θ, pareto:h, normal:dev (not zoned)",
-        "filename_format" => "STEM.$jobnum only",
+        "filename_format" => "STEM.$jobnum, or STEM.$jobnum.$filenum with nrfiles",
         _ => return None,
     })
 }

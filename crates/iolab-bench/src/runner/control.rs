@@ -9,7 +9,7 @@ use crate::record::IntervalSample;
 use crate::spec::WorkloadSpec;
 use iolab::engine::{self, Engine, EngineConfig};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -166,6 +166,8 @@ struct SlotWatch {
     started: AtomicU64,
     offset: AtomicU64,
     write: AtomicBool,
+    /// Which of the worker's files.
+    file: AtomicU32,
 }
 
 /// What a worker publishes about its ops in flight, so that the collector can
@@ -184,6 +186,8 @@ pub(super) struct Overdue {
     pub offset: u64,
     /// A write (else a read).
     pub write: bool,
+    /// Which of the worker's files (its engine's file index).
+    pub file: u32,
 }
 
 impl Watch {
@@ -199,12 +203,14 @@ impl Watch {
         let _ = self.base.set(base);
     }
 
-    /// Op in `slot` handed to the engine at `t` ns. A no-op without
+    /// Op `op` handed to the engine at `t` ns. A no-op without
     /// `--op-timeout` (no slots).
     #[inline]
-    pub fn start(&self, slot: usize, t: u64, offset: u64, write: bool) {
-        if let Some(s) = self.slots.get(slot) {
-            s.offset.store(offset, Ordering::Relaxed);
+    pub fn start(&self, op: &iolab::engine::Op, t: u64) {
+        if let Some(s) = self.slots.get(op.tag as usize) {
+            let write = op.kind == iolab::engine::OpKind::Write;
+            s.offset.store(op.offset, Ordering::Relaxed);
+            s.file.store(op.file.0, Ordering::Relaxed);
             s.write.store(write, Ordering::Relaxed);
             s.started.store(t + 1, Ordering::Release);
         }
@@ -234,6 +240,7 @@ impl Watch {
             waited_ns,
             offset: s.offset.load(Ordering::Relaxed),
             write: s.write.load(Ordering::Relaxed),
+            file: s.file.load(Ordering::Relaxed),
         })
     }
 }

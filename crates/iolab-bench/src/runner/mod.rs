@@ -49,7 +49,7 @@ pub fn run_once(
 ) -> Result<RunMetrics> {
     crate::prepare::validate(spec)?;
     let plans = plan::plans(spec, prep, size)?;
-    let cache_before = crate::residency::Snapshot::take(prep, size)?;
+    let cache_before = crate::residency::Snapshot::take(prep, spec.offset, size)?;
     // Outside the measured window.
     clock::calibrate();
     let sh = Arc::new(Shared::new(spec, prep, plans.len()));

@@ -1,4 +1,4 @@
-//! What each worker does: which file, which offsets, how many ops.
+//! What each worker does: which files, which offsets in each, how many ops.
 
 use crate::error::{BenchError, Result};
 use crate::offsets::OffsetGen;
@@ -7,20 +7,28 @@ use crate::spec::{StopRule, WorkloadSpec};
 use iolab::pattern::Pattern;
 use std::path::PathBuf;
 
+/// One file of a worker, with the offsets the worker visits in it.
+pub(super) struct PlanFile {
+    /// Index of the file in [`Prepared::files`].
+    pub idx: usize,
+    /// Its path (for messages).
+    pub path: PathBuf,
+    /// Its offsets.
+    pub gen: OffsetGen,
+    /// Its data pattern (to fill writes and verify reads).
+    pub pattern: Option<Pattern>,
+}
+
 /// The work of one worker.
 pub(super) struct Plan {
     /// Worker number, from 0.
     pub worker: u32,
-    /// Index of its file in [`Prepared::files`].
-    pub file_idx: usize,
-    /// That file's path (for messages).
-    pub path: PathBuf,
-    /// Its offsets.
-    pub gen: OffsetGen,
+    /// Its files, in the order its ops go round them (fio's
+    /// `file_service_type=roundrobin`); the engine's [`iolab::engine::FileId`]
+    /// is the position here.
+    pub files: Vec<PlanFile>,
     /// Ops to issue in the measured phase (None: until time runs out).
     pub budget: Option<u64>,
-    /// The file's data pattern (to fill writes and verify reads).
-    pub pattern: Option<Pattern>,
 }
 
 /// Splits `spec` over its workers; `size` is the bytes of each file in use.
@@ -44,14 +52,12 @@ pub(super) fn plans(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<V
     let one_pass = spec.stop == StopRule::default();
     let mut v = Vec::new();
     for t in 0..w {
-        let (file_idx, first, count) = if spec.file_per_thread {
-            (t as usize, 0, blocks)
-        } else if spec.pattern.with_replacement() {
-            (0, 0, blocks)
+        // Its own files whole, or every thread a slice of each shared file.
+        let (first, count) = if spec.file_per_thread || spec.pattern.with_replacement() {
+            (0, blocks)
         } else {
             let a = t * blocks / w;
-            let b = (t + 1) * blocks / w;
-            (0, a, b - a)
+            (a, (t + 1) * blocks / w - a)
         };
         if count == 0 {
             return Err(BenchError::Usage(format!(
@@ -59,22 +65,34 @@ pub(super) fn plans(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<V
                 blocks, spec.bs
             )));
         }
-        let seed = spec.seed ^ (t + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93);
-        let gen = OffsetGen::new(spec.pattern, first, count, spec.bs, seed).with_place(spec.place);
+        let files: Vec<PlanFile> = spec
+            .files_of(t as u32)
+            .enumerate()
+            .map(|(k, idx)| {
+                let seed = spec.seed
+                    ^ (t + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93)
+                    ^ (k as u64).wrapping_mul(0x9FB2_1C65_1E98_DF25);
+                PlanFile {
+                    idx,
+                    path: prep.files[idx].path.clone(),
+                    gen: OffsetGen::new(spec.pattern, first, count, spec.bs, seed)
+                        .with_place(spec.place)
+                        .with_base(spec.offset),
+                    pattern: prep.files[idx].pattern,
+                }
+            })
+            .collect();
         let budget = if one_pass && !spec.pattern.with_replacement() && !spec.file_per_thread {
-            // One pass: each worker exactly its own slice (with a stride,
-            // the blocks of it that the stride visits).
-            Some(gen.positions())
+            // One pass: each worker exactly its own slice of each file
+            // (with a stride, the blocks of it that the stride visits).
+            Some(files.iter().map(|f| f.gen.positions()).sum())
         } else {
             total_ops.map(|o| o / w + u64::from(t < o % w))
         };
         v.push(Plan {
             worker: t as u32,
-            file_idx,
-            path: prep.files[file_idx].path.clone(),
-            gen,
+            files,
             budget,
-            pattern: prep.files[file_idx].pattern,
         });
     }
     Ok(v)

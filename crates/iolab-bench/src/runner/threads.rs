@@ -37,29 +37,32 @@ pub(super) struct Collected {
     pub merger: Merger,
 }
 
-/// Opens the plan's file and builds its engine.
+/// Opens the plan's files and builds its engine.
 fn build_engine(
     sh: &Shared,
     plan: &Plan,
     factory: &dyn EngineFactory,
 ) -> iolab::Result<Box<dyn Engine>> {
     let spec = &sh.spec;
-    let f = &sh.prep.files[plan.file_idx];
-    let write = spec.op.writes();
-    let file = iolab::file::open(
-        &f.path,
-        OpenSpec {
-            direct: spec.direct,
-            write,
-        },
-    )?;
-    iolab::cache::advise(&file, spec.pattern.hint())?;
-    let cfg = EngineConfig {
-        files: vec![EngineFile {
+    let mut files = Vec::with_capacity(plan.files.len());
+    for pf in &plan.files {
+        let f = &sh.prep.files[pf.idx];
+        let file = iolab::file::open(
+            &f.path,
+            OpenSpec {
+                direct: spec.direct,
+                write: spec.op.writes(),
+            },
+        )?;
+        iolab::cache::advise(&file, spec.pattern.hint())?;
+        files.push(EngineFile {
             path: f.path.clone(),
             file,
             len: f.len,
-        }],
+        });
+    }
+    let cfg = EngineConfig {
+        files,
         qd: spec.qd,
         max_len: spec.bs as usize,
         mem_align: sh
@@ -76,8 +79,35 @@ fn build_engine(
     factory.build(spec, plan.worker, cfg)
 }
 
-/// The one worker runs on the calling thread.
+/// Lets the calling thread run only on the CPUs `spec.cpus` gives
+/// `worker` (fio's `cpus_allowed`), before its engine's buffers are
+/// allocated; returns the CPUs it could use before (None: not pinned).
+fn pin(spec: &crate::spec::WorkloadSpec, worker: u32) -> iolab::Result<Option<Vec<usize>>> {
+    let Some(p) = &spec.cpus else {
+        return Ok(None);
+    };
+    let before = iolab::prim::allowed_cpus()?;
+    iolab::prim::pin_to_cpus(&p.of_worker(worker))?;
+    Ok(Some(before))
+}
+
+/// The one worker runs on the calling thread, pinned for the run only.
 pub(super) fn inline(
+    sh: &Shared,
+    ctl: &RunControl,
+    plan: Plan,
+    factory: &dyn EngineFactory,
+) -> Result<Collected> {
+    let before = pin(&sh.spec, plan.worker)?;
+    let out = run_inline(sh, ctl, plan, factory);
+    if let Some(cpus) = before {
+        iolab::prim::pin_to_cpus(&cpus)?;
+    }
+    out
+}
+
+/// [`inline`]'s run, between pinning and unpinning.
+fn run_inline(
     sh: &Shared,
     ctl: &RunControl,
     plan: Plan,
@@ -119,7 +149,7 @@ pub(super) fn spawned(
     for plan in plans {
         let (sh, tx, barrier, factory) = (sh.clone(), tx.clone(), barrier.clone(), factory.clone());
         std::thread::spawn(move || {
-            let eng = build_engine(&sh, &plan, &*factory);
+            let eng = pin(&sh.spec, plan.worker).and_then(|_| build_engine(&sh, &plan, &*factory));
             barrier.wait();
             if two_step {
                 barrier.wait();
@@ -214,7 +244,7 @@ fn watch(sh: &Shared, limit: u64) {
     }
     for (w, watch) in sh.watches.iter().enumerate() {
         if let Some(o) = watch.overdue(limit) {
-            let idx = if sh.spec.file_per_thread { w } else { 0 };
+            let idx = sh.spec.files_of(w as u32).start + o.file as usize;
             let path = sh.prep.files[idx].path.clone();
             sh.fail(timeout_error(path, sh.spec.bs as u32, limit, &o));
             return;

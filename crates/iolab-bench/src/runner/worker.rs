@@ -140,7 +140,10 @@ struct Worker<'a> {
     deadline: Option<u64>,
     free: Vec<u32>,
     started: Vec<u64>,
-    meta: Vec<(u64, OpKind)>,
+    /// Each slot's op: offset, kind, and which of the plan's files.
+    meta: Vec<(u64, OpKind, u32)>,
+    /// The file the next op goes to (round robin over the plan's files).
+    next_file: usize,
     pending: Vec<Op>,
     done: Vec<Done>,
     inflight: usize,
@@ -211,7 +214,8 @@ impl<'a> Worker<'a> {
         let watch = &sh.watches[plan.worker as usize];
         watch.set_base(clock.base);
         let measuring = spec.ramp_ns == 0;
-        let syncer = super::sync::Syncer::of(spec.sync_every, &plan.path).unwrap_or_else(|e| {
+        let paths = plan.files.iter().map(|f| f.path.as_path());
+        let syncer = super::sync::Syncer::of(spec.sync_every, paths).unwrap_or_else(|e| {
             sh.fail(e);
             None
         });
@@ -232,7 +236,8 @@ impl<'a> Worker<'a> {
             deadline: spec.stop.time_ns.map(|t| spec.ramp_ns + t),
             free: (0..qd as u32).rev().collect(),
             started: vec![0; qd],
-            meta: vec![(0, OpKind::Read); qd],
+            meta: vec![(0, OpKind::Read, 0); qd],
+            next_file: 0,
             pending: Vec::with_capacity(spec.batch_submit as usize),
             done: Vec::with_capacity(qd),
             inflight: 0,
@@ -313,8 +318,7 @@ impl<'a> Worker<'a> {
         let t = self.clock.now_ns();
         for op in &self.pending {
             self.started[op.tag as usize] = t;
-            let write = op.kind == OpKind::Write;
-            self.watch.start(op.tag as usize, t, op.offset, write);
+            self.watch.start(op, t);
         }
         // When the runner will wait right after submitting (queue full, or
         // no more work), one combined call lets io_uring submit and wait in
@@ -388,12 +392,20 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Picks the next op's offset and kind and queues it in `slot`.
+    /// Picks the next op's file (each in turn), offset and kind and queues
+    /// it in `slot`.
     #[inline]
     fn queue_op(&mut self, slot: u32) {
-        let off = self.plan.gen.next_offset();
+        let k = self.next_file;
+        self.next_file = if k + 1 == self.plan.files.len() {
+            0
+        } else {
+            k + 1
+        };
+        let file = &mut self.plan.files[k];
+        let off = file.gen.next_offset();
         let rp = self.read_pct;
-        let kind = if rp == 100 || (rp > 0 && self.plan.gen.coin() < rp) {
+        let kind = if rp == 100 || (rp > 0 && file.gen.coin() < rp) {
             OpKind::Read
         } else {
             OpKind::Write
@@ -406,15 +418,15 @@ impl<'a> Worker<'a> {
                 None => true,
             };
             if fresh {
-                let p = self.plan.pattern.unwrap_or(Pattern::new(0));
+                let p = file.pattern.unwrap_or(Pattern::new(0));
                 p.fill(&mut self.eng.buf_mut(BufId(slot))[..self.bs as usize], off);
             }
         }
-        self.meta[slot as usize] = (off, kind);
+        self.meta[slot as usize] = (off, kind, k as u32);
         self.pending.push(Op {
             tag: slot as u64,
             kind,
-            file: FileId(0),
+            file: FileId(k as u32),
             offset: off,
             len: self.bs,
             buf: BufId(slot),
@@ -510,7 +522,7 @@ impl<'a> Worker<'a> {
             } else {
                 tl.writes += 1;
                 if let Some(s) = self.syncer.as_mut() {
-                    s.wrote();
+                    s.wrote(self.meta[slot].2 as usize);
                 }
             }
             self.iv.record(lat, n as u64);
@@ -520,13 +532,14 @@ impl<'a> Worker<'a> {
     /// The bytes a completion moved, or why it does not count.
     #[inline]
     fn check(&self, d: &Done) -> Result<u32, BenchError> {
-        let (off, kind) = self.meta[d.tag as usize];
+        let (off, kind, k) = self.meta[d.tag as usize];
+        let file = &self.plan.files[k as usize];
         let kname = if kind == OpKind::Read {
             "read"
         } else {
             "write"
         };
-        let (path, len) = (&self.plan.path, self.bs);
+        let (path, len) = (&file.path, self.bs);
         let n = d.res.map_err(|errno| BenchError::OpFailed {
             kind: kname,
             path: path.clone(),
@@ -544,7 +557,7 @@ impl<'a> Worker<'a> {
             });
         }
         if self.verify && kind == OpKind::Read {
-            if let Some(p) = self.plan.pattern {
+            if let Some(p) = file.pattern {
                 let buf = &self.eng.buf(BufId(d.tag as u32))[..n as usize];
                 p.verify(buf, off).map_err(|m| {
                     BenchError::Io(iolab::Error::Verify {

@@ -1,12 +1,13 @@
 //! `iolab bench`: one measurement, or the cartesian product of the
 //! comma-separated values of `--engine --bs --qd --batch --threads --pattern`.
 
-pub use super::bench_args::{BenchArgs, OpArg, WriteFill};
+pub use super::bench_args::{BenchArgs, CpusPolicy, OpArg, WriteFill};
 use super::session::{prepare_files, temp_path, Session};
 use crate::output::{self, Exporter};
 use anyhow::Result;
 use iolab::engine::{EngineKind, EngineOpts, UringOpts};
 use iolab_bench::env::Environment;
+use iolab_bench::pin::CpuPin;
 use iolab_bench::prepare;
 use iolab_bench::record::{unix_ms, BenchRecord, IntervalSample};
 use iolab_bench::runner::{run_once, RealEngines, RunControl};
@@ -74,8 +75,9 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
     if a.op != OpArg::Rw && a.read_pct != 70 {
         return Err(super::usage("--read-pct needs --op rw"));
     }
-    if let Some(f) = &a.file {
-        prepare::check_file_kind(f, a.op != OpArg::Read)?;
+    if let Some(p) = cpu_pin(a) {
+        p.check_here()
+            .map_err(|e| super::usage(format!("--cpus {}: {e}", p.list())))?;
     }
     super::limits::check_bench(a)?;
     if a.time.is_some_and(|t| t.is_zero()) {
@@ -90,6 +92,14 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
         return Err(super::usage("--interval: use at least 10ms"));
     }
     Ok(())
+}
+
+/// `--cpus` and `--cpus-policy`.
+fn cpu_pin(a: &BenchArgs) -> Option<CpuPin> {
+    a.cpus.as_ref().map(|p| CpuPin {
+        split: a.cpus_policy == Some(CpusPolicy::Split),
+        ..p.clone()
+    })
 }
 
 /// The configurations the flags describe (cartesian product).
@@ -159,7 +169,13 @@ fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
         op,
         file_per_thread: a.file_per_thread,
         file: file.to_path_buf(),
+        more_files: a
+            .named_files()
+            .and_then(|v| v.get(1..).map(<[PathBuf]>::to_vec))
+            .unwrap_or_default(),
+        nrfiles: a.nrfiles,
         file_size: size,
+        offset: a.offset,
         direct: a.direct,
         cache: a.cache,
         drop_caches: a.drop_caches,
@@ -184,6 +200,7 @@ fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
             .map(|writes| (writes, false))
             .or(a.fdatasync.map(|writes| (writes, true)))
             .map(|(writes, data_only)| SyncEvery { writes, data_only }),
+        cpus: cpu_pin(a),
         ..WorkloadSpec::default()
     }
 }
@@ -243,7 +260,7 @@ pub fn execute(
         let size = if ses.size_given {
             spec.file_size
         } else {
-            prep.files.iter().map(|f| f.len).min().unwrap_or(0)
+            prep.region_len(spec.offset)
         };
         let mut spec = spec.clone();
         spec.file_size = size;
@@ -336,19 +353,31 @@ pub(crate) struct Plan {
 /// Checks `a` and plans the run (see [`Plan`]).
 pub(crate) fn plan(a: &BenchArgs) -> Result<Plan> {
     check_flags(a)?;
-    let temp = a.file.is_none();
-    let file = match &a.file {
-        Some(f) => f.clone(),
+    let named = a.named_files();
+    if named.as_ref().is_some_and(|v| v.is_empty()) {
+        return Err(super::usage(
+            "--files: give the files as A:B (e.g. --files data.0:data.1)",
+        ));
+    }
+    let temp = named.is_none();
+    let file = match &named {
+        Some(f) => f[0].clone(),
         None => temp_path(&a.dir)?,
     };
     let size_given = a.size.is_some() || temp;
-    let size = match (a.size, &a.file) {
+    let size = match (a.size, &named) {
         (Some(s), _) => s,
         (None, None) => 1 << 30,
-        (None, Some(f)) => {
-            if std::fs::symlink_metadata(f).is_err() && !a.file_per_thread {
+        (None, Some(names)) => {
+            let f = &names[0];
+            if std::fs::symlink_metadata(f).is_err() && !a.file_per_thread && a.nrfiles == 1 {
+                let flag = if a.file.is_some() {
+                    "--file"
+                } else {
+                    "--files"
+                };
                 return Err(super::usage(format!(
-                    "--file {}: no such file; give --size to create it (e.g. --size 1g)",
+                    "{flag} {}: no such file; give --size to create it (e.g. --size 1g)",
                     f.display()
                 )));
             }

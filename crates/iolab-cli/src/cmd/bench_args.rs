@@ -7,6 +7,7 @@ use crate::output;
 use crate::parse;
 use anyhow::Result;
 use iolab::engine::EngineKind;
+use iolab_bench::pin::CpuPin;
 use iolab_bench::ranks::Layout;
 use iolab_bench::spec::{AccessPattern, CacheMode};
 use std::path::PathBuf;
@@ -24,8 +25,25 @@ fn cache(s: &str) -> Result<CacheMode, String> {
 fn mem(s: &str) -> Result<iolab::mem::MemKind, String> {
     s.parse()
 }
+fn cpu_list(s: &str) -> Result<CpuPin, String> {
+    CpuPin::parse_list(s).map(|cpus| CpuPin {
+        cpus,
+        split: false,
+        first: 0,
+    })
+}
 fn sqpoll_wait(s: &str) -> Result<iolab::engine::SqpollWait, String> {
     s.parse()
+}
+
+/// How worker threads share the CPUs of `--cpus` (fio's
+/// `cpus_allowed_policy`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpusPolicy {
+    /// Every thread may run on any CPU of the list.
+    Shared,
+    /// Each thread on one CPU of the list, in turn.
+    Split,
 }
 
 /// What each write carries (`--write-fill`).
@@ -65,8 +83,11 @@ pub struct BenchArgs {
     pub read_pct: u8,
     /// Access pattern(s): seq, rand (uniform, with replacement), shuffle (every
     /// block once), stride:BYTES (in order, skipping BYTES after each block:
-    /// fio's rw=read:BYTES), or skewed like fio's random_distribution:
-    /// zipf:THETA, pareto:H, normal:DEV (standard deviation in % of the file).
+    /// fio's rw=read:BYTES), rand-run:N (N blocks in order from each uniformly
+    /// random one: fio's rw=randread:N with norandommap), shuffle-run:N (runs
+    /// of N blocks, each once in random order: fio's rw=randread:N), or
+    /// skewed like fio's random_distribution: zipf:THETA, pareto:H,
+    /// normal:DEV (standard deviation in % of the file).
     #[arg(long, value_delimiter = ',', default_value = "seq", value_parser = pattern)]
     pub pattern: Vec<AccessPattern>,
     /// Block size(s), binary units (4k, 1m).
@@ -96,12 +117,34 @@ pub struct BenchArgs {
     /// --size is given). Without it, a temporary file in --dir is used and removed.
     #[arg(long)]
     pub file: Option<PathBuf>,
+    /// Several files (A:B:...), made like --file when missing: every thread
+    /// spreads its ops over all of them, each op to the next file in turn
+    /// (fio's filename=A:B with its default file_service_type=roundrobin).
+    #[arg(long, value_name = "A:B", conflicts_with_all = ["file", "file_per_thread"])]
+    pub files: Option<PathBuf>,
+    /// Each file (--file, or each thread's FILE.T with --file-per-thread)
+    /// becomes N files FILE.0 .. FILE.N-1, each op to the next in turn
+    /// (fio's nrfiles; --size is each file's).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub nrfiles: u32,
     /// File size, and the amount a run moves when no other limit is given.
     #[arg(long, value_parser = parse::size)]
     pub size: Option<u64>,
+    /// Where the I/O region of each file starts (fio's offset; e.g. 1g):
+    /// ops land in [OFFSET, OFFSET + --size), a file made now holds both.
+    #[arg(long, default_value = "0", value_parser = parse::size)]
+    pub offset: u64,
     /// Directory for the temporary file when --file is not given.
     #[arg(long, default_value = ".")]
     pub dir: PathBuf,
+    /// Run the worker threads only on these CPUs (fio's cpus_allowed;
+    /// e.g. 0-1,3).
+    #[arg(long, value_name = "LIST", value_parser = cpu_list)]
+    pub cpus: Option<CpuPin>,
+    /// How threads share --cpus: shared (each may use all) or split (each
+    /// its own CPU, in turn); fio's cpus_allowed_policy.
+    #[arg(long, value_enum, requires = "cpus")]
+    pub cpus_policy: Option<CpusPolicy>,
     /// Bypass the page cache (O_DIRECT).
     #[arg(long)]
     pub direct: bool,
@@ -268,6 +311,26 @@ pub struct RankArgs {
     /// counted in the phase's time, as IOR's -e).
     #[arg(long)]
     pub fsync_on_close: bool,
+}
+
+impl BenchArgs {
+    /// The files --file or --files names (None: a temporary file).
+    pub fn named_files(&self) -> Option<Vec<PathBuf>> {
+        match (&self.file, &self.files) {
+            (Some(f), _) => Some(vec![f.clone()]),
+            (None, Some(list)) => {
+                use std::os::unix::ffi::OsStrExt;
+                let names = list.as_os_str().as_bytes().split(|b| *b == b':');
+                Some(
+                    names
+                        .filter(|n| !n.is_empty())
+                        .map(|n| PathBuf::from(std::ffi::OsStr::from_bytes(n)))
+                        .collect(),
+                )
+            }
+            (None, None) => None,
+        }
+    }
 }
 
 impl RankArgs {

@@ -248,7 +248,7 @@ fn prepare_job(j: &FioJob, c: &Cli, stop: &AtomicBool) -> Result<Ready> {
     let prep = prepare_files(spec, &ses, j.unlink)?;
     let mut spec = spec.clone();
     if !j.size_given {
-        spec.file_size = prep.files.iter().map(|f| f.len).min().unwrap_or(0);
+        spec.file_size = prep.region_len(spec.offset);
         if spec.stop.bytes.is_some() && spec.stop.time_ns.is_none() {
             spec.stop.bytes = Some(spec.file_size * spec.workers() as u64);
         }
@@ -493,7 +493,8 @@ pub fn print_job_files(specs: &[iolab_bench::spec::WorkloadSpec], temp: bool) ->
         let mut s = s.clone();
         if s.file_size == 0 {
             // An existing --file without --size: its length.
-            s.file_size = iolab::file::length(&s.file_of(0)).unwrap_or(0);
+            let len = iolab::file::length(&s.files()[0]).unwrap_or(0);
+            s.file_size = len.saturating_sub(s.offset);
         }
         let s = &s;
         let job = iolab_bench::fio::job_file(s).map_err(|why| {

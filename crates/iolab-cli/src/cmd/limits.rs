@@ -54,18 +54,32 @@ pub fn check_bench(a: &BenchArgs) -> Result<()> {
             )));
         }
     }
-    if let Some(f) = &a.file {
-        check_creatable("--file", f)?;
-        if a.op != OpArg::Read
-            && !a.out.overwrite
-            && std::fs::metadata(f).is_ok_and(|m| m.is_file())
-            && iolab::file::iolab_seed(f).is_none()
-        {
-            return Err(usage(format!(
-                "--file {}: not made by iolab; writing would destroy its contents (add --overwrite to allow it)",
-                f.display()
-            )));
-        }
+    let flag = if a.file.is_some() {
+        "--file"
+    } else {
+        "--files"
+    };
+    for f in a.named_files().unwrap_or_default() {
+        check_named(a, flag, &f)?;
+    }
+    Ok(())
+}
+
+/// A file `--file` or `--files` names: one iolab can make, read, or (with
+/// --overwrite, when iolab did not make it) write.
+fn check_named(a: &BenchArgs, flag: &str, f: &Path) -> Result<()> {
+    check_creatable(flag, f)?;
+    let writes = a.op != OpArg::Read;
+    iolab_bench::prepare::check_path_kind(f, writes, flag)?;
+    if writes
+        && !a.out.overwrite
+        && std::fs::metadata(f).is_ok_and(|m| m.is_file())
+        && iolab::file::iolab_seed(f).is_none()
+    {
+        return Err(usage(format!(
+            "{flag} {}: not made by iolab; writing would destroy its contents (add --overwrite to allow it)",
+            f.display()
+        )));
     }
     Ok(())
 }

@@ -46,24 +46,23 @@ pub fn print_commands(specs: &[WorkloadSpec], fair: bool) -> Result<i32> {
         let mut s = s.clone();
         if s.file_size == 0 {
             // An existing file of unstated size: its length, as --vs uses.
-            s.file_size = std::fs::metadata(&s.file).map(|m| m.len()).unwrap_or(0);
+            let len = std::fs::metadata(&s.file).map(|m| m.len()).unwrap_or(0);
+            s.file_size = len.saturating_sub(s.offset);
         }
         let why = |w: String| super::usage(format!("--print-fio: {}: {w}", s.label()));
-        let cmd = match (s.engine == iolab::engine::EngineKind::Null, fair) {
-            (true, f) => {
-                let (d, fa) = fio::null_commands(&s, fio::null_cpu()).map_err(why)?;
-                if f {
-                    fa
-                } else {
-                    d
-                }
-            }
-            (false, true) => {
+        // As --vs runs it: the null engine's pinned pair unless --cpus pins.
+        let null = (s.engine == iolab::engine::EngineKind::Null)
+            .then(|| fio::null_commands(&s, fio::null_cpu()).ok())
+            .flatten();
+        let cmd = match (null, fair) {
+            (Some((d, _)), false) => d,
+            (Some((_, fa)), true) => fa,
+            (None, true) => {
                 return Err(super::usage(
-                    "--print-fio fair: only the null engine has a fair-accounting command",
+                    "--print-fio fair: only the null engine (without --cpus) has a fair-accounting command",
                 ))
             }
-            (false, false) => fio::command(&s).map_err(why)?,
+            (None, false) => fio::command(&s).map_err(why)?,
         };
         text.push_str(&cmd.line());
         text.push('\n');
@@ -106,7 +105,7 @@ pub fn compare(
     let prep = prepare_files(spec, ses, temp)?;
     let mut spec = spec.clone();
     if !ses.size_given {
-        spec.file_size = prep.files.iter().map(|f| f.len).min().unwrap_or(0);
+        spec.file_size = prep.region_len(spec.offset);
     }
     let cmd = fio::command(&spec).unwrap_or(cmd);
     // The null engine measures the framework alone: both tools pinned to

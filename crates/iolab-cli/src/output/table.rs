@@ -41,6 +41,17 @@ fn describe(rec: &BenchRecord) -> String {
     if s.file_per_thread {
         d.push_str(" file-per-thread");
     }
+    let files = s.files_of(0).len();
+    if files > 1 {
+        let _ = write!(d, " {files} files in turn");
+    }
+    if s.offset > 0 {
+        let _ = write!(d, " from {}", human(s.offset));
+    }
+    if let Some(p) = &s.cpus {
+        let how = if p.split { "split" } else { "shared" };
+        let _ = write!(d, " cpus {} {how}", p.list());
+    }
     d.push_str(if s.direct { " O_DIRECT" } else { " buffered" });
     let _ = write!(d, " cache {}", s.cache.name());
     d

@@ -91,17 +91,24 @@ pub(crate) fn rdtscp() -> Option<u64> {
 
 /// Pins the calling thread to one CPU.
 pub(crate) fn pin_to_cpu(cpu: usize) -> Result<()> {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(Error::Invalid(format!("cpu {cpu} is out of range")));
-    }
+    pin_to_cpus(&[cpu])
+}
+
+/// Lets the calling thread run only on `cpus` (sched_setaffinity).
+pub(crate) fn pin_to_cpus(cpus: &[usize]) -> Result<()> {
     // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: cpu < CPU_SETSIZE was checked above.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
+    for &cpu in cpus {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(Error::Invalid(format!("cpu {cpu} is out of range")));
+        }
+        // SAFETY: cpu < CPU_SETSIZE was checked just above.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
     // SAFETY: set is a valid cpu_set_t of the size passed.
     let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if r != 0 {
-        return Err(Error::last_os(format!("sched_setaffinity cpu {cpu}")));
+        return Err(Error::last_os(format!("sched_setaffinity cpus {cpus:?}")));
     }
     Ok(())
 }
