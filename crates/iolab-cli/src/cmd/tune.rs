@@ -91,6 +91,15 @@ pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let p = tune::derive(&ms, offset, Machine::this(), device, now);
+    let text = summary(&p);
+    crate::output::stdout(&text)?;
+    target.write_all_atomically(p.to_json().as_bytes())?;
+    eprintln!("profile written to {}", out.display());
+    Ok(0)
+}
+
+/// What `iolab tune` prints: the Pareto front and the recommendations.
+fn summary(p: &Profile) -> String {
     let mut text = String::from("Pareto front (throughput, p99.9 latency, CPU per GiB):\n");
     for m in p.measurements.iter().filter(|m| m.pareto) {
         text.push_str(&format!(
@@ -110,10 +119,7 @@ pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
     for r in &p.recommendations {
         text.push_str(&format!("  - {r}\n"));
     }
-    crate::output::stdout(&text)?;
-    target.write_all_atomically(p.to_json().as_bytes())?;
-    eprintln!("profile written to {}", out.display());
-    Ok(0)
+    text
 }
 
 fn measure_all(
