@@ -286,7 +286,7 @@ fn cache_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String>)
     match spec.cache {
         CacheMode::Cold => {
             a.push("--invalidate=1".into());
-            notes.push("cache cold: iolab evicts the file's pages before each run; fio --invalidate=1 does the same".into());
+            notes.push("cache cold: iolab evicts the file's pages before each run and, buffered, at each new pass; fio --invalidate=1 does the same".into());
         }
         CacheMode::Warm => {
             a.push("--invalidate=0".into());

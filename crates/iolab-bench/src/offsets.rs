@@ -189,6 +189,13 @@ impl OffsetGen {
         self.pos - 1
     }
 
+    /// Passes begun after the first (sequential, stride and shuffled
+    /// orders start a new one when one ends; the others never do).
+    #[inline]
+    pub fn pass(&self) -> u64 {
+        self.pass
+    }
+
     /// Offsets in one pass: the blocks of the range, or with a stride the
     /// blocks it visits.
     pub fn positions(&self) -> u64 {

@@ -420,3 +420,43 @@ fn sqpoll_thread_cpu_is_found_and_reported() {
     assert!(pct > 0.0 && pct <= 100.0 * 2.0, "{pct}");
     assert!(m.cpu.sys_pct + m.cpu.user_pct >= pct * 0.5, "{:?}", m.cpu);
 }
+
+/// Bytes this thread has had fetched from storage (`read_bytes` of
+/// `/proc/thread-self/io`: page-cache misses, not copies).
+fn storage_read_bytes() -> u64 {
+    let s = std::fs::read_to_string("/proc/thread-self/io").unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix("read_bytes: "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn a_cold_buffered_run_reads_every_pass_from_the_device() {
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("data");
+    let s = WorkloadSpec {
+        cache: CacheMode::Cold,
+        bs: 128 << 10,
+        threads: 0,
+        verify: true,
+        stop: iolab_bench::spec::StopRule {
+            ops: Some(5 * SIZE / (128 << 10)),
+            ..Default::default()
+        },
+        ..spec(&file, EngineKind::Pread)
+    };
+    let p = prep(&s);
+    let before = storage_read_bytes();
+    let m = run(&s, &p, Arc::new(RealEngines)).unwrap();
+    let fetched = storage_read_bytes() - before;
+    assert_eq!(m.bytes, 5 * SIZE);
+    // Five passes, each begun evicted (as fio's invalidate=1 does when it
+    // reopens a file for the next pass): all but read-ahead's overshoot of
+    // the bytes come from the device, not one pass and four from the cache.
+    assert!(
+        fetched >= 4 * SIZE,
+        "fetched {fetched} for {} read",
+        m.bytes
+    );
+}

@@ -17,6 +17,8 @@ pub(super) struct PlanFile {
     pub gen: OffsetGen,
     /// Its data pattern (to fill writes and verify reads).
     pub pattern: Option<Pattern>,
+    /// The pass of [`OffsetGen`] its last op belonged to.
+    pub pass_seen: u64,
 }
 
 /// The work of one worker.
@@ -79,6 +81,7 @@ pub(super) fn plans(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<V
                         .with_place(spec.place)
                         .with_base(spec.offset),
                     pattern: prep.files[idx].pattern,
+                    pass_seen: 0,
                 }
             })
             .collect();

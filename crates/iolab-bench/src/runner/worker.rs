@@ -164,6 +164,8 @@ struct Worker<'a> {
     split: Option<Box<Splitter>>,
     /// fsync/fdatasync every N writes, when asked.
     syncer: Option<super::sync::Syncer>,
+    /// A buffered cold run: each new pass over a file starts evicted.
+    evict_each_pass: bool,
 }
 
 /// When the next op may be issued, for paced runs (`rate_iops`,
@@ -264,6 +266,7 @@ impl<'a> Worker<'a> {
             pace: Pace::of(spec),
             split: Splitter::of(spec),
             syncer,
+            evict_each_pass: spec.cache == crate::spec::CacheMode::Cold && !spec.direct,
         }
     }
 
@@ -404,6 +407,13 @@ impl<'a> Worker<'a> {
         };
         let file = &mut self.plan.files[k];
         let off = file.gen.next_offset();
+        if self.evict_each_pass && file.gen.pass() != file.pass_seen {
+            file.pass_seen = file.gen.pass();
+            // Cold means every pass reads from the device: fio reopens its
+            // files for each pass and, with invalidate=1, drops their cache
+            // again. Best effort, as fio's: an error leaves it cached.
+            let _ = iolab::cache::evict(&file.path);
+        }
         let rp = self.read_pct;
         let kind = if rp == 100 || (rp > 0 && file.gen.coin() < rp) {
             OpKind::Read
