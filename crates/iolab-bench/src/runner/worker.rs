@@ -410,9 +410,10 @@ impl<'a> Worker<'a> {
         if self.evict_each_pass && file.gen.pass() != file.pass_seen {
             file.pass_seen = file.gen.pass();
             // Cold means every pass reads from the device: fio reopens its
-            // files for each pass and, with invalidate=1, drops their cache
-            // again. Best effort, as fio's: an error leaves it cached.
-            let _ = iolab::cache::evict(&file.path);
+            // files for each pass and, with invalidate=1, drops their clean
+            // pages again (no sync: a write run gets none it did not ask
+            // for). Best effort, as fio's: an error leaves it cached.
+            let _ = iolab::cache::drop_clean(&file.path);
         }
         let rp = self.read_pct;
         let kind = if rp == 100 || (rp > 0 && file.gen.coin() < rp) {
