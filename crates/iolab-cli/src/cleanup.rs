@@ -8,11 +8,16 @@
 //! never a path iolab found existing, never a file another run put there.
 
 use iolab::file::FileIdent;
+use iolab::signal::{forget_at_forced_exit, remove_at_forced_exit, ForcedExitSlot};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
-static CREATED: Mutex<Vec<(PathBuf, FileIdent)>> = Mutex::new(Vec::new());
+/// A file this run made: its name, identity, and its slot in the
+/// watchdog's table.
+type Made = (PathBuf, FileIdent, Option<ForcedExitSlot>);
+
+static CREATED: Mutex<Vec<Made>> = Mutex::new(Vec::new());
 
 /// Installs the signal handler; returns the flag runs watch.
 pub fn install() -> &'static AtomicBool {
@@ -27,32 +32,22 @@ pub fn install() -> &'static AtomicBool {
 
 /// How long, after the first SIGINT/SIGTERM, the run may take to wrap up
 /// (finish the op in hand, print and write what it measured) before the
-/// watchdog ends the process.
-const GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+/// watchdog ends the process, in seconds.
+const GRACE_S: u32 = 1;
 
-/// Starts the watchdog: once the first signal has asked the run to stop,
-/// a run still going after [`GRACE`] has a thread blocked in the kernel
-/// (a stalled file system, a FIFO nobody opens) that never sees the flag.
-/// The watchdog then removes the files this run made and exits with the
-/// signal's status; the blocked threads are abandoned with the process.
-/// (The signal handler itself stays thread-free; this thread only waits.)
-pub fn watchdog(stop: &'static AtomicBool) {
-    let spawned = std::thread::Builder::new()
-        .name("iolab-watchdog".into())
-        .spawn(move || {
-            let _ = iolab::signal::block_in_this_thread();
-            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-            }
-            std::thread::sleep(GRACE);
-            remove_all();
-            eprintln!(
-                "error: stopped by a signal while blocked in the kernel; what that run measured is lost"
-            );
-            std::process::exit(signal_status().unwrap_or(130));
-        });
-    if let Err(e) = spawned {
-        eprintln!("warning: cannot start the signal watchdog: {e}");
+/// Arms the watchdog: once the first signal has asked the run to stop, a
+/// run still going after [`GRACE_S`] has a thread blocked in the kernel (a
+/// stalled file system, a FIFO nobody opens) that never sees the flag.
+/// SIGALRM's handler then removes the files this run made and exits with
+/// the signal's status; the blocked threads are abandoned with the process.
+/// No thread waits for this: a watchdog thread would make every run a
+/// multi-threaded process, whose every `read` costs a file reference more.
+pub fn watchdog() {
+    if let Err(e) = iolab::signal::arm_watchdog(
+        GRACE_S,
+        "error: stopped by a signal while blocked in the kernel; what that run measured is lost\n",
+    ) {
+        eprintln!("warning: cannot arm the signal watchdog: {e}");
     }
 }
 
@@ -63,10 +58,11 @@ pub fn signal_status() -> Option<i32> {
 
 /// Registers a file (or directory) this run has just created, by identity.
 pub fn register_created(p: &Path, ident: FileIdent) {
-    CREATED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push((p.to_path_buf(), ident));
+    CREATED.lock().unwrap_or_else(|e| e.into_inner()).push((
+        p.to_path_buf(),
+        ident,
+        remove_at_forced_exit(p, ident),
+    ));
 }
 
 /// Forgets a registered file (it is to be kept).
@@ -74,14 +70,24 @@ pub fn keep(p: &Path) {
     CREATED
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .retain(|(q, _)| q != p);
+        .retain(|(q, _, slot)| {
+            if q == p {
+                if let Some(s) = slot {
+                    forget_at_forced_exit(*s);
+                }
+            }
+            q != p
+        });
 }
 
 /// Forgets a registered file and removes it (if it is still the one made).
 pub fn remove(p: &Path) {
     let mut v = CREATED.lock().unwrap_or_else(|e| e.into_inner());
-    v.retain(|(q, id)| {
+    v.retain(|(q, id, slot)| {
         if q == p {
+            if let Some(s) = slot {
+                forget_at_forced_exit(*s);
+            }
             iolab::file::remove_if_same(q, *id);
             false
         } else {
@@ -93,7 +99,10 @@ pub fn remove(p: &Path) {
 /// Removes every registered file that still is the one this run made.
 pub fn remove_all() {
     let files = std::mem::take(&mut *CREATED.lock().unwrap_or_else(|e| e.into_inner()));
-    for (p, id) in files.iter().rev() {
+    for (p, id, slot) in files.iter().rev() {
+        if let Some(s) = slot {
+            forget_at_forced_exit(*s);
+        }
         iolab::file::remove_if_same(p, *id);
     }
 }

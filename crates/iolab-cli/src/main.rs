@@ -89,7 +89,7 @@ fn main() -> ExitCode {
         }
     };
     let stop = cleanup::install();
-    cleanup::watchdog(stop);
+    cleanup::watchdog();
     let res = match cli.cmd {
         None => cmd::survey::run(&cli.survey, stop),
         Some(Cmd::Survey(a)) => cmd::survey::run(&a, stop),

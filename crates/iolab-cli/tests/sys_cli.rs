@@ -152,3 +152,20 @@ fn serve_and_connect_on_loopback() {
         .collect();
     assert_eq!(names, ["tcp_rtt", "udp_rtt", "tcp_bw", "tcp_connect"]);
 }
+
+/// `read1` in a multi-threaded process pays a file reference per call; the
+/// note says when that happened. No thread waits for signals any more, so a
+/// `sys` run is single-threaded and the note is absent.
+#[test]
+fn read1_runs_in_a_single_threaded_process() {
+    let o = iolab()
+        .args(["sys", "read1", "--quick", "--repeat", "2", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let e = &v["entries"][0];
+    assert_eq!(e["name"], "read1");
+    let notes = e["notes"].to_string();
+    assert!(!notes.contains("threads"), "{notes}");
+}

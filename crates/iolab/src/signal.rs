@@ -46,3 +46,32 @@ pub fn exit_status() -> Option<i32> {
 pub fn block_in_this_thread() -> std::io::Result<()> {
     imp::block_in_this_thread()
 }
+
+/// A file the watchdog removes if it has to end the process (see
+/// [`arm_watchdog`]); give it back with [`forget_at_forced_exit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForcedExitSlot(usize);
+
+/// Remembers a file (or directory tree) this process made, by identity, so
+/// the watchdog can remove it from its signal handler; None when the
+/// handler's fixed table is full (the normal exit path still removes it).
+pub fn remove_at_forced_exit(
+    path: &std::path::Path,
+    ident: crate::file::FileIdent,
+) -> Option<ForcedExitSlot> {
+    imp::remember(path, ident.dev, ident.ino, ident.born_ns).map(ForcedExitSlot)
+}
+
+/// Forgets a file given to [`remove_at_forced_exit`] (removed, or kept).
+pub fn forget_at_forced_exit(slot: ForcedExitSlot) {
+    imp::forget(slot.0)
+}
+
+/// Arms the watchdog, with no thread: once the first SIGINT/SIGTERM has
+/// asked the run to stop, a process still running `grace_s` seconds later
+/// has a thread blocked in the kernel that never sees the flag. SIGALRM then
+/// removes the files given to [`remove_at_forced_exit`] that are still the
+/// ones made, writes `message` to stderr and exits with 128 + the signal.
+pub fn arm_watchdog(grace_s: u32, message: &'static str) -> std::io::Result<()> {
+    imp::arm(grace_s, message)
+}

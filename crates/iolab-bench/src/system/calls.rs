@@ -125,7 +125,7 @@ fn syscall(
         let threads = threads_of_this_process();
         if threads > 1 {
             e.notes.push(format!(
-                "this process has {threads} threads (Ctrl-C handler); with a shared file table the kernel takes a reference on the file (and, for regular files, the position lock) on each call, which a single-threaded process like lmbench skips"
+                "this process has {threads} threads; with a shared file table the kernel takes a reference on the file (and, for regular files, the position lock) on each call, which a single-threaded process like lmbench skips"
             ));
         }
     }
