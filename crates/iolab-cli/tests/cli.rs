@@ -483,3 +483,62 @@ fn fdatasync_every_n_writes_is_counted_timed_and_translated() {
         assert!(stderr(&o).contains("--fsync"), "{bad}: {}", stderr(&o));
     }
 }
+
+/// The most threads `/proc/PID/task` showed while `args` ran (sampled every
+/// 5 ms until the process exits).
+fn most_threads_while(args: &[&str]) -> usize {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let task = format!("/proc/{}/task", child.id());
+    let t = Instant::now();
+    let mut most = 0;
+    loop {
+        if let Ok(rd) = std::fs::read_dir(&task) {
+            most = most.max(rd.count());
+        }
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "{args:?} never ended"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    most
+}
+
+/// Issue 11 §4: a one-worker run is a single-threaded process (no worker
+/// spawned, no signal or watchdog thread), as fio's job and lmbench are;
+/// with two workers the sampling does see the threads.
+#[test]
+fn a_one_thread_run_is_a_single_threaded_process() {
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("f");
+    let f = f.to_str().unwrap();
+    let run = |threads: &str| {
+        most_threads_while(&[
+            "bench",
+            "--file",
+            f,
+            "--size",
+            "8m",
+            "--engine",
+            "pread",
+            "--bs",
+            "4k",
+            "--time",
+            "1s",
+            "--threads",
+            threads,
+        ])
+    };
+    assert_eq!(run("1"), 1);
+    assert!(run("2") >= 3, "two workers and the collector");
+}

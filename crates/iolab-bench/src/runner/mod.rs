@@ -53,13 +53,17 @@ pub fn run_once(
     // Outside the measured window.
     clock::calibrate();
     let sh = Arc::new(Shared::new(spec, prep, plans.len()));
-    // A watched run needs a collector thread apart from the worker.
-    let collected = if spec.threads == 0 && spec.op_timeout_ns.is_none() {
-        let plan = plans.into_iter().next().expect("one plan");
-        threads::inline(&sh, ctl, plan, &*factory)?
-    } else {
-        threads::spawned(sh.clone(), ctl, plans, factory)
-    };
+    // One worker runs on the calling thread, so a single-threaded run is a
+    // single-threaded process (the kernel skips a file reference per call
+    // there). A watched run, or one whose intervals are shown live, needs a
+    // collector thread apart from the worker.
+    let collected =
+        if spec.threads <= 1 && spec.op_timeout_ns.is_none() && ctl.on_interval.is_none() {
+            let plan = plans.into_iter().next().expect("one plan");
+            threads::inline(&sh, ctl, plan, &*factory)?
+        } else {
+            threads::spawned(sh.clone(), ctl, plans, factory)
+        };
     let ran = !collected.outs.is_empty();
     let mut m = merge::metrics(collected, resident_before, sh.first_errors());
     m.interrupted = ctl.stop.load(Ordering::Relaxed);

@@ -1,4 +1,4 @@
-//! Where workers run: on the calling thread (`--threads 0`), or each on its
+//! Where workers run: on the calling thread (`--threads 0` or 1), or each on its
 //! own thread with the calling thread as collector. The collector merges
 //! interval samples, takes the CPU baseline when the ramp ends, passes
 //! Ctrl-C on, and watches for ops that never complete (`--op-timeout`).

@@ -162,8 +162,10 @@ pub fn compare(
     Ok(rec)
 }
 
-/// One iolab run; with `pin`, on a thread bound to that CPU (the runner's
-/// workers inherit the binding), so the caller's affinity is untouched.
+/// One iolab run; with `pin`, the calling thread is bound to that CPU for
+/// the run (the runner's workers inherit the binding) and given back its
+/// CPUs after. No thread is spawned for it: a one-worker run stays a
+/// single-threaded process, as fio's job process is.
 fn run_iolab(
     spec: &WorkloadSpec,
     prep: &prepare::Prepared,
@@ -171,28 +173,28 @@ fn run_iolab(
     ses: &Session,
     pin: Option<usize>,
 ) -> Result<iolab_bench::record::RunMetrics> {
-    let go = || {
-        let ctl = RunControl::new(ses.stop);
-        run_once(
-            spec,
-            prep,
-            spec.file_size,
-            resident,
-            RealEngines::shared(),
-            &ctl,
-        )
-    };
-    let Some(cpu) = pin else {
-        return Ok(go()?);
-    };
-    std::thread::scope(|s| {
-        s.spawn(|| -> Result<_> {
+    let before = match pin {
+        Some(cpu) => {
+            let before =
+                iolab::prim::allowed_cpus().context("--vs fio: read this thread's CPUs")?;
             iolab::prim::pin_to_cpu(cpu).context("--vs fio: pin iolab to one CPU")?;
-            Ok(go()?)
-        })
-        .join()
-        .unwrap_or_else(|_| Err(anyhow::anyhow!("--vs fio: the pinned iolab run panicked")))
-    })
+            Some(before)
+        }
+        None => None,
+    };
+    let ctl = RunControl::new(ses.stop);
+    let out = run_once(
+        spec,
+        prep,
+        spec.file_size,
+        resident,
+        RealEngines::shared(),
+        &ctl,
+    );
+    if let Some(cpus) = before {
+        iolab::prim::pin_to_cpus(&cpus).context("--vs fio: give the CPUs back")?;
+    }
+    Ok(out?)
 }
 
 /// (max - min) / median of a series, the spread between pairs.
