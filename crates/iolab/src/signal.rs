@@ -41,12 +41,6 @@ pub fn exit_status() -> Option<i32> {
     received().map(|s| 128 + s)
 }
 
-/// Blocks SIGINT and SIGTERM in the calling thread (a helper thread such as
-/// a watchdog), so they reach the thread whose blocked call they must end.
-pub fn block_in_this_thread() -> std::io::Result<()> {
-    imp::block_in_this_thread()
-}
-
 /// A file the watchdog removes if it has to end the process (see
 /// [`arm_watchdog`]); give it back with [`forget_at_forced_exit`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -29,39 +29,27 @@ extern "C" fn on_signal(sig: libc::c_int) {
 /// system call blocked in the thread that takes the signal returns `EINTR`.
 pub(crate) fn install() -> std::io::Result<()> {
     for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: sigaction is plain old data; all-zero is a valid value
-        // (empty flags, no restorer) that the lines below fill in.
-        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
-        sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-        sa.sa_flags = 0; // no SA_RESTART: blocked calls return EINTR
-                         // SAFETY: sa.sa_mask is a valid sigset_t owned by this frame.
-        unsafe { libc::sigemptyset(&mut sa.sa_mask) };
-        // SAFETY: `sa` is fully initialised and the handler only touches
-        // atomics and calls _exit, both async-signal-safe; the old action
-        // is not wanted (null).
-        let r = unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) };
-        if r != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        handle(sig, on_signal)?;
     }
     Ok(())
 }
 
-/// Blocks SIGINT and SIGTERM in the calling thread only, so the kernel
-/// delivers them to a thread that acts on them (the main thread).
-pub(crate) fn block_in_this_thread() -> std::io::Result<()> {
-    // SAFETY: sigset_t is plain data; sigemptyset initialises it.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid sigset_t owned by this frame.
-    unsafe {
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-    }
-    // SAFETY: `set` is initialised; the old mask is not wanted (null).
-    let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-    if r != 0 {
-        return Err(std::io::Error::from_raw_os_error(r));
+/// Sets `f` as the handler of `sig`, without `SA_RESTART` and with no
+/// signal blocked while it runs. `f` must only make async-signal-safe calls.
+fn handle(sig: libc::c_int, f: extern "C" fn(libc::c_int)) -> std::io::Result<()> {
+    // SAFETY: sigaction is plain old data; all-zero is a valid value
+    // (empty flags, no restorer) that the lines below fill in.
+    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+    sa.sa_sigaction = f as libc::sighandler_t;
+    // No SA_RESTART: blocked calls return EINTR.
+    sa.sa_flags = 0;
+    // SAFETY: sa.sa_mask is a valid sigset_t owned by this frame.
+    unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+    // SAFETY: `sa` is fully initialised and the handlers given here only
+    // touch atomics and make async-signal-safe calls; the old action is
+    // not wanted (null).
+    if unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
     Ok(())
 }
@@ -173,17 +161,7 @@ pub(crate) fn forget(i: usize) {
 pub(crate) fn arm(grace_s: u32, message: &'static str) -> std::io::Result<()> {
     MESSAGE_LEN.store(message.len() as u64, Ordering::Relaxed);
     MESSAGE.store(message.as_ptr().cast_mut(), Ordering::Relaxed);
-    // SAFETY: as in `install`: a zeroed sigaction filled in below, with a
-    // handler that only makes async-signal-safe calls.
-    let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
-    sa.sa_sigaction = on_alarm as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    sa.sa_flags = 0;
-    // SAFETY: sa.sa_mask is a valid sigset_t owned by this frame.
-    unsafe { libc::sigemptyset(&mut sa.sa_mask) };
-    // SAFETY: `sa` is fully initialised; the old action is not wanted.
-    if unsafe { libc::sigaction(libc::SIGALRM, &sa, std::ptr::null_mut()) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    handle(libc::SIGALRM, on_alarm)?;
     GRACE_S.store(grace_s.max(1), Ordering::SeqCst);
     Ok(())
 }
