@@ -21,7 +21,7 @@
 //! otherwise waited for the device at every fault of the mapping.
 
 use super::buffered::Buffered;
-use super::direct::Direct;
+use super::direct::{Direct, DirectAhead};
 use super::many::ReadReq;
 use super::mapped::Mapped;
 use super::policy::{self, Choice, Situation};
@@ -84,6 +84,8 @@ struct State {
     /// Time spent in `read_at` so far, ns, until the file is read ahead
     /// or found cached ([`Situation::waited_ns`]).
     waited_ns: AtomicU64,
+    /// Residency was sampled at least once.
+    sampled: AtomicBool,
 }
 
 /// `MemAvailable`, read from /proc/meminfo at most every 100 ms by the
@@ -120,6 +122,7 @@ pub(crate) struct Auto {
     uring_seq: UringReader,
     uring_rand: UringReader,
     direct: OnceLock<Option<Direct>>,
+    ahead: OnceLock<Option<DirectAhead>>,
     budget: Option<u64>,
     trace: bool,
     st: State,
@@ -154,6 +157,7 @@ impl Auto {
             available: AtomicU64::new(0),
             read_ahead: AtomicBool::new(false),
             waited_ns: AtomicU64::new(0),
+            sampled: AtomicBool::new(false),
         };
         let a = Auto {
             stream: Stream::new(src.clone()),
@@ -161,6 +165,7 @@ impl Auto {
             uring_rand: UringReader::new(src.clone(), profile.random_depth),
             buffered: OnceLock::new(),
             direct: OnceLock::new(),
+            ahead: OnceLock::new(),
             budget: opts.memory_budget,
             trace: trace_policy(),
             mapped: OnceLock::new(),
@@ -203,6 +208,7 @@ impl Auto {
                 .map(|r| r.fraction()),
         };
         self.st.resident.store(r.unwrap_or(0.0).to_bits(), Relaxed);
+        self.st.sampled.store(true, Relaxed);
         self.st.available.store(self.available_now(), Relaxed);
     }
 
@@ -310,9 +316,17 @@ impl Auto {
     }
 
     fn choose(&self, off: u64, len: usize, batch: usize) -> Choice {
-        let s = self.observe(off, len, batch);
+        let mut s = self.observe(off, len, batch);
         self.read_ahead_whole(&s);
         let mut d = policy::decide(&s, &self.profile);
+        // Reading ahead with O_DIRECT bypasses the cache: know first
+        // whether the file is cached (a file that fits is otherwise
+        // sampled only from its FIRST_SAMPLE-th request).
+        if d.choice == Choice::Ahead && !self.st.sampled.load(Relaxed) {
+            self.refresh();
+            s.resident = f64::from_bits(self.st.resident.load(Relaxed));
+            d = policy::decide(&s, &self.profile);
+        }
         if d.choice == Choice::Mapped
             && self.mapped.get().is_none()
             && n_before(&self.st) <= FIRST_SAMPLE
@@ -358,6 +372,13 @@ impl Auto {
                 Some(d) => d,
                 None => &self.uring_seq,
             },
+            Choice::Ahead => match self.ahead.get_or_init(|| {
+                let w = &self.profile.whole;
+                DirectAhead::new(self.src.clone(), w.block, w.depth as usize).ok()
+            }) {
+                Some(a) => a,
+                None => &self.stream,
+            },
         }
     }
 }
@@ -395,7 +416,7 @@ impl Backend for Auto {
         let mut groups: Vec<(Choice, Vec<usize>)> = Vec::new();
         for (i, c) in choices.iter().enumerate() {
             match c {
-                Choice::Mapped | Choice::Pread | Choice::Buffered { .. } => {
+                Choice::Mapped | Choice::Pread | Choice::Buffered { .. } | Choice::Ahead => {
                     let r = &mut reqs[i];
                     r.result = Some(self.backend(*c).read_at(r.offset, r.buf));
                     done(i, &reqs[i]);

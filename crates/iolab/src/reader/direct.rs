@@ -166,3 +166,39 @@ impl Backend for Direct {
         super::many::via_threads(self, reqs, 4, done)
     }
 }
+
+/// Sequential reads of a large cold file: O_DIRECT pieces read ahead of
+/// the caller through io_uring ([`crate::sys::ahead::Ahead`]), requests
+/// copied out of them. `Auto`'s choice [`Choice::Ahead`](super::policy::Choice::Ahead).
+pub(crate) struct DirectAhead {
+    src: Arc<Src>,
+    inner: std::sync::Mutex<crate::sys::ahead::Ahead>,
+}
+
+impl DirectAhead {
+    /// `chunk`-byte pieces (rounded to the O_DIRECT alignment), `depth` in
+    /// flight. Fails where O_DIRECT or io_uring is refused.
+    pub(crate) fn new(src: Arc<Src>, chunk: usize, depth: usize) -> Result<Self> {
+        let d = Direct::new(src.clone())?;
+        let chunk = chunk.max(d.align).div_ceil(d.align) * d.align;
+        let inner = crate::sys::ahead::Ahead::new(d.dfile, src.len, chunk, depth).map_err(|e| {
+            ReadError::Unsupported {
+                path: src.path.clone(),
+                technique: "direct read-ahead".into(),
+                why: e.to_string(),
+            }
+        })?;
+        Ok(DirectAhead {
+            src,
+            inner: std::sync::Mutex::new(inner),
+        })
+    }
+}
+
+impl Backend for DirectAhead {
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
+        let mut a = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        a.read_at(off, buf)
+            .map_err(|e| ReadError::io(&self.src.path, off, buf.len(), e))
+    }
+}
