@@ -135,6 +135,7 @@ impl Auto {
             .clone()
             .unwrap_or_else(super::profile::process_profile);
         warn_device_once(&profile, &src);
+        super::siblings::opened(&src.path, trace_policy());
         let (chunk_shift, chunks) = policy::regions(src.len);
         let pages = src.len / 4096 + 1;
         let st = State {

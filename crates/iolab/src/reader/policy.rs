@@ -274,6 +274,50 @@ pub fn read_ahead_whole(s: &Situation, p: &Profile) -> Option<&'static str> {
     )
 }
 
+/// Files after the one being opened that [`siblings_ahead`] asks for.
+pub const SIBLINGS_AHEAD: usize = 8;
+
+/// Bytes from the start of each such file asked for: a small file whole,
+/// a large one's first piece (what its first reads need).
+pub const SIBLING_BYTES: u64 = 128 << 10;
+
+/// Opens in a row, each of the file after the last one opened in the same
+/// directory (in the directory's order or by name), before
+/// [`siblings_ahead`] reads ahead.
+pub const SIBLING_STREAK: u32 = 2;
+
+/// Which files of a directory to ask the kernel for (a range of indices in
+/// one order of the directory's regular files) when the one at `at` is
+/// opened: the [`SIBLINGS_AHEAD`] after it, less those asked for already
+/// (below `asked_to`), once `streak` opens in a row have each been of the
+/// file after the previous one. A program that reads a tree file by file
+/// (`tar`, `grep -r`, `cp -r`) waits for the device once per small file,
+/// and no technique for reading one file can shorten that wait; asking for
+/// the next files while it reads this one overlaps the waits. Nothing is
+/// asked for a program that opens files out of order.
+pub fn siblings_ahead(
+    streak: u32,
+    at: usize,
+    asked_to: usize,
+    files: usize,
+) -> std::ops::Range<usize> {
+    if streak < SIBLING_STREAK {
+        return 0..0;
+    }
+    let end = (at + 1 + SIBLINGS_AHEAD).min(files);
+    let start = (at + 1).max(asked_to).min(end);
+    start..end
+}
+
+/// The streak [`siblings_ahead`] counts: one more when the file opened
+/// (at `at`) is the one after the previous open's (`prev`), else none.
+pub fn sibling_streak(streak: u32, prev: Option<usize>, at: usize) -> u32 {
+    match prev {
+        Some(p) if p + 1 == at => streak.saturating_add(1),
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -588,5 +632,35 @@ mod tests {
         for s in not {
             assert_eq!(read_ahead_whole(&s, &p), None, "{s:?}");
         }
+    }
+
+    #[test]
+    fn files_of_a_directory_are_asked_for_once_opens_follow_its_order() {
+        // Opens of files 0, 1, 2 in a row: the streak reaches 2 at file 2.
+        let mut streak = 0;
+        let mut prev = None;
+        for at in 0..3 {
+            streak = sibling_streak(streak, prev, at);
+            prev = Some(at);
+        }
+        assert_eq!(streak, SIBLING_STREAK);
+        // Then the 8 after file 2, of 100.
+        assert_eq!(siblings_ahead(streak, 2, 0, 100), 3..3 + SIBLINGS_AHEAD);
+        // The next open asks only for the one not asked for yet.
+        let streak = sibling_streak(streak, Some(2), 3);
+        assert_eq!(
+            siblings_ahead(streak, 3, 3 + SIBLINGS_AHEAD, 100),
+            3 + SIBLINGS_AHEAD..4 + SIBLINGS_AHEAD
+        );
+        // Near the directory's end: up to its last file, then nothing.
+        assert_eq!(siblings_ahead(streak, 95, 0, 100), 96..100);
+        assert_eq!(siblings_ahead(streak, 99, 100, 100), 100..100);
+        // One open out of order ends the streak; a second in order is not
+        // enough to ask again.
+        assert_eq!(sibling_streak(streak, Some(3), 7), 0);
+        assert_eq!(sibling_streak(0, Some(7), 8), 1);
+        assert!(siblings_ahead(1, 8, 0, 100).is_empty());
+        // The first open of a directory: nothing.
+        assert_eq!(sibling_streak(5, None, 0), 0);
     }
 }
