@@ -47,7 +47,7 @@ print(n)" >/dev/null
 #    (sizes and bytes from a seeded generator: 870 MiB), and removed after
 #    recording unless KEEP_TREE=1 (the replay makes its own copies).
 if [ ! -f tar.csv ]; then
-  python3 - tree <<'PY'
+  [ -d tree ] || python3 - tree <<'PY'
 import os, random, sys
 root = sys.argv[1]
 rng = random.Random(10)
