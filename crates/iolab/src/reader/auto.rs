@@ -482,6 +482,56 @@ mod tests {
     }
 
     #[test]
+    fn reads_in_order_of_a_large_cold_file_through_the_direct_stream_are_exact() {
+        use crate::reader::policy::{self, Choice, Situation};
+        use crate::reader::profile::Profile;
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("big");
+        let len = policy::AHEAD_MIN_FILE as usize + 12_345;
+        let data: Vec<u8> = (0..len as u64)
+            .map(|i| (i.wrapping_mul(0x9E37_79B9) >> 11) as u8)
+            .collect();
+        std::fs::write(&path, &data).unwrap();
+        crate::cache::evict(&path).unwrap();
+        let mut p = Profile::thesis_defaults();
+        p.seq_direct = true;
+        // The decision the reads below get from their third on.
+        let s = Situation {
+            len: 10_240,
+            offset: 20_480,
+            file_len: len as u64,
+            sequential: true,
+            fraction_read: 0.0,
+            regions_read: 1,
+            waited_ns: 0,
+            reread: true,
+            resident: 0.0,
+            available: 1 << 30,
+            batch: 1,
+        };
+        assert_eq!(policy::decide(&s, &p).choice, Choice::Ahead);
+        let opts = Options::new(Technique::Auto)
+            .profile(std::sync::Arc::new(p))
+            .memory_budget(1 << 30);
+        let r = Reader::open(&path, opts).unwrap();
+        // tar's 10 KiB records, to the end; then from the start again.
+        let mut buf = vec![0u8; 10_240];
+        for pass in 0..2 {
+            let mut off = 0usize;
+            while off < len {
+                let n = r.read_at(off as u64, &mut buf).unwrap();
+                assert!(n > 0, "pass {pass}: nothing at {off}");
+                assert!(
+                    buf[..n] == data[off..off + n],
+                    "pass {pass}: bytes at {off}"
+                );
+                off += n;
+            }
+            assert_eq!(r.read_at(len as u64, &mut buf).unwrap(), 0);
+        }
+    }
+
+    #[test]
     fn random_reads_over_a_larger_portion_of_a_cold_file_read_it_all_ahead() {
         use crate::reader::profile::Profile;
         let d = tempfile::tempdir().unwrap();
