@@ -19,6 +19,11 @@
 //! than 13 % of it, the whole file is asked for ahead, once
 //! ([`policy::read_ahead_whole`]): a SQLite query over a 270 MB database
 //! otherwise waited for the device at every fault of the mapping.
+//!
+//! Reads in order of a large cold file go to the file's own O_DIRECT
+//! stream ([`DirectAhead`], made at the first such choice, after a
+//! residency sample). Each open also tells [`super::siblings`], which asks
+//! for the next files of the directory when opens follow its order.
 
 use super::buffered::Buffered;
 use super::direct::{Direct, DirectAhead};
@@ -135,7 +140,7 @@ impl Auto {
             .clone()
             .unwrap_or_else(super::profile::process_profile);
         warn_device_once(&profile, &src);
-        super::siblings::opened(&src.path, trace_policy());
+        super::siblings::opened(&src.path, &src.file, trace_policy());
         let (chunk_shift, chunks) = policy::regions(src.len);
         let pages = src.len / 4096 + 1;
         let st = State {

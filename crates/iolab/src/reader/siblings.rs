@@ -79,6 +79,9 @@ struct Dir {
     orders: Option<[Order; 2]>,
     /// Files asked for already (by either order).
     asked: HashSet<OsString>,
+    /// The last file opened here that was not asked for had its first
+    /// page cached: the tree is in memory, asking would only cost opens.
+    warm: bool,
     used: u64,
 }
 
@@ -105,9 +108,10 @@ struct State {
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 
-/// Notes that `path` was opened and returns the files of its directory to
+/// Notes that `path` was opened (`cached`: whether its first page was in
+/// the page cache, when known) and returns the files of its directory to
 /// ask for (see the module's documentation).
-fn note(path: &Path) -> Vec<PathBuf> {
+fn note(path: &Path, cached: Option<bool>) -> Vec<PathBuf> {
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
         return Vec::new();
     };
@@ -132,12 +136,27 @@ fn note(path: &Path) -> Vec<PathBuf> {
         first: Some(name.to_os_string()),
         orders: None,
         asked: HashSet::new(),
+        warm: cached == Some(true),
         used: clock,
     });
     if d.used == clock {
         return Vec::new(); // the directory's first open
     }
     d.used = clock;
+    // Only a file this did not ask for says whether the tree is cached.
+    if let Some(c) = cached {
+        if !d.asked.contains(name) {
+            d.warm = c;
+        }
+    }
+    if d.warm {
+        // Nothing to gain: neither list the directory nor ask; the open
+        // waits as the first one until the files are not cached.
+        if d.orders.is_none() {
+            d.first = Some(name.to_os_string());
+        }
+        return Vec::new();
+    }
     if let Some(first) = d.first.take() {
         // The second open: list the directory, and count the first open.
         d.orders = list(dir).map(|names| {
@@ -181,11 +200,20 @@ fn off() -> bool {
 /// Notes that `path` was opened by `Auto` and asks the kernel for the
 /// first [`policy::SIBLING_BYTES`] of each file the policy picks
 /// (`POSIX_FADV_WILLNEED`: the reads are queued, not waited for).
-pub(crate) fn opened(path: &Path, trace: bool) {
+pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) {
     if off() {
         return;
     }
-    let ask = note(path);
+    // Whether its first page is cached, without waiting for the device
+    // (RWF_NOWAIT: EAGAIN when it is not): a cached tree is not asked for
+    // (it cost `grep -r` over a cached tree an open per file for nothing).
+    let mut b = [0u8; 1];
+    let cached = match crate::sys::fs::preadv2(file, &mut b, 0, libc::RWF_NOWAIT) {
+        Ok(1) => Some(true),
+        Err(e) if e.0 == libc::EAGAIN => Some(false),
+        _ => None,
+    };
+    let ask = note(path, cached);
     if ask.is_empty() {
         return;
     }
@@ -222,11 +250,11 @@ mod tests {
         std::fs::create_dir(d.path().join("sub")).unwrap();
         let p = |i: usize| d.path().join(format!("f{i:02}"));
         // Out of order: nothing.
-        assert!(note(&p(5)).is_empty());
-        assert!(note(&p(1)).is_empty());
+        assert!(note(&p(5), Some(false)).is_empty());
+        assert!(note(&p(1), Some(false)).is_empty());
         // f02, f03 follow f01 by name: the streak reaches 2 at f03.
-        assert!(note(&p(2)).is_empty());
-        let first = note(&p(3));
+        assert!(note(&p(2), Some(false)).is_empty());
+        let first = note(&p(3), Some(false));
         let want: Vec<PathBuf> = (4..4 + policy::SIBLINGS_AHEAD).map(p).collect();
         // The readdir order may list them the same way; every file asked
         // for is one of those, and all of them are.
@@ -234,19 +262,39 @@ mod tests {
             assert!(first.contains(w), "{w:?} not in {first:?}");
         }
         // The next open asks for one more by name, not the others again.
-        let next = note(&p(4));
+        let next = note(&p(4), Some(true));
         assert!(next.contains(&p(4 + policy::SIBLINGS_AHEAD)), "{next:?}");
         assert!(!next.iter().any(|x| want.contains(x)), "{next:?}");
         // The directory is never asked for.
         assert!(!first.iter().chain(&next).any(|x| x.ends_with("sub")));
-        // A second pass over the directory (a program run again): the
-        // same files are asked for again.
+        // A second pass over the directory (a program run again, the files
+        // gone from memory): the same files are asked for again.
         for i in 0..2 {
-            assert!(note(&p(i)).is_empty(), "{i}");
+            assert!(note(&p(i), Some(false)).is_empty(), "{i}");
         }
-        let again = note(&p(2));
+        let again = note(&p(2), Some(false));
         for w in (3..3 + policy::SIBLINGS_AHEAD).map(p) {
             assert!(again.contains(&w), "{w:?} not in {again:?}");
         }
+    }
+
+    #[test]
+    fn a_cached_tree_is_not_asked_for() {
+        let d = tempfile::tempdir().unwrap();
+        for i in 0..20 {
+            std::fs::write(d.path().join(format!("g{i:02}")), b"x").unwrap();
+        }
+        let p = |i: usize| d.path().join(format!("g{i:02}"));
+        // Opens in name order of files found cached: nothing asked for,
+        // however long the streak.
+        for i in 0..10 {
+            assert!(note(&p(i), Some(true)).is_empty(), "{i}");
+        }
+        // Then one not cached (not asked for: the tree left memory): the
+        // directory is listed now, counting the open before it, and asking
+        // starts at the third open in a row in its order.
+        assert!(note(&p(10), Some(false)).is_empty());
+        let ask = note(&p(11), Some(false));
+        assert!(ask.contains(&p(12)), "{ask:?}");
     }
 }
