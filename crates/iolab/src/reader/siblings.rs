@@ -204,15 +204,11 @@ pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) {
     if off() {
         return;
     }
-    // Whether its first page is cached, without waiting for the device
-    // (RWF_NOWAIT: EAGAIN when it is not): a cached tree is not asked for
-    // (it cost `grep -r` over a cached tree an open per file for nothing).
-    let mut b = [0u8; 1];
-    let cached = match crate::sys::fs::preadv2(file, &mut b, 0, libc::RWF_NOWAIT) {
-        Ok(1) => Some(true),
-        Err(e) if e.0 == libc::EAGAIN => Some(false),
-        _ => None,
-    };
+    // Whether its first page is cached (cachestat: no I/O; a RWF_NOWAIT
+    // read would start a small read-ahead, and the program's own read
+    // then wait for two): a cached tree is not asked for (it cost
+    // `grep -r` over a cached tree an open per file for nothing).
+    let cached = crate::sys::fs::cached_pages(file, 0, 1).map(|n| n > 0);
     let ask = note(path, cached);
     if ask.is_empty() {
         return;
@@ -276,6 +272,26 @@ mod tests {
         for w in (3..3 + policy::SIBLINGS_AHEAD).map(p) {
             assert!(again.contains(&w), "{w:?} not in {again:?}");
         }
+    }
+
+    #[test]
+    fn the_probe_tells_a_cached_first_page_from_an_evicted_one() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f");
+        std::fs::write(&path, vec![1u8; 64 << 10]).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let Some(n) = crate::sys::fs::cached_pages(&f, 0, 1) else {
+            crate::require!(false, "no cachestat(2) in this kernel");
+            return;
+        };
+        assert_eq!(n, 1, "a file just written is cached");
+        crate::cache::evict(&path).unwrap();
+        let after = crate::sys::fs::cached_pages(&f, 0, 1).unwrap();
+        crate::require!(
+            after == 0,
+            "{} stays cached after eviction (tmpfs?)",
+            path.display()
+        );
     }
 
     #[test]
