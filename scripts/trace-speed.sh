@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Records four real programs with `iolab record` and replays each trace
+# Records five real programs with `iolab record` and replays each trace
 # against every reader (cold cache, as fast as possible, REPEAT rounds in
 # rotating order). Usage: scripts/trace-speed.sh WORKDIR [REPEAT]
-# (env TRACES="sqlite grep python loader" picks the replays; Auto uses the
+# (env TRACES="sqlite grep python loader tar" picks the replays; Auto uses the
 # profile `iolab tune` wrote, or IOLAB_PROFILE's, else the built-in one).
 # Needs strace and sqlite3 (scripts/setup.sh installs both). Results: WORKDIR/replay.jsonl and the tables.
 set -euo pipefail
@@ -41,7 +41,38 @@ for p in sorted(pathlib.Path('dataset').glob('shard*.bin')):
     with open(p, 'rb') as f:
         n += len(f.read())
 print(n)" >/dev/null
-for t in ${TRACES:-sqlite grep python loader}; do
+# 5. A backup: GNU tar archiving a tree that mixes 3,000 small files
+#    (4-64 KiB, a source tree) with two large ones (512 and 256 MiB), read
+#    in tar's 10 KiB records. The tree is made here, the same every time
+#    (sizes and bytes from a seeded generator: 870 MiB), and removed after
+#    recording unless KEEP_TREE=1 (the replay makes its own copies).
+if [ ! -f tar.csv ]; then
+  [ -d tree ] || python3 - tree <<'PY'
+import os, random, sys
+root = sys.argv[1]
+rng = random.Random(10)
+tmp = root + ".tmp"
+os.makedirs(tmp, exist_ok=True)
+for i in range(3000):
+    d = os.path.join(tmp, "src", "d%02d" % (i % 40))
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "f%04d.c" % i), "wb") as f:
+        f.write(rng.randbytes(rng.randint(4 << 10, 64 << 10)))
+os.makedirs(os.path.join(tmp, "data"), exist_ok=True)
+block = rng.randbytes(1 << 20)
+for name, mib in (("big0.bin", 512), ("big1.bin", 256)):
+    with open(os.path.join(tmp, "data", name), "wb") as f:
+        for k in range(mib):
+            f.write(block[k % 4096:] + block[:k % 4096])
+os.rename(tmp, root)
+PY
+  sync
+  echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true
+  # A pipe, not `-f /dev/null`: GNU tar does not read the files then.
+  "$iolab" record -o tar.csv --overwrite -- sh -c 'tar --sort=name -cf - tree | cat >/dev/null'
+  [ "${KEEP_TREE:-0}" = 1 ] || rm -rf tree
+fi
+for t in ${TRACES:-sqlite grep python loader tar}; do
   mkdir -p "files-$t"
   "$iolab" replay "$t.csv" --dir "files-$t" --cache cold --timing asap \
     --repeat "$repeat" --jsonl replay.jsonl

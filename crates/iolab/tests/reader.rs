@@ -200,6 +200,18 @@ fn bad_input_is_a_clear_error() {
         matches!(e, ReadError::NotReadable { what: "a FIFO", .. }),
         "{e}"
     );
+    // Opened, then refused by the descriptor's kind.
+    let e = Reader::open("/dev/null", Options::new(Technique::Auto)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ReadError::NotReadable {
+                what: "a character device",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let e = Reader::open(d.path().join("missing"), Options::new(Technique::Stream)).unwrap_err();
     assert!(
         matches!(e, ReadError::Open { .. }) && e.to_string().contains("missing"),

@@ -91,6 +91,7 @@ fn choice_name(c: Choice) -> String {
         Choice::Buffered { block } => Technique::Buffered { block }.to_string(),
         Choice::Uring { depth } => format!("uring:{depth}"),
         Choice::Direct => "direct".into(),
+        Choice::Ahead => "direct read-ahead".into(),
     }
 }
 

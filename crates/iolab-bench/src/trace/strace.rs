@@ -766,7 +766,12 @@ fn split_call(
     if !HANDLED.contains(&sys) {
         return Ok(None);
     }
-    let Some(eq) = text.rfind(") = ") else {
+    // strace pads short calls' results to a column: `close(-1)   = -1 EBADF`.
+    let split = text.rfind(" = ").and_then(|i| {
+        let head = text[..i].trim_end();
+        head.ends_with(')').then(|| (head.len() - 1, i + 3))
+    });
+    let Some((close, result)) = split else {
         // A call that never returned (the task exited): `= ?` lines too.
         if text.ends_with("= ?") || text.contains(") = ?") {
             return Ok(None);
@@ -782,8 +787,8 @@ fn split_call(
         t_ns,
         line: first_line,
         name: sys.to_string(),
-        args: text[open + 1..eq].to_string(),
-        result: text[eq + 4..].to_string(),
+        args: text[open + 1..close].to_string(),
+        result: text[result..].to_string(),
     }))
 }
 
@@ -895,7 +900,8 @@ mod tests {
 100 10:00:00.000009 readv(3</d/a>, [{iov_base=""..., iov_len=8}, {iov_base=""..., iov_len=8}], 2) = 16 <0.000010>
 100 10:00:00.000010 preadv(3</d/a>, [{iov_base=""..., iov_len=8}], 1, 100) = 8 <0.000010>
 100 10:00:00.000011 preadv2(3</d/a>, [{iov_base=""..., iov_len=8}], 1, -1, RWF_NOWAIT) = 8 <0.000010>
-100 10:00:00.000012 close(3</d/a>) = 0 <0.000010>
+100 10:00:00.000012 close(3</d/a>)           = 0 <0.000010>
+100 10:00:00.000012 close(-1)                 = -1 EBADF (Bad file descriptor) <0.000010>
 100 10:00:00.000013 read(4</d/a>, ""..., 4) = 4 <0.000010>
 100 10:00:00.000014 read(0</dev/pts/0>, ""..., 4) = 4 <0.000010>
 100 10:00:00.000015 read(5<pipe:[123]>, ""..., 4) = 4 <0.000010>

@@ -19,9 +19,14 @@
 //! than 13 % of it, the whole file is asked for ahead, once
 //! ([`policy::read_ahead_whole`]): a SQLite query over a 270 MB database
 //! otherwise waited for the device at every fault of the mapping.
+//!
+//! Reads in order of a large cold file go to the file's own O_DIRECT
+//! stream ([`DirectAhead`], made at the first such choice, after a
+//! residency sample). Each open also tells [`super::siblings`], which asks
+//! for the next files of the directory when opens follow its order.
 
 use super::buffered::Buffered;
-use super::direct::Direct;
+use super::direct::{Direct, DirectAhead};
 use super::many::ReadReq;
 use super::mapped::Mapped;
 use super::policy::{self, Choice, Situation};
@@ -84,6 +89,8 @@ struct State {
     /// Time spent in `read_at` so far, ns, until the file is read ahead
     /// or found cached ([`Situation::waited_ns`]).
     waited_ns: AtomicU64,
+    /// Residency was sampled at least once.
+    sampled: AtomicBool,
 }
 
 /// `MemAvailable`, read from /proc/meminfo at most every 100 ms by the
@@ -120,6 +127,7 @@ pub(crate) struct Auto {
     uring_seq: UringReader,
     uring_rand: UringReader,
     direct: OnceLock<Option<Direct>>,
+    ahead: OnceLock<Option<DirectAhead>>,
     budget: Option<u64>,
     trace: bool,
     st: State,
@@ -132,6 +140,7 @@ impl Auto {
             .clone()
             .unwrap_or_else(super::profile::process_profile);
         warn_device_once(&profile, &src);
+        super::siblings::opened(&src.path, &src.file, trace_policy());
         let (chunk_shift, chunks) = policy::regions(src.len);
         let pages = src.len / 4096 + 1;
         let st = State {
@@ -154,6 +163,7 @@ impl Auto {
             available: AtomicU64::new(0),
             read_ahead: AtomicBool::new(false),
             waited_ns: AtomicU64::new(0),
+            sampled: AtomicBool::new(false),
         };
         let a = Auto {
             stream: Stream::new(src.clone()),
@@ -161,6 +171,7 @@ impl Auto {
             uring_rand: UringReader::new(src.clone(), profile.random_depth),
             buffered: OnceLock::new(),
             direct: OnceLock::new(),
+            ahead: OnceLock::new(),
             budget: opts.memory_budget,
             trace: trace_policy(),
             mapped: OnceLock::new(),
@@ -203,6 +214,7 @@ impl Auto {
                 .map(|r| r.fraction()),
         };
         self.st.resident.store(r.unwrap_or(0.0).to_bits(), Relaxed);
+        self.st.sampled.store(true, Relaxed);
         self.st.available.store(self.available_now(), Relaxed);
     }
 
@@ -310,9 +322,17 @@ impl Auto {
     }
 
     fn choose(&self, off: u64, len: usize, batch: usize) -> Choice {
-        let s = self.observe(off, len, batch);
+        let mut s = self.observe(off, len, batch);
         self.read_ahead_whole(&s);
         let mut d = policy::decide(&s, &self.profile);
+        // Reading ahead with O_DIRECT bypasses the cache: know first
+        // whether the file is cached (a file that fits is otherwise
+        // sampled only from its FIRST_SAMPLE-th request).
+        if d.choice == Choice::Ahead && !self.st.sampled.load(Relaxed) {
+            self.refresh();
+            s.resident = f64::from_bits(self.st.resident.load(Relaxed));
+            d = policy::decide(&s, &self.profile);
+        }
         if d.choice == Choice::Mapped
             && self.mapped.get().is_none()
             && n_before(&self.st) <= FIRST_SAMPLE
@@ -358,6 +378,13 @@ impl Auto {
                 Some(d) => d,
                 None => &self.uring_seq,
             },
+            Choice::Ahead => match self.ahead.get_or_init(|| {
+                let w = &self.profile.whole;
+                DirectAhead::new(self.src.clone(), w.block, w.depth as usize).ok()
+            }) {
+                Some(a) => a,
+                None => &self.stream,
+            },
         }
     }
 }
@@ -395,7 +422,7 @@ impl Backend for Auto {
         let mut groups: Vec<(Choice, Vec<usize>)> = Vec::new();
         for (i, c) in choices.iter().enumerate() {
             match c {
-                Choice::Mapped | Choice::Pread | Choice::Buffered { .. } => {
+                Choice::Mapped | Choice::Pread | Choice::Buffered { .. } | Choice::Ahead => {
                     let r = &mut reqs[i];
                     r.result = Some(self.backend(*c).read_at(r.offset, r.buf));
                     done(i, &reqs[i]);
@@ -457,6 +484,56 @@ mod tests {
         assert!(mapped_here(&path), "re-read often and never mapped");
         drop(r);
         assert!(!mapped_here(&path), "the mapping outlived the reader");
+    }
+
+    #[test]
+    fn reads_in_order_of_a_large_cold_file_through_the_direct_stream_are_exact() {
+        use crate::reader::policy::{self, Choice, Situation};
+        use crate::reader::profile::Profile;
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("big");
+        let len = policy::AHEAD_MIN_FILE as usize + 12_345;
+        let data: Vec<u8> = (0..len as u64)
+            .map(|i| (i.wrapping_mul(0x9E37_79B9) >> 11) as u8)
+            .collect();
+        std::fs::write(&path, &data).unwrap();
+        crate::cache::evict(&path).unwrap();
+        let mut p = Profile::thesis_defaults();
+        p.seq_direct = true;
+        // The decision the reads below get from their third on.
+        let s = Situation {
+            len: 10_240,
+            offset: 20_480,
+            file_len: len as u64,
+            sequential: true,
+            fraction_read: 0.0,
+            regions_read: 1,
+            waited_ns: 0,
+            reread: true,
+            resident: 0.0,
+            available: 1 << 30,
+            batch: 1,
+        };
+        assert_eq!(policy::decide(&s, &p).choice, Choice::Ahead);
+        let opts = Options::new(Technique::Auto)
+            .profile(std::sync::Arc::new(p))
+            .memory_budget(1 << 30);
+        let r = Reader::open(&path, opts).unwrap();
+        // tar's 10 KiB records, to the end; then from the start again.
+        let mut buf = vec![0u8; 10_240];
+        for pass in 0..2 {
+            let mut off = 0usize;
+            while off < len {
+                let n = r.read_at(off as u64, &mut buf).unwrap();
+                assert!(n > 0, "pass {pass}: nothing at {off}");
+                assert!(
+                    buf[..n] == data[off..off + n],
+                    "pass {pass}: bytes at {off}"
+                );
+                off += n;
+            }
+            assert_eq!(r.read_at(len as u64, &mut buf).unwrap(), 0);
+        }
     }
 
     #[test]

@@ -166,3 +166,68 @@ impl Backend for Direct {
         super::many::via_threads(self, reqs, 4, done)
     }
 }
+
+/// Sequential reads of a large cold file: O_DIRECT pieces read ahead of
+/// the caller through io_uring ([`crate::sys::ahead::Ahead`]), requests
+/// copied out of them. `Auto`'s choice [`Choice::Ahead`](super::policy::Choice::Ahead).
+/// The stream (a ring and `chunk * depth` bytes of buffers) is made at the
+/// first read and let go once a read reaches the file's end, so a program
+/// that keeps many files open after reading them holds no buffers for them.
+pub(crate) struct DirectAhead {
+    src: Arc<Src>,
+    chunk: usize,
+    depth: usize,
+    inner: std::sync::Mutex<Option<crate::sys::ahead::Ahead>>,
+}
+
+impl DirectAhead {
+    /// `chunk`-byte pieces (rounded to the O_DIRECT alignment), `depth` in
+    /// flight. Fails where O_DIRECT is refused.
+    pub(crate) fn new(src: Arc<Src>, chunk: usize, depth: usize) -> Result<Self> {
+        let d = Direct::new(src.clone())?;
+        let chunk = chunk.max(d.align).div_ceil(d.align) * d.align;
+        let inner = Self::stream(&src, d.dfile, chunk, depth)?;
+        Ok(DirectAhead {
+            src,
+            chunk,
+            depth,
+            inner: std::sync::Mutex::new(Some(inner)),
+        })
+    }
+
+    fn stream(
+        src: &Src,
+        dfile: File,
+        chunk: usize,
+        depth: usize,
+    ) -> Result<crate::sys::ahead::Ahead> {
+        crate::sys::ahead::Ahead::new(dfile, src.len, chunk, depth).map_err(|e| {
+            ReadError::Unsupported {
+                path: src.path.clone(),
+                technique: "direct read-ahead".into(),
+                why: e.to_string(),
+            }
+        })
+    }
+}
+
+impl Backend for DirectAhead {
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
+        if off >= self.src.len {
+            return Ok(0);
+        }
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if g.is_none() {
+            let d = Direct::new(self.src.clone())?;
+            *g = Some(Self::stream(&self.src, d.dfile, self.chunk, self.depth)?);
+        }
+        let a = g.as_mut().expect("made above");
+        let n = a
+            .read_at(off, buf)
+            .map_err(|e| ReadError::io(&self.src.path, off, buf.len(), e))?;
+        if off + n as u64 >= self.src.len {
+            *g = None; // read to the end: let the buffers go
+        }
+        Ok(n)
+    }
+}

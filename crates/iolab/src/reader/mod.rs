@@ -32,6 +32,7 @@ mod mapped;
 pub mod policy;
 pub mod profile;
 mod request;
+mod siblings;
 mod stream;
 mod technique;
 mod thesis;

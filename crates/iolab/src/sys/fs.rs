@@ -84,6 +84,44 @@ pub(crate) fn statfs(path: &Path) -> Result<(u64, u64, i64)> {
     ))
 }
 
+/// cachestat(2)'s number (Linux 6.5; the same on every architecture).
+const SYS_CACHESTAT: libc::c_long = 451;
+
+/// Pages of `file` in the page cache among those holding `len` bytes from
+/// `off`, by cachestat(2): no I/O (a `RWF_NOWAIT` read starts read-ahead
+/// when the page is missing). `None` where the kernel lacks it.
+pub(crate) fn cached_pages(file: &impl AsRawFd, off: u64, len: u64) -> Option<u64> {
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Stat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    let range = Range { off, len };
+    let mut st = Stat::default();
+    // SAFETY: cachestat reads `range` and writes `st`, both live repr(C)
+    // values of the layout the kernel's uapi declares
+    // (struct cachestat_range, struct cachestat); flags must be 0.
+    let r = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            file.as_raw_fd(),
+            &range as *const Range,
+            &mut st as *mut Stat,
+            0u32,
+        )
+    };
+    (r == 0).then_some(st.nr_cache)
+}
+
 /// preadv2 of one buffer with RWF flags; returns bytes read.
 pub(crate) fn preadv2(
     file: &impl AsRawFd,

@@ -2,6 +2,7 @@
 //! where this workspace uses `unsafe`. Each wrapper is safe to call; the
 //! reasoning for each `unsafe` block sits next to it.
 
+pub(crate) mod ahead;
 pub(crate) mod alloc;
 pub(crate) mod fs;
 pub(crate) mod guard;

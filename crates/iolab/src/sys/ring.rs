@@ -267,7 +267,7 @@ fn remaining_iovecs(v: &mut Vec<libc::iovec>, dests: &[(*mut u8, usize)], mut sk
 /// (EINTR / EAGAIN / EBUSY: the caller loops and tries again). Any other
 /// failure leaves ops in flight that still write into borrowed memory, so
 /// giving up is not memory-safe: retry a while, then abort.
-fn wait_some(ring: &mut IoUring, failures: &mut u32) -> Vec<(usize, i32)> {
+pub(crate) fn wait_some(ring: &mut IoUring, failures: &mut u32) -> Vec<(usize, i32)> {
     if let Err(e) = ring.submit_and_wait(1) {
         if !matches!(
             e.raw_os_error(),

@@ -1,0 +1,316 @@
+//! Read-ahead across the files of a directory: when `Auto` sees a program
+//! open a directory's files one after the other, in the directory's order
+//! or by name ([`policy::sibling_streak`]), it asks the kernel for the
+//! start of the next few ([`policy::siblings_ahead`]) while the program
+//! reads this one. `tar`, `grep -r` and `cp -r` read a tree that way and
+//! otherwise wait for the device once per small file, one file at a time.
+//!
+//! The state is the process's: the directories seen last, each listed
+//! (regular files, in `readdir` order and sorted by name) at its second
+//! open, so a directory a program opens one file of is never listed.
+
+use super::policy;
+use std::collections::{HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Directories remembered at most (the least recently opened is dropped).
+const MAX_DIRS: usize = 256;
+
+/// A directory with more entries is not listed (listing it would cost
+/// more than the waits it could save on the few files read next).
+const MAX_ENTRIES: usize = 20_000;
+
+/// One order of a directory's files and the opens that followed it.
+struct Order {
+    names: Vec<OsString>,
+    pos: HashMap<OsString, usize>,
+    prev: Option<usize>,
+    streak: u32,
+    asked_to: usize,
+}
+
+impl Order {
+    fn new(names: Vec<OsString>) -> Order {
+        let pos = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), i))
+            .collect();
+        Order {
+            names,
+            pos,
+            prev: None,
+            streak: 0,
+            asked_to: 0,
+        }
+    }
+
+    /// Notes an open of `name`; returns the files to ask for.
+    fn opened(&mut self, name: &OsStr) -> &[OsString] {
+        let Some(&at) = self.pos.get(name) else {
+            self.prev = None;
+            self.streak = 0;
+            return &[];
+        };
+        self.streak = policy::sibling_streak(self.streak, self.prev, at);
+        self.prev = Some(at);
+        if self.streak == 0 {
+            // A new pass (the program, or the same one reading the tree
+            // again once its pages may be gone): ask again.
+            self.asked_to = 0;
+        }
+        let r = policy::siblings_ahead(self.streak, at, self.asked_to, self.names.len());
+        if !r.is_empty() {
+            self.asked_to = r.end;
+        }
+        &self.names[r]
+    }
+}
+
+/// What is known of one directory.
+struct Dir {
+    /// The first file opened, until the second comes and the directory
+    /// is listed.
+    first: Option<OsString>,
+    /// `readdir` order and by name; `None` before the listing or when the
+    /// directory could not be listed or is too large.
+    orders: Option<[Order; 2]>,
+    /// Files asked for already (by either order).
+    asked: HashSet<OsString>,
+    /// The last file opened here that was not asked for had its first
+    /// page cached: the tree is in memory, asking would only cost opens.
+    warm: bool,
+    used: u64,
+}
+
+/// The regular files of `dir`, in `readdir` order (file types from the
+/// directory entries: no `stat` per file).
+fn list(dir: &Path) -> Option<Vec<OsString>> {
+    let mut names = Vec::new();
+    for e in std::fs::read_dir(dir).ok()? {
+        let e = e.ok()?;
+        if names.len() >= MAX_ENTRIES {
+            return None;
+        }
+        if e.file_type().ok()?.is_file() {
+            names.push(e.file_name());
+        }
+    }
+    Some(names)
+}
+
+struct State {
+    dirs: HashMap<PathBuf, Dir>,
+    clock: u64,
+}
+
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+/// Notes that `path` was opened (`cached`: whether its first page was in
+/// the page cache, when known) and returns the files of its directory to
+/// ask for (see the module's documentation).
+fn note(path: &Path, cached: Option<bool>) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Vec::new();
+    };
+    let mut g = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let st = g.get_or_insert_with(|| State {
+        dirs: HashMap::new(),
+        clock: 0,
+    });
+    st.clock += 1;
+    let clock = st.clock;
+    if !st.dirs.contains_key(dir) && st.dirs.len() >= MAX_DIRS {
+        if let Some(old) = st
+            .dirs
+            .iter()
+            .min_by_key(|(_, d)| d.used)
+            .map(|(k, _)| k.clone())
+        {
+            st.dirs.remove(&old);
+        }
+    }
+    let d = st.dirs.entry(dir.to_path_buf()).or_insert_with(|| Dir {
+        first: Some(name.to_os_string()),
+        orders: None,
+        asked: HashSet::new(),
+        warm: cached == Some(true),
+        used: clock,
+    });
+    if d.used == clock {
+        return Vec::new(); // the directory's first open
+    }
+    d.used = clock;
+    // Only a file this did not ask for says whether the tree is cached.
+    if let Some(c) = cached {
+        if !d.asked.contains(name) {
+            d.warm = c;
+        }
+    }
+    if d.warm {
+        // Nothing to gain: neither list the directory nor ask; the open
+        // waits as the first one until the files are not cached.
+        if d.orders.is_none() {
+            d.first = Some(name.to_os_string());
+        }
+        return Vec::new();
+    }
+    if let Some(first) = d.first.take() {
+        // The second open: list the directory, and count the first open.
+        d.orders = list(dir).map(|names| {
+            let mut sorted = names.clone();
+            sorted.sort();
+            let mut o = [Order::new(names), Order::new(sorted)];
+            for x in &mut o {
+                x.opened(&first);
+            }
+            o
+        });
+    }
+    let Some(orders) = d.orders.as_mut() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if orders.iter().all(|o| o.streak == 0) {
+        d.asked.clear();
+    }
+    for o in orders.iter_mut() {
+        for n in o.opened(name) {
+            if d.asked.insert(n.clone()) {
+                out.push(dir.join(n));
+            }
+        }
+    }
+    out
+}
+
+/// Environment variable that turns this read-ahead off (`1`), to measure
+/// what it saves.
+pub const OFF_ENV: &str = "IOLAB_NO_SIBLINGS";
+
+/// Whether [`OFF_ENV`] is set (read once: an environment look-up per open
+/// showed in replays of thousands of opens).
+fn off() -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OFF.get_or_init(|| std::env::var_os(OFF_ENV).is_some_and(|v| v != "0"))
+}
+
+/// Notes that `path` was opened by `Auto` and asks the kernel for the
+/// first [`policy::SIBLING_BYTES`] of each file the policy picks
+/// (`POSIX_FADV_WILLNEED`: the reads are queued, not waited for).
+pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) {
+    if off() {
+        return;
+    }
+    // Whether its first page is cached (cachestat: no I/O; a RWF_NOWAIT
+    // read would start a small read-ahead, and the program's own read
+    // then wait for two): a cached tree is not asked for (it cost
+    // `grep -r` over a cached tree an open per file for nothing).
+    let cached = crate::sys::fs::cached_pages(file, 0, 1).map(|n| n > 0);
+    let ask = note(path, cached);
+    if ask.is_empty() {
+        return;
+    }
+    for p in &ask {
+        if let Ok(f) = std::fs::File::open(p) {
+            let _ = crate::sys::fs::fadvise_range(
+                &f,
+                0,
+                policy::SIBLING_BYTES,
+                libc::POSIX_FADV_WILLNEED,
+            );
+        }
+    }
+    if trace {
+        eprintln!(
+            "policy: {}: opened in its directory's order: asked for the start of {} file(s) after it, up to {}",
+            path.display(),
+            ask.len(),
+            ask.last().map_or(String::new(), |p| p.display().to_string())
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opens_in_name_order_ask_for_the_files_after_them_once() {
+        let d = tempfile::tempdir().unwrap();
+        for i in 0..20 {
+            std::fs::write(d.path().join(format!("f{i:02}")), b"x").unwrap();
+        }
+        std::fs::create_dir(d.path().join("sub")).unwrap();
+        let p = |i: usize| d.path().join(format!("f{i:02}"));
+        // Out of order: nothing.
+        assert!(note(&p(5), Some(false)).is_empty());
+        assert!(note(&p(1), Some(false)).is_empty());
+        // f02, f03 follow f01 by name: the streak reaches 2 at f03.
+        assert!(note(&p(2), Some(false)).is_empty());
+        let first = note(&p(3), Some(false));
+        let want: Vec<PathBuf> = (4..4 + policy::SIBLINGS_AHEAD).map(p).collect();
+        // The readdir order may list them the same way; every file asked
+        // for is one of those, and all of them are.
+        for w in &want {
+            assert!(first.contains(w), "{w:?} not in {first:?}");
+        }
+        // The next open asks for one more by name, not the others again.
+        let next = note(&p(4), Some(true));
+        assert!(next.contains(&p(4 + policy::SIBLINGS_AHEAD)), "{next:?}");
+        assert!(!next.iter().any(|x| want.contains(x)), "{next:?}");
+        // The directory is never asked for.
+        assert!(!first.iter().chain(&next).any(|x| x.ends_with("sub")));
+        // A second pass over the directory (a program run again, the files
+        // gone from memory): the same files are asked for again.
+        for i in 0..2 {
+            assert!(note(&p(i), Some(false)).is_empty(), "{i}");
+        }
+        let again = note(&p(2), Some(false));
+        for w in (3..3 + policy::SIBLINGS_AHEAD).map(p) {
+            assert!(again.contains(&w), "{w:?} not in {again:?}");
+        }
+    }
+
+    #[test]
+    fn the_probe_tells_a_cached_first_page_from_an_evicted_one() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f");
+        std::fs::write(&path, vec![1u8; 64 << 10]).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let Some(n) = crate::sys::fs::cached_pages(&f, 0, 1) else {
+            crate::require!(false, "no cachestat(2) in this kernel");
+            return;
+        };
+        assert_eq!(n, 1, "a file just written is cached");
+        crate::cache::evict(&path).unwrap();
+        let after = crate::sys::fs::cached_pages(&f, 0, 1).unwrap();
+        crate::require!(
+            after == 0,
+            "{} stays cached after eviction (tmpfs?)",
+            path.display()
+        );
+    }
+
+    #[test]
+    fn a_cached_tree_is_not_asked_for() {
+        let d = tempfile::tempdir().unwrap();
+        for i in 0..20 {
+            std::fs::write(d.path().join(format!("g{i:02}")), b"x").unwrap();
+        }
+        let p = |i: usize| d.path().join(format!("g{i:02}"));
+        // Opens in name order of files found cached: nothing asked for,
+        // however long the streak.
+        for i in 0..10 {
+            assert!(note(&p(i), Some(true)).is_empty(), "{i}");
+        }
+        // Then one not cached (not asked for: the tree left memory): the
+        // directory is listed now, counting the open before it, and asking
+        // starts at the third open in a row in its order.
+        assert!(note(&p(10), Some(false)).is_empty());
+        let ask = note(&p(11), Some(false));
+        assert!(ask.contains(&p(12)), "{ask:?}");
+    }
+}
