@@ -7,9 +7,17 @@
 #
 # usage: LAT_SYSCALL=/path/to/lat_syscall scripts/vs-lmbench.sh [PAIRS] [CPU]
 set -euo pipefail
-lat=${LAT_SYSCALL:?set LAT_SYSCALL to the lat_syscall binary of lmbench}
+lat=${LAT_SYSCALL:-}
+if [ -z "$lat" ] || [ ! -x "$lat" ]; then
+  echo "vs-lmbench: LAT_SYSCALL must name lmbench's lat_syscall binary (built from lmbench's source), got '$lat'" >&2
+  exit 2
+fi
 pairs=${1:-9}
 cpu=${2:-1}
+if ! [[ $pairs =~ ^[1-9][0-9]*$ && $cpu =~ ^[0-9]+$ ]]; then
+  echo "vs-lmbench: PAIRS must be a whole number >= 1 and CPU a CPU number, got '$pairs' '$cpu'" >&2
+  exit 2
+fi
 here=$(cd "$(dirname "$0")/.." && pwd)
 (cd "$here" && cargo build --release --quiet)
 iolab="$here/target/release/iolab"

@@ -72,9 +72,7 @@ pub fn keep(p: &Path) {
         .unwrap_or_else(|e| e.into_inner())
         .retain(|(q, _, slot)| {
             if q == p {
-                if let Some(s) = slot {
-                    forget_at_forced_exit(*s);
-                }
+                unwatch(*slot);
             }
             q != p
         });
@@ -85,9 +83,7 @@ pub fn remove(p: &Path) {
     let mut v = CREATED.lock().unwrap_or_else(|e| e.into_inner());
     v.retain(|(q, id, slot)| {
         if q == p {
-            if let Some(s) = slot {
-                forget_at_forced_exit(*s);
-            }
+            unwatch(*slot);
             iolab::file::remove_if_same(q, *id);
             false
         } else {
@@ -96,13 +92,18 @@ pub fn remove(p: &Path) {
     });
 }
 
+/// Takes a file off the watchdog's table (it was removed, or is kept).
+fn unwatch(slot: Option<ForcedExitSlot>) {
+    if let Some(s) = slot {
+        forget_at_forced_exit(s);
+    }
+}
+
 /// Removes every registered file that still is the one this run made.
 pub fn remove_all() {
     let files = std::mem::take(&mut *CREATED.lock().unwrap_or_else(|e| e.into_inner()));
     for (p, id, slot) in files.iter().rev() {
-        if let Some(s) = slot {
-            forget_at_forced_exit(*s);
-        }
+        unwatch(*slot);
         iolab::file::remove_if_same(p, *id);
     }
 }
