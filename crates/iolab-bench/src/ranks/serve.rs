@@ -101,10 +101,7 @@ pub fn follow(world: &World, stop: &AtomicBool) -> Result<()> {
             Ok(mine) => {
                 gather(world, &mine)?;
             }
-            Err(e) => {
-                eprintln!("iolab: rank {} on {}: {e}", world.rank(), world.host());
-                world.abort(1)
-            }
+            Err(e) => world.fail(&e.to_string(), 1),
         }
     }
 }

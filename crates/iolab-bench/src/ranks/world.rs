@@ -288,6 +288,22 @@ impl World {
         self.inner.abort(code)
     }
 
+    /// Says "iolab: rank R on HOST: why" and ends every rank with `code`.
+    /// The line goes out in one write: `eprintln!` writes its pieces one
+    /// by one, and the launcher's own abort message can land between them.
+    pub fn fail(&self, why: &str, code: i32) -> ! {
+        self.say(why);
+        self.abort(code)
+    }
+
+    /// Writes "iolab: rank R on HOST: what" to standard error in one write,
+    /// so lines from ranks and from the launcher never interleave mid-line.
+    pub fn say(&self, what: &str) {
+        use std::io::Write;
+        let line = format!("iolab: rank {} on {}: {what}\n", self.rank(), self.host());
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
+
     /// This rank's host name as MPI knows it.
     pub fn host(&self) -> String {
         imp::Inner::host()

@@ -51,9 +51,6 @@ pub fn join(stop: &AtomicBool) -> Result<Joined> {
     }
     match follow(&world, stop) {
         Ok(()) => Ok(Joined::Followed(0)),
-        Err(e) => {
-            eprintln!("iolab: rank {} on {}: {e}", world.rank(), world.host());
-            world.abort(1)
-        }
+        Err(e) => world.fail(&e.to_string(), 1),
     }
 }

@@ -80,15 +80,7 @@ pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool, plan: Planner) -> Result<Opti
             }
             Ok(Some(0))
         }
-        Err(e) => {
-            eprintln!(
-                "iolab: rank {} on {}: {}",
-                world.rank(),
-                world.host(),
-                crate::error::one_line(&e)
-            );
-            world.abort(1)
-        }
+        Err(e) => world.fail(&crate::error::one_line(&e), 1),
     }
 }
 
@@ -145,12 +137,7 @@ fn planned(
             if world.is_root() {
                 eprintln!("error: {}", crate::error::one_line(&e));
             } else if !root_failed {
-                eprintln!(
-                    "iolab: rank {} on {}: {}",
-                    world.rank(),
-                    world.host(),
-                    crate::error::one_line(&e)
-                );
+                world.say(&crate::error::one_line(&e));
             }
             world.barrier();
             Err(crate::error::exit_code(&e))
