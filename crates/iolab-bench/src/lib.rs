@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod mixed;
 pub mod offsets;
 pub mod pin;
+pub mod placement;
 pub mod prepare;
 pub mod random;
 pub mod ranks;

@@ -103,6 +103,11 @@ pub struct RunMetrics {
     /// The memory the buffers got (`--mem`), summed over workers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem: Option<iolab::mem::Backing>,
+    /// Where iolab placed the workers itself (no `--cpus`) and why, e.g.
+    /// "CPU 1: takes vda's completion interrupts (irq 36)"; None: where
+    /// the user pinned them, or where the scheduler put them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<String>,
     /// The device's counters over the run, in iostat's terms.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<crate::devstat::DeviceView>,

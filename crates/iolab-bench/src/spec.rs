@@ -353,6 +353,11 @@ pub struct WorkloadSpec {
     /// The CPUs worker threads run on (fio's `cpus_allowed`); None: any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<crate::pin::CpuPin>,
+    /// Where workers go when `cpus` is None: next to the device's
+    /// completion interrupts (the default) or wherever the scheduler puts
+    /// them (`crate::placement`).
+    #[serde(default)]
+    pub placement: crate::placement::Placement,
 }
 
 impl Default for WorkloadSpec {
@@ -392,6 +397,7 @@ impl Default for WorkloadSpec {
             place: None,
             sync_every: None,
             cpus: None,
+            placement: crate::placement::Placement::Irq,
         }
     }
 }

@@ -337,6 +337,7 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         // fio ignores them on a job that does not write.
         sync_every: if op.writes() { sync_every(g)? } else { None },
         cpus: cpus(g)?,
+        placement: crate::placement::Placement::Irq,
     };
     let spec_check = crate::prepare::validate(&spec);
     if let Err(e) = spec_check {

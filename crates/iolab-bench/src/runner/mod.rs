@@ -52,6 +52,23 @@ pub fn run_once(
     let cache_before = crate::residency::Snapshot::take(prep, spec.offset, size)?;
     // Outside the measured window.
     clock::calibrate();
+    // No --cpus: a run that sleeps on the device goes next to its
+    // completion interrupts (crate::placement says why).
+    let placed = prep
+        .files
+        .first()
+        .and_then(|f| crate::placement::place(spec, &f.path));
+    let placed_spec;
+    let spec = match &placed {
+        Some(p) => {
+            placed_spec = WorkloadSpec {
+                cpus: Some(p.pin.clone()),
+                ..spec.clone()
+            };
+            &placed_spec
+        }
+        None => spec,
+    };
     let sh = Arc::new(Shared::new(spec, prep, plans.len()));
     // One worker runs on the calling thread, so a single-threaded run is a
     // single-threaded process (the kernel skips a file reference per call
@@ -67,6 +84,7 @@ pub fn run_once(
     let ran = !collected.outs.is_empty();
     let mut m = merge::metrics(collected, resident_before, sh.first_errors());
     m.interrupted = ctl.stop.load(Ordering::Relaxed);
+    m.placement = placed.map(|p| p.why);
     let cache = crate::residency::check(spec, prep, size, &cache_before, m.ops)?;
     m.resident_after = cache.resident_after;
     m.residency = cache.files;

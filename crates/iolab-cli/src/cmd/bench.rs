@@ -201,6 +201,7 @@ fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
             .or(a.fdatasync.map(|writes| (writes, true)))
             .map(|(writes, data_only)| SyncEvery { writes, data_only }),
         cpus: cpu_pin(a),
+        placement: a.placement,
         ..WorkloadSpec::default()
     }
 }

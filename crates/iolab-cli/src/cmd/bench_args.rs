@@ -32,6 +32,9 @@ fn cpu_list(s: &str) -> Result<CpuPin, String> {
         first: 0,
     })
 }
+fn placement(s: &str) -> Result<iolab_bench::placement::Placement, String> {
+    s.parse()
+}
 fn sqpoll_wait(s: &str) -> Result<iolab::engine::SqpollWait, String> {
     s.parse()
 }
@@ -145,6 +148,11 @@ pub struct BenchArgs {
     /// its own CPU, in turn); fio's cpus_allowed_policy.
     #[arg(long, value_enum, requires = "cpus")]
     pub cpus_policy: Option<CpusPolicy>,
+    /// Without --cpus: irq puts a run that waits on the device (O_DIRECT,
+    /// cache cold) on the CPUs that take its completion interrupts, when
+    /// there is one per thread; any leaves it to the scheduler (fio's way).
+    #[arg(long, default_value = "irq", value_name = "irq|any", value_parser = placement, conflicts_with = "cpus")]
+    pub placement: iolab_bench::placement::Placement,
     /// Bypass the page cache (O_DIRECT).
     #[arg(long)]
     pub direct: bool,

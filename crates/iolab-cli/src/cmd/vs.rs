@@ -233,6 +233,13 @@ pub fn render(rec: &BenchRecord) -> String {
     for n in &c.notes {
         let _ = writeln!(o, "  {n}");
     }
+    if let Some(p) = rec.runs.iter().find_map(|r| r.placement.as_deref()) {
+        let cpus = p.split(':').next().unwrap_or(p);
+        let _ = writeln!(
+            o,
+            "  placement: iolab ran on {cpus}, next to the device's completion interrupts; fio runs where the scheduler puts it (--cpus pins both, fio's cpus_allowed; --placement any leaves both to the scheduler)"
+        );
+    }
     let _ = writeln!(
         o,
         "{:<8} {:>12} {:>12} {:>10} {:>8}",

@@ -6,11 +6,13 @@ use super::Exporter;
 use iolab_bench::record::BenchRecord;
 
 /// Column names, in order: [`BASE_HEADER`], the buffer memory, then the
-/// device's figures ([`iolab_bench::devstat::CSV_HEADER`]).
+/// device's figures ([`iolab_bench::devstat::CSV_HEADER`]), then where
+/// iolab placed the workers.
 pub fn header() -> Vec<&'static str> {
     let mut h = BASE_HEADER.to_vec();
     h.extend(["mem", "mem_huge_bytes"]);
     h.extend(iolab_bench::devstat::CSV_HEADER);
+    h.push("placement");
     h
 }
 
@@ -136,6 +138,7 @@ impl Exporter for Csv {
                     .unwrap_or_default(),
             );
             row.extend(iolab_bench::devstat::csv_fields(r.device.as_ref()));
+            row.push(r.placement.clone().unwrap_or_default());
             self.rows.push(row);
         }
         self.write()

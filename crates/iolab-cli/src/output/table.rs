@@ -83,6 +83,9 @@ pub fn detail(rec: &BenchRecord) -> String {
     if let Some(b) = &r.mem {
         let _ = writeln!(o, "  buffers          {}", b.describe());
     }
+    if let Some(p) = &r.placement {
+        let _ = writeln!(o, "  placed on        {p}");
+    }
     let _ = writeln!(
         o,
         "  throughput       {:.1} MiB/s   {} IOPS   ({} in {:.2} s){}",
