@@ -168,3 +168,51 @@ fn placement_and_cpus_are_refused_together_and_bad_values_named() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--cpus"), "{}", stderr(&o));
 }
+
+#[test]
+fn iolab_fio_places_jobs_without_cpus_allowed_and_takes_placement_any() {
+    let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let direct = WorkloadSpec {
+        direct: true,
+        ..WorkloadSpec::default()
+    };
+    let Some(expected) = place(&direct, d.path()) else {
+        iolab::testing::unmet("nothing to place on this machine's disk");
+        return;
+    };
+    let f = d.path().join("j.dat");
+    let job = [
+        "fio",
+        "--name=j",
+        "--rw=randread",
+        "--bs=4k",
+        "--direct=1",
+        "--size=4m",
+        "--number_ios=64",
+    ];
+    let fname = format!("--filename={}", f.display());
+    let o = common::iolab(&[&job[..], &[fname.as_str()]].concat(), d.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = common::stdout(&o);
+    assert!(
+        out.contains(&format!("iolab placed : CPU {}:", expected.pin.list())),
+        "{out}"
+    );
+    let o = common::iolab(
+        &[
+            &job[..],
+            &[fname.as_str(), "--overwrite", "--placement=any"],
+        ]
+        .concat(),
+        d.path(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        !common::stdout(&o).contains("iolab placed"),
+        "{}",
+        common::stdout(&o)
+    );
+    let o = common::iolab(&["fio", "--placement=near", "--name=j"], d.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--placement"), "{}", stderr(&o));
+}

@@ -226,6 +226,9 @@ pub fn job_text(r: &JobResult, pid: u32, started_secs: u64) -> String {
         "  iolab latency: p50={}ns p99={}ns p99.9={}ns p99.99={}ns max={}ns (HdrHistogram, within 0.1 %)",
         l.p50_ns, l.p99_ns, l.p99_9_ns, l.p99_99_ns, l.max_ns
     );
+    if let Some(p) = &run.placement {
+        let _ = writeln!(o, "  iolab placed : {p}");
+    }
     for n in &job.notes {
         let _ = writeln!(o, "  note: {n}");
     }

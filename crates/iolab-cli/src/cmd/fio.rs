@@ -28,7 +28,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
     after_help = "iolab's own flags: --parse-only (check and print the jobs, run nothing), \
 --lenient (options that change only presentation become warnings), --overwrite \
 (replace output files; write into files iolab did not make), --output-format=normal|json|json+|terse, \
---output=FILE, --list-options (which fio options iolab supports). Everything else is fio's: \
+--output=FILE, --list-options (which fio options iolab supports), --placement=irq|any (where \
+jobs without cpus_allowed run: next to the device's completion interrupts, or where the scheduler puts them). Everything else is fio's: \
 job files, and --key=value options where each --name=JOB starts a job."
 )]
 pub struct FioArgs {
@@ -62,6 +63,8 @@ struct Cli {
     list: bool,
     formats: Vec<Format>,
     output: Option<PathBuf>,
+    /// Where jobs without `cpus_allowed` run (`--placement`).
+    placement: iolab_bench::placement::Placement,
 }
 
 fn split(args: &[std::ffi::OsString]) -> Result<Cli> {
@@ -116,6 +119,11 @@ fn split(args: &[std::ffi::OsString]) -> Result<Cli> {
                 }
             }
             "--output" => c.output = Some(PathBuf::from(value("--output")?)),
+            "--placement" => {
+                c.placement = value("--placement")?
+                    .parse()
+                    .map_err(|e| super::usage(format!("--placement: {e}")))?
+            }
             // fio's progress display: iolab shows none while measuring.
             k if k.starts_with("--eta") => {}
             k if k.starts_with("--") => c.options.push(a.clone()),
@@ -139,7 +147,11 @@ fn jobs(c: &Cli) -> Result<Vec<FioJob>> {
     for f in &c.files {
         r.read_file(f).map_err(bad)?;
     }
-    map::map_all(&r.finish(), c.lenient).map_err(bad)
+    let mut jobs = map::map_all(&r.finish(), c.lenient).map_err(bad)?;
+    for j in &mut jobs {
+        j.spec.placement = c.placement;
+    }
+    Ok(jobs)
 }
 
 /// What `--parse-only` prints for one job.
