@@ -487,30 +487,12 @@ fn fdatasync_every_n_writes_is_counted_timed_and_translated() {
 /// The most threads `/proc/PID/task` showed while `args` ran (sampled every
 /// 5 ms until the process exits).
 fn most_threads_while(args: &[&str]) -> usize {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let task = format!("/proc/{}/task", child.id());
-    let t = Instant::now();
     let mut most = 0;
-    loop {
-        if let Ok(rd) = std::fs::read_dir(&task) {
+    common::watch_run(args, |pid| {
+        if let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/task")) {
             most = most.max(rd.count());
         }
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "{args:?} never ended"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    });
     most
 }
 

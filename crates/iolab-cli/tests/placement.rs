@@ -8,44 +8,25 @@ use common::stderr;
 use iolab_bench::placement::{place, Placement};
 use iolab_bench::spec::WorkloadSpec;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// Runs `iolab bench ARGS --jsonl OUT` and samples the process's allowed
 /// CPUs while it runs; returns the record and every list seen.
 fn run_sampling(dir: &Path, args: &[&str]) -> (serde_json::Value, Vec<String>) {
     let out = dir.join("r.jsonl");
     let _ = std::fs::remove_file(&out);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_iolab"))
-        .args(args)
-        .args(["--jsonl", out.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let status = format!("/proc/{}/status", child.id());
-    let t = Instant::now();
-    let mut seen = Vec::new();
-    loop {
-        if let Ok(s) = std::fs::read_to_string(&status) {
-            if let Some(l) = s.lines().find(|l| l.starts_with("Cpus_allowed_list:")) {
-                let l = l["Cpus_allowed_list:".len()..].trim().to_string();
-                if !seen.contains(&l) {
-                    seen.push(l);
-                }
+    let out_s = out.to_str().unwrap();
+    let mut seen: Vec<String> = Vec::new();
+    common::watch_run(&[args, &["--jsonl", out_s]].concat(), |pid| {
+        let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            return;
+        };
+        if let Some(l) = s.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")) {
+            let l = l.trim().to_string();
+            if !seen.contains(&l) {
+                seen.push(l);
             }
         }
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        assert!(
-            t.elapsed() < Duration::from_secs(60),
-            "{args:?} never ended"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let o = child.wait_with_output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    });
     let text = std::fs::read_to_string(&out).unwrap();
     (
         serde_json::from_str(text.lines().next().unwrap()).unwrap(),

@@ -4,7 +4,8 @@
 #![allow(dead_code)]
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// Runs the `iolab` binary with `args` in `dir` and waits for it.
 pub fn iolab(args: &[&str], dir: &Path) -> Output {
@@ -74,4 +75,30 @@ pub fn argv<'a>(line: &'a str, vars: &[&'a str]) -> Vec<&'a str> {
 /// Arguments written as one line, split at white space (no `{}` values).
 pub fn words(line: &str) -> Vec<&str> {
     argv(line, &[])
+}
+
+/// Runs the `iolab` binary with `args` (stdout discarded) and calls `look`
+/// with its pid every 5 ms until it exits (at most 60 s); asserts that it
+/// succeeded. For sampling /proc while a run is under way.
+pub fn watch_run(args: &[&str], mut look: impl FnMut(u32)) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    loop {
+        look(child.id());
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "{args:?} never ended"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
 }
