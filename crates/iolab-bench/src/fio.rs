@@ -259,17 +259,25 @@ fn engine_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String>
     }
 }
 
-/// `--size`, `--offset`, `--offset_increment` and the threads.
-fn size_args(spec: &WorkloadSpec, workers: u64, a: &mut Vec<String>) {
-    // fio's size is a job's over all its files; they share it evenly.
+/// fio's `size` of one job (over all its files, which share it evenly),
+/// and the slice each thread starts apart when a shared file's sequential
+/// work is split between threads.
+fn job_region(spec: &WorkloadSpec, workers: u64) -> (u64, Option<u64>) {
     let nfiles = spec.files_of(0).len() as u64;
-    // Sizes: a shared file's sequential work is sliced per thread.
     if !spec.file_per_thread && workers > 1 && !spec.pattern.with_replacement() {
         let slice = spec.file_size / workers / spec.bs * spec.bs;
-        a.push(format!("--size={}", fio_size(slice * nfiles)));
-        a.push(format!("--offset_increment={}", fio_size(slice)));
+        (slice * nfiles, Some(slice))
     } else {
-        a.push(format!("--size={}", fio_size(spec.file_size * nfiles)));
+        (spec.file_size * nfiles, None)
+    }
+}
+
+/// `--size`, `--offset`, `--offset_increment` and the threads.
+fn size_args(spec: &WorkloadSpec, workers: u64, a: &mut Vec<String>) {
+    let (size, slice) = job_region(spec, workers);
+    a.push(format!("--size={}", fio_size(size)));
+    if let Some(slice) = slice {
+        a.push(format!("--offset_increment={}", fio_size(slice)));
     }
     if spec.offset > 0 {
         a.push(format!("--offset={}", fio_size(spec.offset)));
@@ -302,7 +310,13 @@ fn stop_args(spec: &WorkloadSpec, workers: u64, a: &mut Vec<String>) {
         a.push("--time_based".into());
         a.push(format!("--runtime={}", secs(t)));
     } else if let Some(o) = spec.stop.ops {
-        a.push(format!("--number_ios={}", o.div_ceil(workers)));
+        let n = o.div_ceil(workers);
+        a.push(format!("--number_ios={n}"));
+        // fio ends at its region's end even before number_ios; an io_size
+        // past the region makes it wrap around, as iolab does.
+        if n.saturating_mul(spec.bs) > job_region(spec, workers).0 {
+            a.push(format!("--io_size={}", fio_size(n * spec.bs)));
+        }
     } else if let Some(b) = spec.stop.bytes {
         a.push(format!("--io_size={}", fio_size(b.div_ceil(workers))));
     }
@@ -532,7 +546,7 @@ mod tests {
             ops: Some(1_000_000),
             ..Default::default()
         };
-        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=mmap --rw=randread --bs=4k --norandommap --randrepeat=1 --direct=0 --size=2g --invalidate=0 --number_ios=1000000 {TAIL}"));
+        assert_eq!(line(&s), format!("fio --name=iolab --filename=/data/f --ioengine=mmap --rw=randread --bs=4k --norandommap --randrepeat=1 --direct=0 --size=2g --invalidate=0 --number_ios=1000000 --io_size=4000000k {TAIL}"));
 
         let mut s = base();
         s.engine = EngineKind::Preadv2;
