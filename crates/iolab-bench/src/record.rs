@@ -262,6 +262,17 @@ pub struct Comparable {
     /// tool does not measure it (fio).
     #[serde(default)]
     pub cpu_offload_pct: Option<f64>,
+    /// Ops the run completed, reads and writes; 0 where unknown.
+    #[serde(default)]
+    pub ops: f64,
+    /// Requests the file's device completed over the run (its
+    /// `/sys/block/DEV/stat` before and after); None without a device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dev_requests: Option<f64>,
+    /// The device's mean time per request, ns: iostat's r_await and
+    /// w_await weighted by their requests; None when it completed none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dev_await_ns: Option<f64>,
 }
 
 impl Comparable {
@@ -276,7 +287,23 @@ impl Comparable {
             cpu_pct: r.cpu.user_pct + r.cpu.sys_pct,
             cpu_submit_pct: r.cpu.split.submit_pct(),
             cpu_offload_pct: Some(r.cpu.split.helpers_pct + r.cpu.split.kernel_pct),
+            ops: r.ops as f64,
+            ..Comparable::default()
         }
+        .with_device(r.device.as_ref())
+    }
+
+    /// The same figures with the device's view of the run: its requests
+    /// and their mean time, from the file's own device (the first).
+    pub fn with_device(mut self, view: Option<&crate::devstat::DeviceView>) -> Self {
+        if let Some(d) = view.and_then(|v| v.devices.first()) {
+            let n = (d.read_ios + d.write_ios) as f64;
+            self.dev_requests = Some(n);
+            self.dev_await_ns = (n > 0.0).then(|| {
+                (d.read_ios as f64 * d.r_await_ms + d.write_ios as f64 * d.w_await_ms) * 1e6 / n
+            });
+        }
+        self
     }
 
     /// From fio's JSON output (`--output-format=json --group_reporting`).
@@ -295,6 +322,7 @@ impl Comparable {
                 }
                 c.mib_per_s += bw / (1 << 20) as f64;
                 c.iops += s["iops"].as_f64().unwrap_or(0.0);
+                c.ops += s["total_ios"].as_f64().unwrap_or(0.0);
                 // lat percentiles where asked for; clat where lat is
                 // disabled (the fair null comparison).
                 let pct = if s["lat_ns"]["percentile"].is_object() {

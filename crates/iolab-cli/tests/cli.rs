@@ -401,6 +401,50 @@ fn vs_fio_runs_both_alternately_and_refuses_what_fio_cannot_express() {
 }
 
 #[test]
+fn vs_fio_shows_the_device_view_of_both_sides() {
+    iolab::require!(
+        have_fio(),
+        "fio is not installed (scripts/setup.sh installs it)"
+    );
+    let d = tempfile::tempdir().unwrap();
+    iolab::require!(
+        iolab::file::block_device_of(d.path()).is_some(),
+        "the temporary folder is on no block device"
+    );
+    // O_DIRECT 4 KiB reads at depth 1: every op is one request the device
+    // completes, on both sides, and the rest of its time is the host's.
+    let o = iolab(
+        &words("bench --engine pread --pattern rand --bs 4k --direct --file f --size 8m --ops 3000 --vs fio --pairs 1 --json"),
+        d.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let c = &v["records"][0]["vs_fio"];
+    for side in ["iolab", "fio"] {
+        let s = &c[side][0];
+        let ops = s["ops"].as_f64().unwrap();
+        let reqs = s["dev_requests"].as_f64().unwrap();
+        assert!(ops >= 3000.0, "{side}: {s}");
+        // Other processes may use the disk too: at least one request per op.
+        assert!(reqs >= ops, "{side}: {reqs} requests for {ops} ops");
+        let wait = s["dev_await_ns"].as_f64().unwrap();
+        let mean = 1e9 / s["iops"].as_f64().unwrap();
+        assert!(
+            wait > 0.0 && wait < mean * 1.5,
+            "{side}: await {wait} ns, mean op {mean} ns"
+        );
+    }
+    let o = iolab(
+        &words("bench --engine pread --pattern rand --bs 4k --direct --file f --size 8m --ops 3000 --vs fio --pairs 1"),
+        d.path(),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    for row in ["dev req/op", "dev await", "outside", "/sys/block/DEV/stat"] {
+        assert!(out.contains(row), "no {row} in\n{out}");
+    }
+}
+
+#[test]
 fn unsupported_iopoll_is_one_line_and_exit_2() {
     let d = tempfile::tempdir().unwrap();
     let dev = iolab::file::block_device_of(d.path());

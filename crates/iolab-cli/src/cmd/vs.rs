@@ -79,10 +79,14 @@ fn run_fio(
     if spec.cache == CacheMode::Warm {
         prepare::set_cache(spec, prep, spec.file_size)?;
     }
+    // The device's counters around fio's whole process: its setup reads
+    // nothing from the device, so requests and their mean time are the run's.
+    let dev = iolab_bench::devstat::Snapshot::of_file(&prep.files[0].path);
     let out = Command::new("fio")
         .args(&cmd.args)
         .output()
         .context("--vs fio: run fio")?;
+    let view = dev.finish();
     let text = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
@@ -90,7 +94,9 @@ fn run_fio(
     }
     // fio may print notes before the JSON document.
     let start = text.find('{').unwrap_or(0);
-    Comparable::of_fio_json(&text[start..]).map_err(|e| anyhow::anyhow!(e))
+    Comparable::of_fio_json(&text[start..])
+        .map(|c| c.with_device(Some(&view)))
+        .map_err(|e| anyhow::anyhow!(e))
 }
 
 /// Runs `pairs` alternating pairs for one configuration.
@@ -216,6 +222,13 @@ enum Kind {
     Count,
     Ns,
     Cpu,
+    /// The device's view: shown where both sides have it, never a verdict.
+    Device,
+}
+
+/// Requests the device completed per op, where both are known.
+fn req_per_op(c: &Comparable) -> Option<f64> {
+    c.dev_requests.filter(|_| c.ops > 0.0).map(|r| r / c.ops)
 }
 
 /// The side-by-side text of one comparison.
@@ -242,31 +255,57 @@ pub fn render(rec: &BenchRecord) -> String {
     }
     let _ = writeln!(
         o,
-        "{:<8} {:>12} {:>12} {:>10} {:>8}",
+        "{:<10} {:>12} {:>12} {:>10} {:>8}",
         "metric", "iolab", "fio", "iolab/fio", "noise"
     );
-    type Get = fn(&Comparable) -> Option<f64>;
+    type Get<'a> = Box<dyn Fn(&Comparable) -> Option<f64> + 'a>;
     // Where fio's CPU figure misses work iolab counts, the totals differ in
     // kind: only the submitting threads' CPU is the same quantity.
     let offload = iolab_bench::fio::cpu_offload(&rec.spec);
-    let metrics: [(&str, Get, Kind); 8] = [
-        ("MiB/s", |c| Some(c.mib_per_s), Kind::Num),
-        ("IOPS", |c| Some(c.iops), Kind::Count),
-        ("p50", |c| Some(c.p50_ns), Kind::Ns),
-        ("p99", |c| Some(c.p99_ns), Kind::Ns),
-        ("p99.9", |c| Some(c.p99_9_ns), Kind::Ns),
-        ("cpu sub%", |c| Some(c.cpu_submit_pct), Kind::Cpu),
-        ("cpu oth%", |c| c.cpu_offload_pct, Kind::Cpu),
-        ("cpu tot%", |c| Some(c.cpu_pct), Kind::Cpu),
+    // At depth 1 a worker's op is one request at a time: 1/IOPS per worker
+    // is its mean latency, and what the device did not spend of it was
+    // spent on the host (system call, file system, block layer, wake-up).
+    let workers = f64::from(rec.spec.threads.max(1));
+    let depth1 = rec.spec.qd <= 1;
+    let metrics: Vec<(&str, Get, Kind)> = vec![
+        ("MiB/s", Box::new(|c| Some(c.mib_per_s)), Kind::Num),
+        ("IOPS", Box::new(|c| Some(c.iops)), Kind::Count),
+        ("p50", Box::new(|c| Some(c.p50_ns)), Kind::Ns),
+        ("p99", Box::new(|c| Some(c.p99_ns)), Kind::Ns),
+        ("p99.9", Box::new(|c| Some(c.p99_9_ns)), Kind::Ns),
+        ("cpu sub%", Box::new(|c| Some(c.cpu_submit_pct)), Kind::Cpu),
+        ("cpu oth%", Box::new(|c| c.cpu_offload_pct), Kind::Cpu),
+        ("cpu tot%", Box::new(|c| Some(c.cpu_pct)), Kind::Cpu),
+        ("dev req/op", Box::new(req_per_op), Kind::Device),
+        ("dev await", Box::new(|c| c.dev_await_ns), Kind::Device),
+        (
+            "outside",
+            Box::new(move |c| {
+                let one_request = req_per_op(c).is_some_and(|r| (r - 1.0).abs() < 0.02);
+                (depth1 && one_request && c.iops > 0.0)
+                    .then(|| workers * 1e9 / c.iops - c.dev_await_ns.unwrap_or(0.0))
+            }),
+            Kind::Device,
+        ),
     ];
     let mut verdicts = Vec::new();
+    let mut device_rows = false;
     for (name, get, kind) in metrics {
-        let a: Vec<f64> = c.iolab.iter().filter_map(get).collect();
-        let b: Vec<f64> = c.fio.iter().filter_map(get).collect();
+        let a: Vec<f64> = c.iolab.iter().filter_map(&get).collect();
+        let b: Vec<f64> = c.fio.iter().filter_map(&get).collect();
+        if kind == Kind::Device {
+            // Only where the device saw the run on both sides.
+            if a.is_empty() || b.is_empty() {
+                continue;
+            }
+            device_rows = true;
+        }
         let ma = median(&a);
         let mb = (!b.is_empty()).then(|| median(&b));
         let fmt = |v: f64| match kind {
             Kind::Ns => ns(v),
+            Kind::Device if name == "dev req/op" => format!("{v:.3}"),
+            Kind::Device => ns(v),
             Kind::Count => count(v),
             _ => format!("{v:.1}"),
         };
@@ -287,14 +326,16 @@ pub fn render(rec: &BenchRecord) -> String {
         };
         let _ = writeln!(
             o,
-            "{:<8} {:>12} {:>12} {:>10} {:>8}",
+            "{:<10} {:>12} {:>12} {:>10} {:>8}",
             name,
             fmt(ma),
             fio_s,
             ratio_s,
             noise_s
         );
-        if ratio.is_finite() && kind != Kind::Cpu && (ratio - 1.0).abs() > noise && a.len() > 1 {
+        // The device rows explain a verdict; they are not one.
+        let judged = !matches!(kind, Kind::Cpu | Kind::Device);
+        if judged && ratio.is_finite() && (ratio - 1.0).abs() > noise && a.len() > 1 {
             verdicts.push(format!(
                 "{name}: iolab {:+.1} % against fio, more than the noise between pairs ({:.1} %)",
                 (ratio - 1.0) * 100.0,
@@ -317,6 +358,13 @@ pub fn render(rec: &BenchRecord) -> String {
             None => ", comparable here: this engine does its I/O on the submitting thread".into(),
         }
     );
+    if device_rows {
+        let _ = writeln!(
+            o,
+            "(dev: the file's device, read from /sys/block/DEV/stat before and after each run on both sides: req/op = requests it completed per op, await = its mean time per request (iostat's r_await/w_await); outside{}: the rest of an op's time, spent on the host: system call, file system, block layer, wake-up)",
+            if depth1 { " = workers/IOPS − await" } else { " is shown at depth 1 only, where 1/IOPS per worker is an op's mean time" }
+        );
+    }
     if let Some(f) = &c.fair {
         let iops = |v: &[Comparable]| median(&v.iter().map(|c| c.iops).collect::<Vec<_>>());
         // CPU per op of the submitting threads: on a loaded machine the
