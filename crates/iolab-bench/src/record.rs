@@ -273,6 +273,11 @@ pub struct Comparable {
     /// w_await weighted by their requests; None when it completed none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dev_await_ns: Option<f64>,
+    /// Bytes the file's device moved over the run, read and written; None
+    /// without a device. Against the run's own bytes it says whether the
+    /// device's figures are the run's (a warm run's are other programs').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dev_bytes: Option<f64>,
 }
 
 impl Comparable {
@@ -299,6 +304,7 @@ impl Comparable {
         if let Some(d) = view.and_then(|v| v.devices.first()) {
             let n = (d.read_ios + d.write_ios) as f64;
             self.dev_requests = Some(n);
+            self.dev_bytes = Some((d.read_bytes + d.write_bytes) as f64);
             self.dev_await_ns = (n > 0.0).then(|| {
                 (d.read_ios as f64 * d.r_await_ms + d.write_ios as f64 * d.w_await_ms) * 1e6 / n
             });

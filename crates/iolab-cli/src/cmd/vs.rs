@@ -267,6 +267,10 @@ pub fn render(rec: &BenchRecord) -> String {
     // spent on the host (system call, file system, block layer, wake-up).
     let workers = f64::from(rec.spec.threads.max(1));
     let depth1 = rec.spec.qd <= 1;
+    // The device's figures are the run's only where it moved at least half
+    // the run's bytes; a warm run's requests are other programs'.
+    let bs = rec.spec.bs as f64;
+    let carried = move |c: &Comparable| c.dev_bytes.is_some_and(|b| b >= 0.5 * c.ops * bs);
     let metrics: Vec<(&str, Get, Kind)> = vec![
         ("MiB/s", Box::new(|c| Some(c.mib_per_s)), Kind::Num),
         ("IOPS", Box::new(|c| Some(c.iops)), Kind::Count),
@@ -276,12 +280,21 @@ pub fn render(rec: &BenchRecord) -> String {
         ("cpu sub%", Box::new(|c| Some(c.cpu_submit_pct)), Kind::Cpu),
         ("cpu oth%", Box::new(|c| c.cpu_offload_pct), Kind::Cpu),
         ("cpu tot%", Box::new(|c| Some(c.cpu_pct)), Kind::Cpu),
-        ("dev req/op", Box::new(req_per_op), Kind::Device),
-        ("dev await", Box::new(|c| c.dev_await_ns), Kind::Device),
+        (
+            "dev req/op",
+            Box::new(move |c| req_per_op(c).filter(|_| carried(c))),
+            Kind::Device,
+        ),
+        (
+            "dev await",
+            Box::new(move |c| c.dev_await_ns.filter(|_| carried(c))),
+            Kind::Device,
+        ),
         (
             "outside",
             Box::new(move |c| {
-                let one_request = req_per_op(c).is_some_and(|r| (r - 1.0).abs() < 0.02);
+                let one_request =
+                    carried(c) && req_per_op(c).is_some_and(|r| (r - 1.0).abs() < 0.02);
                 (depth1 && one_request && c.iops > 0.0)
                     .then(|| workers * 1e9 / c.iops - c.dev_await_ns.unwrap_or(0.0))
             }),
