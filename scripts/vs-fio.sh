@@ -40,6 +40,7 @@ import json, sys, statistics as st
 d, names = sys.argv[1], sys.argv[2:]
 print(f'{"workload":<30} {"pair":>4} {"iolab_MiBs":>11} {"fio_MiBs":>10} {"iolab_p99":>10} {"fio_p99":>9} {"thr_ratio":>9} {"p99_ratio":>9}')
 med = {}
+dev, outside = {}, {}
 for n in names:
     r = json.loads(open(f"{d}/{n}.jsonl").readline())
     c = r["vs_fio"]
@@ -51,6 +52,19 @@ for n in names:
         rows.append((tr, pr))
         print(f'{n:<30} {p:>4} {i["mib_per_s"]:>11.1f} {f["mib_per_s"]:>10.1f} {i["p99_ns"]:>10.0f} {f["p99_ns"]:>9.0f} {tr:>9.3f} {pr:>9.3f}')
     med[n] = (st.median(a for a, _ in rows), st.median(b for _, b in rows))
+    # The device's view: its mean time per request on both sides, and at
+    # depth 1 the rest of an op's time (1/IOPS - await), spent on the host.
+    # Only where the device moved at least half of each run's bytes (a warm
+    # run's device requests are other programs').
+    bs = r["spec"]["bs"]
+    carried = lambda x: x.get("dev_await_ns") and x.get("dev_bytes", 0) >= 0.5 * x["ops"] * bs
+    aw = [(i["dev_await_ns"], f["dev_await_ns"]) for i, f in zip(c["iolab"], c["fio"]) if carried(i) and carried(f)]
+    if aw:
+        dev[n] = st.median(x / y for x, y in aw)
+        if "qd" not in n or "qd1" in n:
+            out = [(1e9 / i["iops"] - i["dev_await_ns"], 1e9 / f["iops"] - f["dev_await_ns"]) for i, f in zip(c["iolab"], c["fio"]) if carried(i) and carried(f) and all(abs(x["dev_requests"] / x["ops"] - 1) < 0.02 for x in (i, f))]
+            if out:
+                outside[n] = (st.median(x for x, _ in out), st.median(y for _, y in out))
     if null and c.get("fair"):
         fair = [i["iops"] / f["iops"] for i, f in zip(c["iolab"], c["fair"]["fio"])]
         med[n + " (fair)"] = (st.median(fair), float("nan"))
@@ -66,5 +80,12 @@ print(f'{"workload":<36} {"throughput":>10} {"p99":>8}')
 for k, (a, b) in med.items():
     label = k + (" (default)" if k.startswith("null") and not k.endswith("(fair)") else "")
     print(f'{label:<36} {a:>10.3f} {b:>8.3f}')
+if dev:
+    print()
+    print("the device's mean time per request (iolab/fio, median of pairs), and at depth 1 an op's time outside the device (1/IOPS - await):")
+    for k, r in dev.items():
+        o = outside.get(k)
+        extra = f"   outside: iolab {o[0]/1e3:.2f} us, fio {o[1]/1e3:.2f} us" if o else ""
+        print(f"{k:<36} await {r:>6.3f}{extra}")
 print("null: fair = fio with iolab's per-op accounting (--disable_slat/--disable_lat), default = fio's own; both tools pinned to one CPU")
 PY
