@@ -379,42 +379,48 @@ pub fn render(rec: &BenchRecord) -> String {
         );
     }
     if let Some(f) = &c.fair {
-        let iops = |v: &[Comparable]| median(&v.iter().map(|c| c.iops).collect::<Vec<_>>());
-        // CPU per op of the submitting threads: on a loaded machine the
-        // IOPS ratio also measures who got more of the CPU; this does not.
-        let per_op = |v: &[Comparable]| {
-            median(
-                &v.iter()
-                    .map(|c| c.cpu_submit_pct * 1e7 / c.iops.max(1.0))
-                    .collect::<Vec<_>>(),
-            )
-        };
-        let (ours, our_ns) = (iops(&c.iolab), per_op(&c.iolab));
-        let _ = writeln!(
-            o,
-            "null engine, framework cost (both tools pinned to CPU {}); iolab/fio IOPS, and fio/iolab CPU per op (higher = iolab cheaper):",
-            f.cpu
-        );
-        let mut side = |label: &str, fio: &[Comparable], how: &str| {
-            let _ = writeln!(
-                o,
-                "  {label} IOPS {:.3}  cpu/op {:.3} ({} vs {})  {how}",
-                ours / iops(fio),
-                per_op(fio) / our_ns,
-                ns(our_ns),
-                ns(per_op(fio)),
-            );
-        };
-        side(
-            "fair   ",
-            &f.fio,
-            &format!("fio with iolab's accounting: {}", f.command),
-        );
-        side(
-            "default",
-            &c.fio,
-            "fio's default accounting: slat, clat, lat and their histograms per op",
-        );
+        render_fair(&mut o, c, f);
     }
     o
+}
+
+/// The null engine's framework-cost lines: iolab against fio with iolab's
+/// accounting (fair) and with fio's own (default).
+fn render_fair(o: &mut String, c: &FioComparison, f: &FairFio) {
+    let iops = |v: &[Comparable]| median(&v.iter().map(|c| c.iops).collect::<Vec<_>>());
+    // CPU per op of the submitting threads: on a loaded machine the
+    // IOPS ratio also measures who got more of the CPU; this does not.
+    let per_op = |v: &[Comparable]| {
+        median(
+            &v.iter()
+                .map(|c| c.cpu_submit_pct * 1e7 / c.iops.max(1.0))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let (ours, our_ns) = (iops(&c.iolab), per_op(&c.iolab));
+    let _ = writeln!(
+        o,
+        "null engine, framework cost (both tools pinned to CPU {}); iolab/fio IOPS, and fio/iolab CPU per op (higher = iolab cheaper):",
+        f.cpu
+    );
+    let mut side = |label: &str, fio: &[Comparable], how: &str| {
+        let _ = writeln!(
+            o,
+            "  {label} IOPS {:.3}  cpu/op {:.3} ({} vs {})  {how}",
+            ours / iops(fio),
+            per_op(fio) / our_ns,
+            ns(our_ns),
+            ns(per_op(fio)),
+        );
+    };
+    side(
+        "fair   ",
+        &f.fio,
+        &format!("fio with iolab's accounting: {}", f.command),
+    );
+    side(
+        "default",
+        &c.fio,
+        "fio's default accounting: slat, clat, lat and their histograms per op",
+    );
 }
