@@ -47,6 +47,22 @@ pub struct Environment {
     /// fio's version (`fio-3.33`), when the run was compared with fio.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fio_version: Option<String>,
+    /// The waker processes that ran next to the measurement (`--waker`),
+    /// when there were any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waker: Option<WakerInfo>,
+}
+
+/// Processes that slept a fixed period in a loop on the run's CPUs: on some
+/// virtual machines the way back from a completed I/O to the waiting thread
+/// is cheaper when the CPU ran another task recently, and fio's supervisor
+/// process wakes every 10 ms.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WakerInfo {
+    /// The period, microseconds.
+    pub every_us: u64,
+    /// The CPUs, one waker each.
+    pub cpus: Vec<usize>,
 }
 
 /// The block queue's limits from sysfs.
@@ -154,6 +170,7 @@ impl Environment {
             hypervisor_flag: has_flag(&cpuinfo, "hypervisor"),
             cpu_governor: read_trim("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
             fio_version: None,
+            waker: None,
         }
     }
 }

@@ -69,6 +69,9 @@ enum Cmd {
     Report(cmd::report::ReportArgs),
     /// Run fio job files or a fio command line with iolab's engines.
     Fio(cmd::fio::FioArgs),
+    /// One waker process of `--waker` (started by iolab itself).
+    #[command(name = "__waker", hide = true)]
+    Waker(cmd::waker::WakerArgs),
 }
 
 fn main() -> ExitCode {
@@ -108,6 +111,7 @@ fn main() -> ExitCode {
         Some(Cmd::Lab(a)) => cmd::lab::run(&a, stop),
         Some(Cmd::Report(a)) => cmd::report::run(&a),
         Some(Cmd::Fio(a)) => cmd::fio::run(&a, stop),
+        Some(Cmd::Waker(a)) => cmd::waker::run(&a, stop),
     };
     cleanup::remove_all();
     let _ = stop;

@@ -5,6 +5,7 @@
 mod common;
 
 use common::{iolab, stderr, words};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -441,6 +442,105 @@ fn vs_fio_shows_the_device_view_of_both_sides() {
     let out = String::from_utf8_lossy(&o.stdout);
     for row in ["dev req/op", "dev await", "outside", "/sys/block/DEV/stat"] {
         assert!(out.contains(row), "no {row} in\n{out}");
+    }
+    // Both sides ran next to fio's supervisor's period of wakers.
+    assert_eq!(v["records"][0]["env"]["waker"]["every_us"], 10_000, "{v}");
+    assert!(
+        out.contains("wakers: both tools ran next to a process waking every 10.00 ms"),
+        "{out}"
+    );
+}
+
+/// The `__waker` children of process `pid`: (pid, CPUs they may run on).
+fn wakers_of(pid: u32) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
+        let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+        let field = |k: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(k))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_default()
+        };
+        if field("PPid:") == pid.to_string()
+            && String::from_utf8_lossy(&cmdline).contains("__waker")
+        {
+            found.push((child, field("Cpus_allowed_list:")));
+        }
+    }
+    found.sort();
+    found
+}
+
+#[test]
+fn waker_processes_sit_on_the_run_cpus_and_end_with_it() {
+    let d = tempfile::tempdir().unwrap();
+    let cpus = iolab::prim::allowed_cpus().unwrap();
+    for (pin, want) in [
+        (None, cpus.clone()),
+        (Some(cpus[cpus.len() - 1]), vec![cpus[cpus.len() - 1]]),
+    ] {
+        let mut args = words("bench --engine pread --bs 4k --file f --size 1m --time 2s --cache as-is --waker 5ms --json");
+        let list = pin.map(|c| c.to_string());
+        if let Some(c) = &list {
+            args.extend(["--cpus", c.as_str()]);
+        }
+        let child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+            .args(&args)
+            .current_dir(d.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Until all are up, or the run has ended without them.
+        let mut child = child;
+        let mut seen = Vec::new();
+        while matches!(child.try_wait(), Ok(None)) {
+            seen = wakers_of(child.id());
+            if seen.len() == want.len() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        // One waker per CPU of the run, each held to its own CPU.
+        let on: Vec<String> = seen.iter().map(|(_, c)| c.clone()).collect();
+        let expect: Vec<String> = want.iter().map(usize::to_string).collect();
+        assert_eq!(on, expect, "wakers {seen:?} for CPUs {want:?}");
+        // Gone (killed and reaped) once the run has ended.
+        for (p, _) in &seen {
+            assert!(
+                !Path::new(&format!("/proc/{p}")).exists(),
+                "waker {p} outlived the run"
+            );
+        }
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let w = &v["records"][0]["env"]["waker"];
+        assert_eq!(w["every_us"], 5000, "{v}");
+        assert_eq!(w["cpus"].as_array().unwrap().len(), want.len(), "{w}");
+    }
+}
+
+#[test]
+fn a_bad_waker_period_is_one_line_naming_the_flag() {
+    let d = tempfile::tempdir().unwrap();
+    for bad in ["1us", "soon"] {
+        let mut args = words("bench --engine null --ops 10 --waker");
+        args.push(bad);
+        let o = iolab(&args, d.path());
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        let e = stderr(&o);
+        assert_eq!(e.trim().lines().count(), 1, "{e}");
+        assert!(
+            e.contains("--waker") && e.contains(bad) && e.contains("off"),
+            "{e}"
+        );
     }
 }
 

@@ -243,13 +243,14 @@ pub fn execute(
     mut each: impl FnMut(&BenchRecord),
 ) -> Result<(Vec<BenchRecord>, Option<BenchError>)> {
     let mut failed = None;
-    let env = Environment::capture(
+    let mut env = Environment::capture(
         &specs[0]
             .file
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| ".".into()),
     );
+    env.waker = ses.waker.clone();
     let total = specs.len() as u64 * ses.repeat as u64;
     let pb = crate::progress::runs(total);
     let mut records = Vec::new();
@@ -441,12 +442,22 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
             eprintln!("warning: {w}");
         }
     }
+    // Started before the first run, ended (killed and reaped) when this
+    // function returns.
+    let wakers = match super::waker::period(a.waker, a.vs.is_some()) {
+        Some(every) => Some(super::waker::Wakers::start(
+            every,
+            &super::waker::cpus_for(a.cpus.as_ref())?,
+        )?),
+        None => None,
+    };
     let ses = Session {
         stop,
         repeat: a.repeat,
         size_given,
         overwrite: a.out.overwrite,
         live: a.interval.is_some(),
+        waker: wakers.as_ref().map(|w| w.info.clone()),
     };
     let mut exporters: Vec<Box<dyn Exporter>> = Vec::new();
     if let Some(t) = targets.csv {

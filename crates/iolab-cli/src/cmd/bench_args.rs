@@ -271,6 +271,13 @@ pub struct BenchArgs {
     /// `--vs fio` runs) and exit without measuring.
     #[arg(long)]
     pub fio_job: bool,
+    /// A process on each CPU the run may use (those of --cpus, else all)
+    /// that wakes every DURATION, or off. Some virtual machines return from
+    /// a completed I/O to the waiting thread faster when the CPU ran another
+    /// task recently; fio's supervisor wakes every 10 ms, so --vs fio runs
+    /// both tools next to 10 ms wakers unless told otherwise.
+    #[arg(long, value_name = "DURATION|off", value_parser = super::waker::parse_arg)]
+    pub waker: Option<super::waker::WakerArg>,
     /// With --vs: pairs of runs, alternating who goes first.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub pairs: u32,

@@ -254,6 +254,7 @@ fn prepare_job(j: &FioJob, c: &Cli, stop: &AtomicBool) -> Result<Ready> {
         size_given: j.size_given,
         overwrite: c.overwrite,
         live: false,
+        waker: None,
     };
     // With unlink=1 the files this run creates stay registered for
     // removal (by identity: never a file that was already there).

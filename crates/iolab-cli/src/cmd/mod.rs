@@ -20,6 +20,7 @@ pub mod sys;
 pub mod trace;
 pub mod tune;
 pub mod vs;
+pub mod waker;
 pub mod xor;
 
 pub use crate::error::usage;

@@ -262,6 +262,7 @@ fn run_rank(
         size_given: true,
         overwrite: a.out.overwrite,
         live: false,
+        waker: None,
     };
     let r = RankRun {
         world,

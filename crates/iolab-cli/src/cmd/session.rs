@@ -21,6 +21,8 @@ pub struct Session<'a> {
     pub overwrite: bool,
     /// Show live intervals on stderr.
     pub live: bool,
+    /// The wakers running next to the runs (`--waker`), for the records.
+    pub waker: Option<iolab_bench::env::WakerInfo>,
 }
 
 /// Prepares the files of `spec` (creating missing ones with a progress bar).

@@ -195,6 +195,7 @@ pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
         size_given: true,
         overwrite: false,
         live: false,
+        waker: None,
     };
     let mut exporters: Vec<Box<dyn crate::output::Exporter>> = Vec::new();
     if a.json {

@@ -152,6 +152,7 @@ pub fn compare(
     }
     let mut env = env.clone();
     env.fio_version = iolab_bench::env::fio_version();
+    env.waker = ses.waker.clone();
     let mut rec = BenchRecord::new(spec, env, started, runs);
     rec.vs_fio = Some(FioComparison {
         command: cmd.line(),
@@ -203,6 +204,17 @@ fn run_iolab(
     Ok(out?)
 }
 
+/// What ran next to the measurement, in words (`both`: with `--vs fio`).
+pub fn waker_line(w: &iolab_bench::env::WakerInfo, both: bool) -> String {
+    let cpus: Vec<String> = w.cpus.iter().map(usize::to_string).collect();
+    let who = if both { "both tools" } else { "the run" };
+    format!(
+        "wakers: {who} ran next to a process waking every {} on CPU {} (fio's supervisor wakes every 10 ms; some VMs return from an I/O faster to a CPU that ran another task recently; --waker off leaves them out)",
+        crate::output::table::ns(w.every_us as f64 * 1e3),
+        cpus.join(",")
+    )
+}
+
 /// (max - min) / median of a series, the spread between pairs.
 fn spread(v: &[f64]) -> f64 {
     let m = median(v);
@@ -252,6 +264,9 @@ pub fn render(rec: &BenchRecord) -> String {
             o,
             "  placement: iolab ran on {cpus}, next to the device's completion interrupts; fio runs where the scheduler puts it (--cpus pins both, fio's cpus_allowed; --placement any leaves both to the scheduler)"
         );
+    }
+    if let Some(w) = &rec.env.waker {
+        let _ = writeln!(o, "  {}", waker_line(w, true));
     }
     let _ = writeln!(
         o,

@@ -86,6 +86,15 @@ pub fn detail(rec: &BenchRecord) -> String {
     if let Some(p) = &r.placement {
         let _ = writeln!(o, "  placed on        {p}");
     }
+    if let Some(w) = &rec.env.waker {
+        let cpus: Vec<String> = w.cpus.iter().map(usize::to_string).collect();
+        let every = ns(w.every_us as f64 * 1e3);
+        let _ = writeln!(
+            o,
+            "  wakers           every {every} on CPU {}",
+            cpus.join(",")
+        );
+    }
     let _ = writeln!(
         o,
         "  throughput       {:.1} MiB/s   {} IOPS   ({} in {:.2} s){}",

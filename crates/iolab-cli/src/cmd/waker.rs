@@ -1,0 +1,159 @@
+//! `--waker`: on each CPU a run may use, a process that sleeps a fixed period
+//! in a loop. On some virtual machines (this project's test VM is one) the
+//! way back from a completed I/O to the thread waiting for it costs
+//! microseconds more when the CPU ran no other task for a while; fio's
+//! supervisor process wakes every 10 ms and so keeps the CPUs it lands on
+//! in the cheaper state. `--vs fio` runs both tools next to the same wakers
+//! so that this is not an advantage only fio has.
+//!
+//! The wakers are processes, not threads: a second thread in the measuring
+//! process would make every small system call dearer (the kernel counts
+//! file references once a process has two threads).
+
+use crate::parse;
+use anyhow::{Context, Result};
+use iolab_bench::env::WakerInfo;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The period `--vs fio` uses unless `--waker` says otherwise: fio's own
+/// supervisor's.
+pub const VS_FIO_EVERY: Duration = Duration::from_millis(10);
+
+/// The hidden subcommand name one waker process runs as.
+pub const SUBCOMMAND: &str = "__waker";
+
+/// Arguments of the hidden `iolab __waker` (one process per CPU).
+#[derive(clap::Args, Debug)]
+pub struct WakerArgs {
+    /// The CPU to stay on.
+    #[arg(long)]
+    pub cpu: usize,
+    /// How long to sleep between wake-ups.
+    #[arg(long, value_parser = parse::duration)]
+    pub every: Duration,
+}
+
+/// One waker: pinned to its CPU, it sleeps and wakes until told to stop or
+/// until the process that started it is gone (its parent changes).
+pub fn run(a: &WakerArgs, stop: &AtomicBool) -> Result<i32> {
+    let parent = std::os::unix::process::parent_id();
+    iolab::prim::pin_to_cpu(a.cpu).with_context(|| format!("waker: pin to CPU {}", a.cpu))?;
+    while !stop.load(Ordering::Relaxed) && std::os::unix::process::parent_id() == parent {
+        std::thread::sleep(a.every);
+    }
+    Ok(0)
+}
+
+/// `--waker DURATION|off` as given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WakerArg {
+    /// No wakers, even with `--vs fio`.
+    Off,
+    /// Wakers with this period.
+    Every(Duration),
+}
+
+/// Parses `--waker`: `off`, or a period from 100 µs to 10 s.
+pub fn parse_arg(s: &str) -> Result<WakerArg, String> {
+    if s.trim() == "off" {
+        return Ok(WakerArg::Off);
+    }
+    let d = parse::duration(s).map_err(|e| format!("{e}, or off"))?;
+    if d < Duration::from_micros(100) || d > Duration::from_secs(10) {
+        return Err(format!(
+            "'{s}': a waker's period is from 100us to 10s (fio's supervisor: 10ms), or off"
+        ));
+    }
+    Ok(WakerArg::Every(d))
+}
+
+/// The period to run with: what `--waker` says, else 10 ms with `--vs
+/// fio` and none without.
+pub fn period(arg: Option<WakerArg>, vs_fio: bool) -> Option<Duration> {
+    match arg {
+        Some(WakerArg::Every(d)) => Some(d),
+        Some(WakerArg::Off) => None,
+        None => vs_fio.then_some(VS_FIO_EVERY),
+    }
+}
+
+/// Running wakers; dropping them ends them (killed and reaped).
+pub struct Wakers {
+    children: Vec<Child>,
+    /// What ran, for the record.
+    pub info: WakerInfo,
+}
+
+impl Wakers {
+    /// Starts one waker on each of `cpus`, running this executable's hidden
+    /// subcommand.
+    pub fn start(every: Duration, cpus: &[usize]) -> Result<Wakers> {
+        let exe = std::env::current_exe().context("--waker: find iolab's own executable")?;
+        let mut w = Wakers {
+            children: Vec::with_capacity(cpus.len()),
+            info: WakerInfo {
+                every_us: every.as_micros() as u64,
+                cpus: cpus.to_vec(),
+            },
+        };
+        for &cpu in cpus {
+            let child = Command::new(&exe)
+                .arg(SUBCOMMAND)
+                .args(["--cpu", &cpu.to_string()])
+                .args(["--every", &format!("{}us", every.as_micros())])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .spawn()
+                .with_context(|| format!("--waker: start the waker for CPU {cpu}"))?;
+            w.children.push(child);
+        }
+        Ok(w)
+    }
+}
+
+impl Drop for Wakers {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The CPUs wakers go on: those of `--cpus`, else every CPU this process
+/// may use (fio's job and iolab's workers may land on any of them).
+pub fn cpus_for(pin: Option<&iolab_bench::pin::CpuPin>) -> Result<Vec<usize>> {
+    match pin {
+        Some(p) => Ok(p.cpus.iter().map(|&c| c as usize).collect()),
+        None => iolab::prim::allowed_cpus().context("--waker: read this process's CPUs"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_periods_and_off() {
+        assert_eq!(parse_arg("off"), Ok(WakerArg::Off));
+        assert_eq!(
+            parse_arg("10ms"),
+            Ok(WakerArg::Every(Duration::from_millis(10)))
+        );
+        let e = parse_arg("1us").unwrap_err();
+        assert!(e.contains("100us to 10s"), "{e}");
+        let e = parse_arg("soon").unwrap_err();
+        assert!(e.contains("not a duration") && e.contains("or off"), "{e}");
+    }
+
+    #[test]
+    fn vs_fio_defaults_to_fios_period_and_off_wins() {
+        assert_eq!(period(None, true), Some(VS_FIO_EVERY));
+        assert_eq!(period(None, false), None);
+        assert_eq!(period(Some(WakerArg::Off), true), None);
+        let d = Duration::from_millis(1);
+        assert_eq!(period(Some(WakerArg::Every(d)), false), Some(d));
+    }
+}
