@@ -444,13 +444,7 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
     }
     // Started before the first run, ended (killed and reaped) when this
     // function returns.
-    let wakers = match super::waker::period(a.waker, a.vs.is_some()) {
-        Some(every) => Some(super::waker::Wakers::start(
-            every,
-            &super::waker::cpus_for(a.cpus.as_ref())?,
-        )?),
-        None => None,
-    };
+    let wakers = super::waker::Wakers::for_run(a.waker, a.vs.is_some(), a.cpus.as_ref())?;
     let ses = Session {
         stop,
         repeat: a.repeat,

@@ -87,6 +87,19 @@ pub struct Wakers {
 }
 
 impl Wakers {
+    /// The wakers a `bench` invocation asks for (see [`period`]) on the
+    /// CPUs of [`cpus_for`], or none.
+    pub fn for_run(
+        arg: Option<WakerArg>,
+        vs_fio: bool,
+        pin: Option<&iolab_bench::pin::CpuPin>,
+    ) -> Result<Option<Wakers>> {
+        match period(arg, vs_fio) {
+            Some(every) => Ok(Some(Wakers::start(every, &cpus_for(pin)?)?)),
+            None => Ok(None),
+        }
+    }
+
     /// Starts one waker on each of `cpus`, running this executable's hidden
     /// subcommand.
     pub fn start(every: Duration, cpus: &[usize]) -> Result<Wakers> {
