@@ -5,7 +5,13 @@
 # for them, as every job in examples/fio does; clat otherwise).
 #
 # usage: scripts/vs-fio-jobs.sh [DIR] [JOB.fio...]
-#   env: PAIRS=3 TIME=3 SIZE=1g KEEP=0
+#   env: PAIRS=3 TIME=3 SIZE=1g KEEP=0 WAKER=10ms
+# fio's supervisor process wakes every 10 ms beside its jobs, and on some
+# VMs that makes every completed I/O cheaper to return from (README: "Depth
+# 1 against fio"). `iolab fio` starts the same wakers by default; this script
+# runs them beside fio too (one `iolab __waker` per CPU, for each fio run),
+# so both tools measure next to the same neighbours, as `bench --vs fio`
+# does. WAKER=off runs both without them.
 # The job files read ${IOLAB_FIO_FILE} (and ${IOLAB_FIO_FILE2}, a second
 # file of the same size, for jobs over two files), ${IOLAB_FIO_SIZE} and
 # ${IOLAB_FIO_RUNTIME} from the environment (fio and iolab both expand them).
@@ -24,8 +30,21 @@ export IOLAB_FIO_FILE="$dir/iolab-vs-fio-jobs.dat"
 export IOLAB_FIO_FILE2="$dir/iolab-vs-fio-jobs-2.dat"
 export IOLAB_FIO_SIZE=${SIZE:-1g}
 export IOLAB_FIO_RUNTIME=${TIME:-3}
+waker=${WAKER:-10ms}
+cpus=$(python3 -c 'import os; print(" ".join(map(str, sorted(os.sched_getaffinity(0)))))')
+wpids=()
+start_wakers() {
+  [ "$waker" = off ] && return
+  for c in $cpus; do "$iolab" __waker --cpu "$c" --every "$waker" & wpids+=($!); done
+}
+stop_wakers() {
+  [ ${#wpids[@]} -gt 0 ] || return 0
+  kill "${wpids[@]}" 2>/dev/null || true
+  wait "${wpids[@]}" 2>/dev/null || true
+  wpids=()
+}
 out=$(mktemp -d)
-cleanup() { rm -rf "$out"; [ "${KEEP:-0}" = 1 ] || rm -f "$IOLAB_FIO_FILE" "$IOLAB_FIO_FILE2"; }
+cleanup() { stop_wakers; rm -rf "$out"; [ "${KEEP:-0}" = 1 ] || rm -f "$IOLAB_FIO_FILE" "$IOLAB_FIO_FILE2"; }
 trap cleanup EXIT INT TERM
 for f in "$IOLAB_FIO_FILE" "$IOLAB_FIO_FILE2"; do
   [ -e "$f" ] || "$iolab" bench --file "$f" --size "$IOLAB_FIO_SIZE" --ops 1 >/dev/null
@@ -50,8 +69,8 @@ for j in "${jobs[@]}"; do
   if grep -q '^invalidate=0' "$j"; then cat "$IOLAB_FIO_FILE" "$IOLAB_FIO_FILE2" >/dev/null; fi
   for p in $(seq 1 "$pairs"); do
     # --overwrite: write jobs write into the file fio wrote last.
-    run_iolab() { "$iolab" fio --overwrite --output-format=json "$j" >"$out/i.json"; }
-    run_fio() { fio --output-format=json "$j" >"$out/f.json" 2>/dev/null; }
+    run_iolab() { "$iolab" fio --overwrite --waker="$waker" --output-format=json "$j" >"$out/i.json"; }
+    run_fio() { start_wakers; fio --output-format=json "$j" >"$out/f.json" 2>/dev/null; stop_wakers; }
     if [ $((p % 2)) = 1 ]; then run_iolab; run_fio; else run_fio; run_iolab; fi
     python3 - "$out/i.json" "$out/f.json" "$name" "$p" <<'PY' | tee -a "$out/rows"
 import json, sys
@@ -83,14 +102,17 @@ PY
   done
 done
 echo
-echo "median iolab/fio ratios over $pairs pairs (bandwidth: higher is better for iolab; p99: lower is better):"
+echo "median iolab/fio ratios over $pairs pairs, spread = min-max of the pairs (bandwidth: higher is better for iolab; p99: lower is better); wakers: $waker"
 python3 - "$out/rows" <<'PY'
 import sys, statistics, collections
 rows = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     f = line.split()
     rows[f[0]].append((float(f[6]), float(f[7])))
-print(f'{"job":<36} {"bandwidth":>10} {"p99":>8}')
+print(f'{"job":<36} {"bandwidth":>10} {"spread":>13} {"p99":>8} {"spread":>13}')
 for k, v in rows.items():
-    print(f'{k:<36} {statistics.median(a for a, _ in v):>10.3f} {statistics.median(b for _, b in v):>8.3f}')
+    bw = [a for a, _ in v]
+    p99 = [b for _, b in v]
+    print(f'{k:<36} {statistics.median(bw):>10.3f} {min(bw):>6.3f}-{max(bw):<6.3f} '
+          f'{statistics.median(p99):>8.3f} {min(p99):>6.3f}-{max(p99):<6.3f}')
 PY

@@ -65,6 +65,19 @@ pub struct WakerInfo {
     pub cpus: Vec<usize>,
 }
 
+impl WakerInfo {
+    /// In words: "every 10 ms on CPU 0,1".
+    pub fn describe(&self) -> String {
+        let cpus: Vec<String> = self.cpus.iter().map(usize::to_string).collect();
+        let every = if self.every_us.is_multiple_of(1000) {
+            format!("{} ms", self.every_us / 1000)
+        } else {
+            format!("{} µs", self.every_us)
+        };
+        format!("every {every} on CPU {}", cpus.join(","))
+    }
+}
+
 /// The block queue's limits from sysfs.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueLimits {

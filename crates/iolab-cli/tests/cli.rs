@@ -5,7 +5,6 @@
 mod common;
 
 use common::{iolab, stderr, words};
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -451,32 +450,6 @@ fn vs_fio_shows_the_device_view_of_both_sides() {
     );
 }
 
-/// The `__waker` children of process `pid`: (pid, CPUs they may run on).
-fn wakers_of(pid: u32) -> Vec<(u32, String)> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(child) = e.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
-        let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
-        let field = |k: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(k))
-                .map(|v| v.trim().to_string())
-                .unwrap_or_default()
-        };
-        if field("PPid:") == pid.to_string()
-            && String::from_utf8_lossy(&cmdline).contains("__waker")
-        {
-            found.push((child, field("Cpus_allowed_list:")));
-        }
-    }
-    found.sort();
-    found
-}
-
 #[test]
 fn waker_processes_sit_on_the_run_cpus_and_end_with_it() {
     let d = tempfile::tempdir().unwrap();
@@ -490,36 +463,7 @@ fn waker_processes_sit_on_the_run_cpus_and_end_with_it() {
         if let Some(c) = &list {
             args.extend(["--cpus", c.as_str()]);
         }
-        let child = Command::new(env!("CARGO_BIN_EXE_iolab"))
-            .args(&args)
-            .current_dir(d.path())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Until all are up, or the run has ended without them.
-        let mut child = child;
-        let mut seen = Vec::new();
-        while matches!(child.try_wait(), Ok(None)) {
-            seen = wakers_of(child.id());
-            if seen.len() == want.len() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let o = child.wait_with_output().unwrap();
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-        // One waker per CPU of the run, each held to its own CPU.
-        let on: Vec<String> = seen.iter().map(|(_, c)| c.clone()).collect();
-        let expect: Vec<String> = want.iter().map(usize::to_string).collect();
-        assert_eq!(on, expect, "wakers {seen:?} for CPUs {want:?}");
-        // Gone (killed and reaped) once the run has ended.
-        for (p, _) in &seen {
-            assert!(
-                !Path::new(&format!("/proc/{p}")).exists(),
-                "waker {p} outlived the run"
-            );
-        }
+        let o = common::assert_wakers_during_run(&args, d.path(), &want);
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let w = &v["records"][0]["env"]["waker"];
         assert_eq!(w["every_us"], 5000, "{v}");

@@ -687,3 +687,46 @@ fn fsync_every_n_writes_fills_fio_s_sync_block() {
     );
     assert_eq!(v["jobs"][0]["sync"]["total_ios"].as_u64(), Some(0));
 }
+
+#[test]
+fn fio_jobs_run_beside_wakers_as_fios_supervisor_unless_told_not_to() {
+    let d = tempfile::tempdir().unwrap();
+    let cpus = iolab::prim::allowed_cpus().unwrap();
+    let last = cpus[cpus.len() - 1];
+    let pin = format!("--cpus_allowed={last}");
+    // By default: fio's 10 ms, on the CPUs of the jobs (here one).
+    let mut args = words(
+        "fio --output-format=json,normal --name=w --filename=f --size=1m --rw=randread --bs=4k --runtime=2 --time_based",
+    );
+    args.push(&pin);
+    let o = common::assert_wakers_during_run(&args, d.path(), &[last]);
+    let out = text(&o.stdout);
+    let v: serde_json::Value = serde_json::from_str(&out[..out.rfind("}\n").unwrap() + 1])
+        .unwrap_or_else(|e| panic!("{e}: {out}"));
+    let w = &v["jobs"][0]["iolab"]["waker"];
+    assert_eq!(w["every_us"], 10_000, "{w}");
+    assert_eq!(w["cpus"], serde_json::json!([last]), "{w}");
+    assert!(
+        out.contains(&format!(
+            "iolab wakers : a process every 10 ms on CPU {last}"
+        )),
+        "{out}"
+    );
+    // --waker=off: none at any time, and the record says none.
+    let o = common::assert_wakers_during_run(
+        &words("fio --waker=off --output-format=json --name=w --filename=f --size=1m --rw=randread --bs=4k --runtime=1 --time_based"),
+        d.path(),
+        &[],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["jobs"][0]["iolab"]["waker"].is_null(), "{v}");
+    // A bad period: one line naming the flag, exit 2.
+    let o = iolab(
+        &words("fio --waker=1us --name=w --filename=f --size=1m"),
+        d.path(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let e = text(&o.stderr);
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(e.contains("--waker") && e.contains("1us"), "{e}");
+}

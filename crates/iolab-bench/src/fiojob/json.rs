@@ -23,6 +23,8 @@ pub struct JobResult<'a> {
     pub job: &'a FioJob,
     /// Its measured run.
     pub run: &'a RunMetrics,
+    /// The wakers that ran beside it (`--waker`), if any.
+    pub waker: Option<&'a crate::env::WakerInfo>,
 }
 
 /// fio's percentile key (`99.000000`).
@@ -332,6 +334,7 @@ pub fn extras(r: &JobResult) -> Value {
         "spec": r.job.spec,
         "cache_resident_before": run.resident_before,
         "sqpoll_cpu_pct": run.cpu.sqpoll_pct,
+        "waker": r.waker,
         "cpu_ns_per_op": run.cpu.cpu_ns_per_op,
         "latency_definition": crate::record::LATENCY_DEFINITION,
         "latency_exact_ns": {
@@ -460,7 +463,15 @@ pub(crate) mod tests {
     fn fields_and_units_are_fio_s() {
         let j = job("[r]\nfilename=/x\nsize=1m\npercentile_list=50:99\n");
         let run = run_with(&[1000, 2000, 3000, 4000], 1024, 0);
-        let d = document(&[JobResult { job: &j, run: &run }], 1_700_000_000_000, true);
+        let d = document(
+            &[JobResult {
+                job: &j,
+                run: &run,
+                waker: None,
+            }],
+            1_700_000_000_000,
+            true,
+        );
         let r = &d["jobs"][0]["read"];
         assert_eq!(r["io_bytes"], 1024 * 4096);
         assert_eq!(r["io_kbytes"], 4096);
@@ -498,7 +509,15 @@ pub(crate) mod tests {
     fn asynchronous_engines_report_lat_not_clat() {
         let j = job("[r]\nfilename=/x\nsize=1m\nioengine=libaio\niodepth=4\n");
         let run = run_with(&[1000, 2000], 2, 0);
-        let d = document(&[JobResult { job: &j, run: &run }], 0, false);
+        let d = document(
+            &[JobResult {
+                job: &j,
+                run: &run,
+                waker: None,
+            }],
+            0,
+            false,
+        );
         let r = &d["jobs"][0]["read"];
         assert_eq!(r["clat_ns"]["N"], 0);
         assert_eq!(r["lat_ns"]["N"], 2);
@@ -510,7 +529,15 @@ pub(crate) mod tests {
     fn mixed_jobs_split_by_ops() {
         let j = job("[m]\nfilename=/x\nsize=1m\nrw=randrw\nrwmixread=75\n");
         let run = run_with(&[1000], 300, 100);
-        let d = document(&[JobResult { job: &j, run: &run }], 0, false);
+        let d = document(
+            &[JobResult {
+                job: &j,
+                run: &run,
+                waker: None,
+            }],
+            0,
+            false,
+        );
         assert_eq!(d["jobs"][0]["read"]["total_ios"], 300);
         assert_eq!(d["jobs"][0]["write"]["total_ios"], 100);
         assert!(d["jobs"][0]["iolab"]["mixed_latency"].is_string());

@@ -89,7 +89,11 @@ mod tests {
     fn logs_are_in_fio_s_format_and_names() {
         let j = job("[r]\nfilename=/x\nsize=1m\nwrite_bw_log=r\nwrite_lat_log\nwrite_iops_log=io\nlog_avg_msec=500\n");
         let run = run_with(&[1000], 1024, 0);
-        let l = logs(&JobResult { job: &j, run: &run });
+        let l = logs(&JobResult {
+            job: &j,
+            run: &run,
+            waker: None,
+        });
         let names: Vec<&str> = l.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(
             names,
@@ -101,7 +105,11 @@ mod tests {
         // A mixed job logs each direction's share.
         let j = job("[m]\nfilename=/x\nsize=1m\nrw=randrw\nwrite_bw_log=m\nlog_avg_msec=500\n");
         let run = run_with(&[1000], 300, 100);
-        let l = logs(&JobResult { job: &j, run: &run });
+        let l = logs(&JobResult {
+            job: &j,
+            run: &run,
+            waker: None,
+        });
         assert_eq!(l[0].text.lines().next(), Some("500, 768, 0, 0, 0"));
         assert_eq!(l[0].text.lines().nth(1), Some("500, 256, 1, 0, 0"));
     }

@@ -229,6 +229,13 @@ pub fn job_text(r: &JobResult, pid: u32, started_secs: u64) -> String {
     if let Some(p) = &run.placement {
         let _ = writeln!(o, "  iolab placed : {p}");
     }
+    if let Some(w) = r.waker {
+        let _ = writeln!(
+            o,
+            "  iolab wakers : a process {} (fio's supervisor wakes every 10 ms; --waker=off for none)",
+            w.describe()
+        );
+    }
     for n in &job.notes {
         let _ = writeln!(o, "  note: {n}");
     }
@@ -426,7 +433,11 @@ mod tests {
     fn normal_output_has_fio_s_shape() {
         let j = job("[r]\nfilename=/x\nsize=1m\n");
         let run = run_with(&[40_000, 50_000, 60_000, 170_000], 1024, 0);
-        let r = JobResult { job: &j, run: &run };
+        let r = JobResult {
+            job: &j,
+            run: &run,
+            waker: None,
+        };
         let t = job_text(&r, 7, 0);
         assert!(
             t.starts_with("r: (groupid=0, jobs=1): err= 0: pid=7: Thu Jan  1"),

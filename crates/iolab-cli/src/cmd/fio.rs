@@ -29,7 +29,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 --lenient (options that change only presentation become warnings), --overwrite \
 (replace output files; write into files iolab did not make), --output-format=normal|json|json+|terse, \
 --output=FILE, --list-options (which fio options iolab supports), --placement=irq|any (where \
-jobs without cpus_allowed run: next to the device's completion interrupts, or where the scheduler puts them). Everything else is fio's: \
+jobs without cpus_allowed run: next to the device's completion interrupts, or where the scheduler puts them), \
+--waker=DURATION|off (a process per CPU of the jobs waking every DURATION, as fio's supervisor wakes; \
+default 10ms, fio's period). Everything else is fio's: \
 job files, and --key=value options where each --name=JOB starts a job."
 )]
 pub struct FioArgs {
@@ -65,6 +67,8 @@ struct Cli {
     output: Option<PathBuf>,
     /// Where jobs without `cpus_allowed` run (`--placement`).
     placement: iolab_bench::placement::Placement,
+    /// `--waker`; None: fio's 10 ms.
+    waker: Option<super::waker::WakerArg>,
 }
 
 fn split(args: &[std::ffi::OsString]) -> Result<Cli> {
@@ -123,6 +127,12 @@ fn split(args: &[std::ffi::OsString]) -> Result<Cli> {
                 c.placement = value("--placement")?
                     .parse()
                     .map_err(|e| super::usage(format!("--placement: {e}")))?
+            }
+            "--waker" => {
+                c.waker = Some(
+                    super::waker::parse_arg(&value("--waker")?)
+                        .map_err(|e| super::usage(format!("--waker: {e}")))?,
+                )
             }
             // fio's progress display: iolab shows none while measuring.
             k if k.starts_with("--eta") => {}
@@ -409,6 +419,19 @@ pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
         None => None,
     };
     let mut log_targets = check_logs(&jobs, &c, &measured)?;
+    // fio's supervisor process wakes every 10 ms beside its jobs, and on
+    // some VMs that makes each completed I/O cheaper to return from (see
+    // waker.rs): iolab's jobs get the same neighbours unless told not to.
+    // Ended (killed and reaped) when this function returns.
+    let wakers = match super::waker::period(c.waker, true) {
+        Some(every) => {
+            let pins: Vec<_> = jobs.iter().map(|j| j.spec.cpus.as_ref()).collect();
+            let cpus = super::waker::cpus_for_all(&pins)?;
+            Some(super::waker::Wakers::start(every, &cpus)?)
+        }
+        None => None,
+    };
+    let waker = wakers.as_ref().map(|w| &w.info);
     let started = unix_ms();
     let mut done: Vec<(FioJob, RunMetrics)> = Vec::new();
     for batch in group::batches(&jobs) {
@@ -421,7 +444,7 @@ pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
     }
     // Logs are per job, as fio writes them; the summary follows group_reporting.
     for (job, run) in &done {
-        for l in log::logs(&JobResult { job, run }) {
+        for l in log::logs(&JobResult { job, run, waker }) {
             if let Some((_, t)) = log_targets.iter_mut().find(|(n, _)| *n == l.name) {
                 t.write_all_atomically(l.text.as_bytes())?;
             }
@@ -430,7 +453,7 @@ pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
     let reported = group::report_groups(done);
     let results: Vec<JobResult> = reported
         .iter()
-        .map(|(job, run)| JobResult { job, run })
+        .map(|(job, run)| JobResult { job, run, waker })
         .collect();
     let text = summaries(&results, &c.formats, started)?;
     match out.as_mut() {

@@ -69,13 +69,14 @@ pub fn parse_arg(s: &str) -> Result<WakerArg, String> {
     Ok(WakerArg::Every(d))
 }
 
-/// The period to run with: what `--waker` says, else 10 ms with `--vs
-/// fio` and none without.
-pub fn period(arg: Option<WakerArg>, vs_fio: bool) -> Option<Duration> {
+/// The period to run with: what `--waker` says, else fio's 10 ms where the
+/// run stands in for fio or is compared with it (`like_fio`: `bench --vs
+/// fio`, `iolab fio`) and none otherwise.
+pub fn period(arg: Option<WakerArg>, like_fio: bool) -> Option<Duration> {
     match arg {
         Some(WakerArg::Every(d)) => Some(d),
         Some(WakerArg::Off) => None,
-        None => vs_fio.then_some(VS_FIO_EVERY),
+        None => like_fio.then_some(VS_FIO_EVERY),
     }
 }
 
@@ -138,10 +139,24 @@ impl Drop for Wakers {
 /// The CPUs wakers go on: those of `--cpus`, else every CPU this process
 /// may use (fio's job and iolab's workers may land on any of them).
 pub fn cpus_for(pin: Option<&iolab_bench::pin::CpuPin>) -> Result<Vec<usize>> {
-    match pin {
-        Some(p) => Ok(p.cpus.iter().map(|&c| c as usize).collect()),
-        None => iolab::prim::allowed_cpus().context("--waker: read this process's CPUs"),
+    cpus_for_all(&[pin])
+}
+
+/// The CPUs wakers go on for several runs at once (`iolab fio`'s jobs): the
+/// union of their pins, or every CPU this process may use when any of them
+/// is not pinned.
+pub fn cpus_for_all(pins: &[Option<&iolab_bench::pin::CpuPin>]) -> Result<Vec<usize>> {
+    if pins.iter().any(Option::is_none) {
+        return iolab::prim::allowed_cpus().context("--waker: read this process's CPUs");
     }
+    let mut cpus: Vec<usize> = pins
+        .iter()
+        .flatten()
+        .flat_map(|p| p.cpus.iter().map(|&c| c as usize))
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
 }
 
 #[cfg(test)]
@@ -168,5 +183,19 @@ mod tests {
         assert_eq!(period(Some(WakerArg::Off), true), None);
         let d = Duration::from_millis(1);
         assert_eq!(period(Some(WakerArg::Every(d)), false), Some(d));
+    }
+
+    #[test]
+    fn several_runs_take_the_union_of_their_pins_or_every_cpu() {
+        let pin = |cpus: Vec<u32>| iolab_bench::pin::CpuPin {
+            cpus,
+            split: false,
+            first: 0,
+        };
+        let (a, b) = (pin(vec![1, 3]), pin(vec![0, 1]));
+        assert_eq!(cpus_for_all(&[Some(&a), Some(&b)]).unwrap(), vec![0, 1, 3]);
+        let all = iolab::prim::allowed_cpus().unwrap();
+        assert_eq!(cpus_for_all(&[Some(&a), None]).unwrap(), all);
+        assert_eq!(cpus_for(None).unwrap(), all);
     }
 }

@@ -87,13 +87,7 @@ pub fn detail(rec: &BenchRecord) -> String {
         let _ = writeln!(o, "  placed on        {p}");
     }
     if let Some(w) = &rec.env.waker {
-        let cpus: Vec<String> = w.cpus.iter().map(usize::to_string).collect();
-        let every = ns(w.every_us as f64 * 1e3);
-        let _ = writeln!(
-            o,
-            "  wakers           every {every} on CPU {}",
-            cpus.join(",")
-        );
+        let _ = writeln!(o, "  wakers           {}", w.describe());
     }
     let _ = writeln!(
         o,

@@ -102,3 +102,72 @@ pub fn watch_run(args: &[&str], mut look: impl FnMut(u32)) {
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// The `__waker` children of process `pid`: (pid, CPUs they may run on).
+fn wakers_of(pid: u32) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
+        let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+        let field = |k: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(k))
+                .map(|v| v.trim().to_string())
+                .unwrap_or_default()
+        };
+        if field("PPid:") == pid.to_string()
+            && String::from_utf8_lossy(&cmdline).contains("__waker")
+        {
+            found.push((child, field("Cpus_allowed_list:")));
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Runs `iolab args` in `dir` and asserts that while it ran it had one
+/// `__waker` child on each of `cpus` (none if empty), each held to its own
+/// CPU, and that all were gone (killed and reaped) when it ended; returns
+/// its output, after asserting it succeeded.
+pub fn assert_wakers_during_run(args: &[&str], dir: &Path, cpus: &[usize]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_iolab"))
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Until all are up and have pinned themselves (a waker pins itself
+    // after it starts: a busy machine may show it first on every CPU), or
+    // the run has ended without that; with no CPUs expected, all through
+    // the run (any waker seen is kept and fails).
+    let expect: Vec<String> = cpus.iter().map(usize::to_string).collect();
+    let cpus_of =
+        |w: &[(u32, String)]| -> Vec<String> { w.iter().map(|(_, c)| c.clone()).collect() };
+    let mut seen = Vec::new();
+    while matches!(child.try_wait(), Ok(None)) {
+        let now = wakers_of(child.id());
+        if now.len() >= seen.len() {
+            seen = now;
+        }
+        if !cpus.is_empty() && cpus_of(&seen) == expect {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let on = cpus_of(&seen);
+    assert_eq!(on, expect, "wakers {seen:?} for CPUs {cpus:?}");
+    for (p, _) in &seen {
+        assert!(
+            !Path::new(&format!("/proc/{p}")).exists(),
+            "waker {p} outlived the run"
+        );
+    }
+    o
+}
