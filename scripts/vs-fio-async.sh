@@ -10,7 +10,9 @@
 # Rows at parity with the device's noise land on either side of 1.00; a row
 # whose median IOPS ratio is below 1.00 is measured again with RERUN pairs
 # (default 7; RERUN=0: never) and printed a second time, so a miss is
-# concluded on the longer run and both runs are shown.
+# concluded on the longer run and both runs are shown. Under each table, all
+# random-read pairs pooled: the median pair ratio with its 95 % confidence
+# interval, which says whether the rows below 1.00 are a loss or the noise.
 #
 # usage: scripts/vs-fio-async.sh [DIR]   (env: PAIRS=3 RERUN=7 TIME=3 SIZE=2g
 #   DEPTHS=1,4,16,32,64; KEEP, SAVE: see vs-fio-setup.sh)
@@ -51,7 +53,7 @@ table() {
 import json, sys, statistics as st
 path = sys.argv[1]
 print(f'{"label":<16} {"pattern":<9} {"pairs":>5} {"iolab IOPS":>11} {"fio IOPS":>11} {"IOPS":>6} {"spread":>11} {"cpu/IO":>7} {"p99.9":>6}')
-misses = []
+misses, pooled = [], []
 for i, line in enumerate(open(path)):
     r = json.loads(line)
     c = r["vs_fio"]
@@ -69,9 +71,24 @@ for i, line in enumerate(open(path)):
     print(f'{r["label"]:<16} {what:<9} {len(pr):>5} {ii:>11.0f} {fi:>11.0f} {ii/fi:>6.3f} {spread:>11} {ic/fc:>7.3f} {ip/fp:>6.3f}')
     if ii < fi:
         misses.append(i)
+    if sp["pattern"] == "rand":
+        pooled.extend(pr)
 with open(path + ".miss", "w") as m:
     m.write("".join(f"{i}\n" for i in misses))
 print(f'{len(misses)} of {i + 1} rows below 1.00')
+# All random-read pairs together: is iolab behind, or are the misses the
+# device's noise? The median pair ratio with its 95 % confidence interval
+# from order statistics (the sign test's: no assumption about the noise's
+# shape), and how many pairs went each way.
+if len(pooled) >= 6:
+    import math
+    v, n = sorted(pooled), len(pooled)
+    k = max(0, math.floor(n / 2 - 1.96 * math.sqrt(n) / 2) - 1)
+    lo, hi = v[k], v[n - 1 - k]
+    up = sum(1 for x in v if x >= 1.0)
+    gm = math.exp(st.fmean(math.log(x) for x in v))
+    print(f'all {n} random-read pairs: median ratio {st.median(v):.3f} '
+          f'(95 % CI {lo:.3f}-{hi:.3f}), geometric mean {gm:.3f}, {up} of {n} pairs >= 1.00')
 PY
 }
 pass first "$pairs" "${rows[@]}"

@@ -8,10 +8,10 @@
 #   env: PAIRS=3 TIME=3 SIZE=1g KEEP=0 WAKER=10ms
 # fio's supervisor process wakes every 10 ms beside its jobs, and on some
 # VMs that makes every completed I/O cheaper to return from (README: "Depth
-# 1 against fio"). `iolab fio` starts the same wakers by default; this script
-# runs them beside fio too (one `iolab __waker` per CPU, for each fio run),
-# so both tools measure next to the same neighbours, as `bench --vs fio`
-# does. WAKER=off runs both without them.
+# 1 against fio"); `iolab fio` runs its jobs beside a stand-in for it. This
+# script also runs one pinned `iolab __waker` per CPU, every WAKER, for the
+# whole session, so both tools measure next to the same shared neighbours,
+# as `bench --vs fio` does. WAKER=off: no shared wakers.
 # The job files read ${IOLAB_FIO_FILE} (and ${IOLAB_FIO_FILE2}, a second
 # file of the same size, for jobs over two files), ${IOLAB_FIO_SIZE} and
 # ${IOLAB_FIO_RUNTIME} from the environment (fio and iolab both expand them).
@@ -36,6 +36,7 @@ wpids=()
 start_wakers() {
   [ "$waker" = off ] && return
   for c in $cpus; do "$iolab" __waker --cpu "$c" --every "$waker" & wpids+=($!); done
+  sleep 0.1
 }
 stop_wakers() {
   [ ${#wpids[@]} -gt 0 ] || return 0
@@ -55,6 +56,7 @@ for j in "${jobs[@]}"; do
   fio --parse-only "$j" >/dev/null
 done
 
+start_wakers
 printf '%-36s %4s %10s %10s %10s %10s %8s %8s\n' job pair iolab_MiBs fio_MiBs iolab_p99 fio_p99 bw_ratio p99_ratio
 for j in "${jobs[@]}"; do
   name=$(basename "$j" .fio)
@@ -69,8 +71,8 @@ for j in "${jobs[@]}"; do
   if grep -q '^invalidate=0' "$j"; then cat "$IOLAB_FIO_FILE" "$IOLAB_FIO_FILE2" >/dev/null; fi
   for p in $(seq 1 "$pairs"); do
     # --overwrite: write jobs write into the file fio wrote last.
-    run_iolab() { "$iolab" fio --overwrite --waker="$waker" --output-format=json "$j" >"$out/i.json"; }
-    run_fio() { start_wakers; fio --output-format=json "$j" >"$out/f.json" 2>/dev/null; stop_wakers; }
+    run_iolab() { "$iolab" fio --overwrite --output-format=json "$j" >"$out/i.json"; }
+    run_fio() { fio --output-format=json "$j" >"$out/f.json" 2>/dev/null; }
     if [ $((p % 2)) = 1 ]; then run_iolab; run_fio; else run_fio; run_iolab; fi
     python3 - "$out/i.json" "$out/f.json" "$name" "$p" <<'PY' | tee -a "$out/rows"
 import json, sys

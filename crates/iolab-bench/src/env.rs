@@ -53,28 +53,48 @@ pub struct Environment {
     pub waker: Option<WakerInfo>,
 }
 
-/// Processes that slept a fixed period in a loop on the run's CPUs: on some
-/// virtual machines the way back from a completed I/O to the waiting thread
-/// is cheaper when the CPU ran another task recently, and fio's supervisor
-/// process wakes every 10 ms.
+/// Processes that slept a fixed period in a loop beside the measurement: on
+/// some virtual machines the way back from a completed I/O to the waiting
+/// thread is cheaper when the CPU ran another task recently, and fio's
+/// supervisor process wakes every 10 ms beside fio's job.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WakerInfo {
-    /// The period, microseconds.
+    /// The pinned wakers' period, microseconds (0 when there were none).
     pub every_us: u64,
-    /// The CPUs, one waker each.
+    /// The CPUs, one pinned waker each (empty: none).
     pub cpus: Vec<usize>,
+    /// Beside iolab's runs only, one more process waking every 10 ms,
+    /// not pinned: a stand-in for fio's supervisor, which runs beside
+    /// fio's job wherever the scheduler puts it.
+    #[serde(default)]
+    pub fio_supervisor_stand_in: bool,
 }
 
 impl WakerInfo {
-    /// In words: "every 10 ms on CPU 0,1".
+    /// In words: "every 10 ms on CPU 0,1; for iolab's runs also one, not
+    /// pinned, every 10 ms: a stand-in for fio's supervisor".
     pub fn describe(&self) -> String {
-        let cpus: Vec<String> = self.cpus.iter().map(usize::to_string).collect();
-        let every = if self.every_us.is_multiple_of(1000) {
-            format!("{} ms", self.every_us / 1000)
-        } else {
-            format!("{} µs", self.every_us)
-        };
-        format!("every {every} on CPU {}", cpus.join(","))
+        let mut parts = Vec::new();
+        if !self.cpus.is_empty() {
+            let cpus: Vec<String> = self.cpus.iter().map(usize::to_string).collect();
+            let every = if self.every_us.is_multiple_of(1000) {
+                format!("{} ms", self.every_us / 1000)
+            } else {
+                format!("{} µs", self.every_us)
+            };
+            parts.push(format!("every {every} on CPU {}", cpus.join(",")));
+        }
+        if self.fio_supervisor_stand_in {
+            parts.push(
+                if parts.is_empty() {
+                    "one process, not pinned, waking every 10 ms: a stand-in for fio's supervisor"
+                } else {
+                    "for iolab's runs also one, not pinned, every 10 ms: a stand-in for fio's supervisor"
+                }
+                .to_string(),
+            );
+        }
+        parts.join("; ")
     }
 }
 
@@ -277,5 +297,27 @@ mod tests {
                 "SKIPPED: names_the_queue_segments_of_a_block_device: no block device under ."
             );
         }
+    }
+
+    #[test]
+    fn wakers_in_words_name_the_pinned_ones_and_the_stand_in() {
+        let mut w = WakerInfo {
+            every_us: 10_000,
+            cpus: vec![0, 1],
+            fio_supervisor_stand_in: false,
+        };
+        assert_eq!(w.describe(), "every 10 ms on CPU 0,1");
+        w.fio_supervisor_stand_in = true;
+        assert!(
+            w.describe()
+                .starts_with("every 10 ms on CPU 0,1; for iolab's runs also one, not pinned"),
+            "{}",
+            w.describe()
+        );
+        w.cpus.clear();
+        w.every_us = 500;
+        assert!(w.describe().starts_with("one process, not pinned"));
+        w.cpus.push(1);
+        assert!(w.describe().starts_with("every 500 µs on CPU 1;"));
     }
 }

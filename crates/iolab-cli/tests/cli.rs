@@ -448,6 +448,12 @@ fn vs_fio_shows_the_device_view_of_both_sides() {
         out.contains("wakers: both tools ran next to a process waking every 10.00 ms"),
         "{out}"
     );
+    // And iolab's runs beside a stand-in for fio's own supervisor.
+    assert_eq!(
+        v["records"][0]["env"]["waker"]["fio_supervisor_stand_in"], true,
+        "{v}"
+    );
+    assert!(out.contains("standing in for fio's supervisor"), "{out}");
 }
 
 #[test]
@@ -463,7 +469,8 @@ fn waker_processes_sit_on_the_run_cpus_and_end_with_it() {
         if let Some(c) = &list {
             args.extend(["--cpus", c.as_str()]);
         }
-        let o = common::assert_wakers_during_run(&args, d.path(), &want);
+        let lists: Vec<String> = want.iter().map(usize::to_string).collect();
+        let o = common::assert_wakers_during_run(&args, d.path(), &lists);
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let w = &v["records"][0]["env"]["waker"];
         assert_eq!(w["every_us"], 5000, "{v}");

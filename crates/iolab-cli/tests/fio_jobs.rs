@@ -689,35 +689,44 @@ fn fsync_every_n_writes_fills_fio_s_sync_block() {
 }
 
 #[test]
-fn fio_jobs_run_beside_wakers_as_fios_supervisor_unless_told_not_to() {
+fn fio_jobs_run_beside_a_stand_in_for_fios_supervisor_unless_told_not_to() {
     let d = tempfile::tempdir().unwrap();
     let cpus = iolab::prim::allowed_cpus().unwrap();
     let last = cpus[cpus.len() - 1];
     let pin = format!("--cpus_allowed={last}");
-    // By default: fio's 10 ms, on the CPUs of the jobs (here one).
-    let mut args = words(
-        "fio --output-format=json,normal --name=w --filename=f --size=1m --rw=randread --bs=4k --runtime=2 --time_based",
-    );
+    let job = "--name=w --filename=f --size=1m --rw=randread --bs=4k --time_based";
+    // By default: one waker, not pinned (as fio's supervisor), every 10 ms.
+    let mut args = words("fio --output-format=json,normal --runtime=2");
+    args.extend(words(job));
     args.push(&pin);
-    let o = common::assert_wakers_during_run(&args, d.path(), &[last]);
+    let o = common::assert_wakers_during_run(&args, d.path(), &[common::own_cpu_list()]);
     let out = text(&o.stdout);
     let v: serde_json::Value = serde_json::from_str(&out[..out.rfind("}\n").unwrap() + 1])
         .unwrap_or_else(|e| panic!("{e}: {out}"));
     let w = &v["jobs"][0]["iolab"]["waker"];
-    assert_eq!(w["every_us"], 10_000, "{w}");
-    assert_eq!(w["cpus"], serde_json::json!([last]), "{w}");
+    assert_eq!(w["fio_supervisor_stand_in"], true, "{w}");
+    assert_eq!(w["cpus"], serde_json::json!([]), "{w}");
     assert!(
-        out.contains(&format!(
-            "iolab wakers : a process every 10 ms on CPU {last}"
-        )),
+        out.contains("iolab wakers : one process, not pinned, waking every 10 ms: a stand-in for fio's supervisor"),
         "{out}"
     );
-    // --waker=off: none at any time, and the record says none.
+    // --waker=5ms adds one pinned waker per CPU of the jobs (here one).
+    let mut args = words("fio --waker=5ms --output-format=json --runtime=2");
+    args.extend(words(job));
+    args.push(&pin);
     let o = common::assert_wakers_during_run(
-        &words("fio --waker=off --output-format=json --name=w --filename=f --size=1m --rw=randread --bs=4k --runtime=1 --time_based"),
+        &args,
         d.path(),
-        &[],
+        &[common::own_cpu_list(), last.to_string()],
     );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let w = &v["jobs"][0]["iolab"]["waker"];
+    assert_eq!(w["every_us"], 5_000, "{w}");
+    assert_eq!(w["cpus"], serde_json::json!([last]), "{w}");
+    // --waker=off: none at any time, and the record says none.
+    let mut args = words("fio --waker=off --output-format=json --runtime=1");
+    args.extend(words(job));
+    let o = common::assert_wakers_during_run(&args, d.path(), &[]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["jobs"][0]["iolab"]["waker"].is_null(), "{v}");
     // A bad period: one line naming the flag, exit 2.

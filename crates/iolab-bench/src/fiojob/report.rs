@@ -232,7 +232,7 @@ pub fn job_text(r: &JobResult, pid: u32, started_secs: u64) -> String {
     if let Some(w) = r.waker {
         let _ = writeln!(
             o,
-            "  iolab wakers : a process {} (fio's supervisor wakes every 10 ms; --waker=off for none)",
+            "  iolab wakers : {} (--waker=off for none)",
             w.describe()
         );
     }

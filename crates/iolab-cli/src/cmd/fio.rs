@@ -30,8 +30,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 (replace output files; write into files iolab did not make), --output-format=normal|json|json+|terse, \
 --output=FILE, --list-options (which fio options iolab supports), --placement=irq|any (where \
 jobs without cpus_allowed run: next to the device's completion interrupts, or where the scheduler puts them), \
---waker=DURATION|off (a process per CPU of the jobs waking every DURATION, as fio's supervisor wakes; \
-default 10ms, fio's period). Everything else is fio's: \
+--waker=DURATION|off (jobs run beside an unpinned process waking every 10 ms, as fio's \
+run beside fio's supervisor; DURATION adds one pinned per CPU of the jobs waking that often; off: none). Everything else is fio's: \
 job files, and --key=value options where each --name=JOB starts a job."
 )]
 pub struct FioArgs {
@@ -421,15 +421,19 @@ pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
     let mut log_targets = check_logs(&jobs, &c, &measured)?;
     // fio's supervisor process wakes every 10 ms beside its jobs, and on
     // some VMs that makes each completed I/O cheaper to return from (see
-    // waker.rs): iolab's jobs get the same neighbours unless told not to.
-    // Ended (killed and reaped) when this function returns.
-    let wakers = match super::waker::period(c.waker, true) {
-        Some(every) => {
+    // waker.rs): iolab's jobs get a stand-in for it unless told
+    // `--waker=off`, and `--waker=DURATION` adds one pinned waker per CPU
+    // of the jobs. Ended (killed and reaped) when this function returns.
+    let wakers = match c.waker {
+        Some(super::waker::WakerArg::Off) => None,
+        Some(super::waker::WakerArg::Every(every)) => {
             let pins: Vec<_> = jobs.iter().map(|j| j.spec.cpus.as_ref()).collect();
             let cpus = super::waker::cpus_for_all(&pins)?;
-            Some(super::waker::Wakers::start(every, &cpus)?)
+            let mut w = super::waker::Wakers::start(every, &cpus)?;
+            w.add_stand_in()?;
+            Some(w)
         }
-        None => None,
+        None => Some(super::waker::Wakers::stand_in()?),
     };
     let waker = wakers.as_ref().map(|w| &w.info);
     let started = unix_ms();

@@ -139,6 +139,12 @@ pub fn compare(
             match side {
                 0 => {
                     let resident = prepare::set_cache(&spec, &prep, spec.file_size)?;
+                    // fio's job has fio's supervisor beside it; iolab's
+                    // has a stand-in (unless --waker off), for this run only.
+                    let _stand_in = match ses.waker {
+                        Some(_) => Some(super::waker::Wakers::stand_in()?),
+                        None => None,
+                    };
                     let dev = iolab_bench::devstat::Snapshot::of_file(&prep.files[0].path);
                     let mut m = run_iolab(&spec, &prep, resident, ses, pin)?;
                     m.device = Some(dev.finish());
@@ -152,7 +158,10 @@ pub fn compare(
     }
     let mut env = env.clone();
     env.fio_version = iolab_bench::env::fio_version();
-    env.waker = ses.waker.clone();
+    env.waker = ses.waker.clone().map(|mut w| {
+        w.fio_supervisor_stand_in = true;
+        w
+    });
     let mut rec = BenchRecord::new(spec, env, started, runs);
     rec.vs_fio = Some(FioComparison {
         command: cmd.line(),
@@ -208,8 +217,13 @@ fn run_iolab(
 pub fn waker_line(w: &iolab_bench::env::WakerInfo, both: bool) -> String {
     let cpus: Vec<String> = w.cpus.iter().map(usize::to_string).collect();
     let who = if both { "both tools" } else { "the run" };
+    let stand_in = if w.fio_supervisor_stand_in {
+        ", and iolab's runs beside one more, unpinned, every 10 ms, standing in for fio's supervisor beside fio's job"
+    } else {
+        ""
+    };
     format!(
-        "wakers: {who} ran next to a process waking every {} on CPU {} (fio's supervisor wakes every 10 ms; some VMs return from an I/O faster to a CPU that ran another task recently; --waker off leaves them out)",
+        "wakers: {who} ran next to a process waking every {} on CPU {}{stand_in} (fio's supervisor wakes every 10 ms; some VMs return from an I/O faster to a CPU that ran another task recently; --waker off leaves them out)",
         crate::output::table::ns(w.every_us as f64 * 1e3),
         cpus.join(",")
     )

@@ -4,7 +4,10 @@
 //! microseconds more when the CPU ran no other task for a while; fio's
 //! supervisor process wakes every 10 ms and so keeps the CPUs it lands on
 //! in the cheaper state. `--vs fio` runs both tools next to the same wakers
-//! so that this is not an advantage only fio has.
+//! so that this is not an advantage only fio has, and iolab's runs also
+//! beside a stand-in for fio's supervisor (one unpinned process waking every
+//! 10 ms), so that each tool's job has the same neighbour of its own;
+//! `iolab fio` runs its jobs beside that stand-in.
 //!
 //! The wakers are processes, not threads: a second thread in the measuring
 //! process would make every small system call dearer (the kernel counts
@@ -27,9 +30,10 @@ pub const SUBCOMMAND: &str = "__waker";
 /// Arguments of the hidden `iolab __waker` (one process per CPU).
 #[derive(clap::Args, Debug)]
 pub struct WakerArgs {
-    /// The CPU to stay on.
+    /// The CPU to stay on; without it, wherever the scheduler puts it (as
+    /// fio's supervisor runs).
     #[arg(long)]
-    pub cpu: usize,
+    pub cpu: Option<usize>,
     /// How long to sleep between wake-ups.
     #[arg(long, value_parser = parse::duration)]
     pub every: Duration,
@@ -39,7 +43,9 @@ pub struct WakerArgs {
 /// until the process that started it is gone (its parent changes).
 pub fn run(a: &WakerArgs, stop: &AtomicBool) -> Result<i32> {
     let parent = std::os::unix::process::parent_id();
-    iolab::prim::pin_to_cpu(a.cpu).with_context(|| format!("waker: pin to CPU {}", a.cpu))?;
+    if let Some(cpu) = a.cpu {
+        iolab::prim::pin_to_cpu(cpu).with_context(|| format!("waker: pin to CPU {cpu}"))?;
+    }
     while !stop.load(Ordering::Relaxed) && std::os::unix::process::parent_id() == parent {
         std::thread::sleep(a.every);
     }
@@ -69,14 +75,13 @@ pub fn parse_arg(s: &str) -> Result<WakerArg, String> {
     Ok(WakerArg::Every(d))
 }
 
-/// The period to run with: what `--waker` says, else fio's 10 ms where the
-/// run stands in for fio or is compared with it (`like_fio`: `bench --vs
-/// fio`, `iolab fio`) and none otherwise.
-pub fn period(arg: Option<WakerArg>, like_fio: bool) -> Option<Duration> {
+/// The pinned wakers' period: what `--waker` says, else 10 ms with `--vs
+/// fio` and none without.
+pub fn period(arg: Option<WakerArg>, vs_fio: bool) -> Option<Duration> {
     match arg {
         Some(WakerArg::Every(d)) => Some(d),
         Some(WakerArg::Off) => None,
-        None => like_fio.then_some(VS_FIO_EVERY),
+        None => vs_fio.then_some(VS_FIO_EVERY),
     }
 }
 
@@ -101,30 +106,65 @@ impl Wakers {
         }
     }
 
+    /// No wakers yet (see [`Wakers::add_stand_in`]).
+    pub fn none() -> Wakers {
+        Wakers {
+            children: Vec::new(),
+            info: WakerInfo {
+                every_us: 0,
+                cpus: Vec::new(),
+                fio_supervisor_stand_in: false,
+            },
+        }
+    }
+
     /// Starts one waker on each of `cpus`, running this executable's hidden
     /// subcommand.
     pub fn start(every: Duration, cpus: &[usize]) -> Result<Wakers> {
-        let exe = std::env::current_exe().context("--waker: find iolab's own executable")?;
-        let mut w = Wakers {
-            children: Vec::with_capacity(cpus.len()),
-            info: WakerInfo {
-                every_us: every.as_micros() as u64,
-                cpus: cpus.to_vec(),
-            },
-        };
+        let mut w = Wakers::none();
+        w.info.every_us = every.as_micros() as u64;
+        w.info.cpus = cpus.to_vec();
         for &cpu in cpus {
-            let child = Command::new(&exe)
-                .arg(SUBCOMMAND)
-                .args(["--cpu", &cpu.to_string()])
-                .args(["--every", &format!("{}us", every.as_micros())])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .spawn()
-                .with_context(|| format!("--waker: start the waker for CPU {cpu}"))?;
-            w.children.push(child);
+            w.children.push(spawn(Some(cpu), every)?);
         }
         Ok(w)
     }
+
+    /// Only the stand-in for fio's supervisor (see [`Wakers::add_stand_in`]).
+    pub fn stand_in() -> Result<Wakers> {
+        let mut w = Wakers::none();
+        w.add_stand_in()?;
+        Ok(w)
+    }
+
+    /// Adds one waker that is not pinned and wakes every 10 ms: what fio's
+    /// supervisor process is beside fio's job (it sleeps 10 ms between
+    /// looks at its jobs, wherever the scheduler puts it). iolab's job gets
+    /// it so that both tools' jobs have the same neighbour of their own.
+    pub fn add_stand_in(&mut self) -> Result<()> {
+        self.children.push(spawn(None, VS_FIO_EVERY)?);
+        self.info.fio_supervisor_stand_in = true;
+        Ok(())
+    }
+}
+
+/// One waker process: this executable's hidden subcommand, pinned to `cpu`
+/// or not.
+fn spawn(cpu: Option<usize>, every: Duration) -> Result<Child> {
+    let exe = std::env::current_exe().context("--waker: find iolab's own executable")?;
+    let mut cmd = Command::new(&exe);
+    cmd.arg(SUBCOMMAND)
+        .args(["--every", &format!("{}us", every.as_micros())])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    if let Some(cpu) = cpu {
+        cmd.args(["--cpu", &cpu.to_string()]);
+    }
+    let which = cpu.map_or("fio's supervisor's stand-in".to_string(), |c| {
+        format!("CPU {c}")
+    });
+    cmd.spawn()
+        .with_context(|| format!("--waker: start the waker for {which}"))
 }
 
 impl Drop for Wakers {

@@ -129,11 +129,23 @@ fn wakers_of(pid: u32) -> Vec<(u32, String)> {
     found
 }
 
+/// The CPUs this process may run on, as /proc writes them (`0-1`).
+pub fn own_cpu_list() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
 /// Runs `iolab args` in `dir` and asserts that while it ran it had one
-/// `__waker` child on each of `cpus` (none if empty), each held to its own
-/// CPU, and that all were gone (killed and reaped) when it ended; returns
-/// its output, after asserting it succeeded.
-pub fn assert_wakers_during_run(args: &[&str], dir: &Path, cpus: &[usize]) -> Output {
+/// `__waker` child for each of `lists` (the CPUs each may run on, as
+/// /proc's `Cpus_allowed_list` writes them; none if empty), and that all
+/// were gone (killed and reaped) when it ended; returns its output, after
+/// asserting it succeeded.
+pub fn assert_wakers_during_run(args: &[&str], dir: &Path, lists: &[String]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_iolab"))
         .args(args)
         .current_dir(dir)
@@ -143,26 +155,29 @@ pub fn assert_wakers_during_run(args: &[&str], dir: &Path, cpus: &[usize]) -> Ou
         .unwrap();
     // Until all are up and have pinned themselves (a waker pins itself
     // after it starts: a busy machine may show it first on every CPU), or
-    // the run has ended without that; with no CPUs expected, all through
-    // the run (any waker seen is kept and fails).
-    let expect: Vec<String> = cpus.iter().map(usize::to_string).collect();
-    let cpus_of =
-        |w: &[(u32, String)]| -> Vec<String> { w.iter().map(|(_, c)| c.clone()).collect() };
+    // the run has ended without that; with none expected, all through the
+    // run (any waker seen is kept and fails).
+    let mut expect = lists.to_vec();
+    expect.sort();
+    let cpus_of = |w: &[(u32, String)]| -> Vec<String> {
+        let mut v: Vec<String> = w.iter().map(|(_, c)| c.clone()).collect();
+        v.sort();
+        v
+    };
     let mut seen = Vec::new();
     while matches!(child.try_wait(), Ok(None)) {
         let now = wakers_of(child.id());
         if now.len() >= seen.len() {
             seen = now;
         }
-        if !cpus.is_empty() && cpus_of(&seen) == expect {
+        if !expect.is_empty() && cpus_of(&seen) == expect {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let on = cpus_of(&seen);
-    assert_eq!(on, expect, "wakers {seen:?} for CPUs {cpus:?}");
+    assert_eq!(cpus_of(&seen), expect, "wakers {seen:?}");
     for (p, _) in &seen {
         assert!(
             !Path::new(&format!("/proc/{p}")).exists(),
