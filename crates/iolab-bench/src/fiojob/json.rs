@@ -451,6 +451,16 @@ pub(crate) mod tests {
         }
     }
 
+    /// The document of one job's run, no wakers.
+    fn doc_of(j: &FioJob, run: &RunMetrics, started: u64, plus: bool) -> Value {
+        let r = JobResult {
+            job: j,
+            run,
+            waker: None,
+        };
+        document(&[r], started, plus)
+    }
+
     pub(crate) fn job(text: &str) -> FioJob {
         let mut r = crate::fiojob::parse::Reader::new();
         r.read_text(text, std::path::Path::new("t.fio"), 0).unwrap();
@@ -463,15 +473,7 @@ pub(crate) mod tests {
     fn fields_and_units_are_fio_s() {
         let j = job("[r]\nfilename=/x\nsize=1m\npercentile_list=50:99\n");
         let run = run_with(&[1000, 2000, 3000, 4000], 1024, 0);
-        let d = document(
-            &[JobResult {
-                job: &j,
-                run: &run,
-                waker: None,
-            }],
-            1_700_000_000_000,
-            true,
-        );
+        let d = doc_of(&j, &run, 1_700_000_000_000, true);
         let r = &d["jobs"][0]["read"];
         assert_eq!(r["io_bytes"], 1024 * 4096);
         assert_eq!(r["io_kbytes"], 4096);
@@ -509,15 +511,7 @@ pub(crate) mod tests {
     fn asynchronous_engines_report_lat_not_clat() {
         let j = job("[r]\nfilename=/x\nsize=1m\nioengine=libaio\niodepth=4\n");
         let run = run_with(&[1000, 2000], 2, 0);
-        let d = document(
-            &[JobResult {
-                job: &j,
-                run: &run,
-                waker: None,
-            }],
-            0,
-            false,
-        );
+        let d = doc_of(&j, &run, 0, false);
         let r = &d["jobs"][0]["read"];
         assert_eq!(r["clat_ns"]["N"], 0);
         assert_eq!(r["lat_ns"]["N"], 2);
@@ -529,15 +523,7 @@ pub(crate) mod tests {
     fn mixed_jobs_split_by_ops() {
         let j = job("[m]\nfilename=/x\nsize=1m\nrw=randrw\nrwmixread=75\n");
         let run = run_with(&[1000], 300, 100);
-        let d = document(
-            &[JobResult {
-                job: &j,
-                run: &run,
-                waker: None,
-            }],
-            0,
-            false,
-        );
+        let d = doc_of(&j, &run, 0, false);
         assert_eq!(d["jobs"][0]["read"]["total_ios"], 300);
         assert_eq!(d["jobs"][0]["write"]["total_ios"], 100);
         assert!(d["jobs"][0]["iolab"]["mixed_latency"].is_string());

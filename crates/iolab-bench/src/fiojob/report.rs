@@ -210,6 +210,14 @@ pub fn job_text(r: &JobResult, pid: u32, started_secs: u64) -> String {
         c.major_faults,
         c.minor_faults
     );
+    extras_text(&mut o, r);
+    o
+}
+
+/// iolab's lines under a job's fio-shaped summary: what ran, exact
+/// percentiles, where it ran and beside what, and the mapping's notes.
+fn extras_text(o: &mut String, r: &JobResult) {
+    let (job, run, c) = (r.job, r.run, &r.run.cpu);
     let l = &run.latency;
     let _ = writeln!(
         o,
@@ -239,7 +247,6 @@ pub fn job_text(r: &JobResult, pid: u32, started_secs: u64) -> String {
     for n in &job.notes {
         let _ = writeln!(o, "  note: {n}");
     }
-    o
 }
 
 /// fio's "Run status group" lines for the jobs of one group.
