@@ -138,13 +138,15 @@ pub fn compare(
             }
             match side {
                 0 => {
-                    let resident = prepare::set_cache(&spec, &prep, spec.file_size)?;
                     // fio's job has fio's supervisor beside it; iolab's
-                    // has a stand-in (unless --waker off), for this run only.
+                    // has a stand-in (unless --waker off), for this run
+                    // only, started first so that it is up (exec'd and
+                    // sleeping) by the time the cache is set.
                     let _stand_in = match ses.waker {
                         Some(_) => Some(super::waker::Wakers::stand_in()?),
                         None => None,
                     };
+                    let resident = prepare::set_cache(&spec, &prep, spec.file_size)?;
                     let dev = iolab_bench::devstat::Snapshot::of_file(&prep.files[0].path);
                     let mut m = run_iolab(&spec, &prep, resident, ses, pin)?;
                     m.device = Some(dev.finish());
