@@ -16,7 +16,7 @@ import os
 import re
 import sys
 
-CRATES = {"iolab": "iolab", "iolab_bench": "iolab-bench", "iolab_cli": "iolab-cli"}
+CRATES = {"iolab": "iolab", "iolab_reader": "iolab-reader", "iolab_bench": "iolab-bench", "iolab_cli": "iolab-cli"}
 
 
 def modules(root):

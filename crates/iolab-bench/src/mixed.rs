@@ -10,8 +10,8 @@
 //! `scripts/adaptive-vs-fixed.sh` does). Each phase starts with its file
 //! evicted.
 
-use iolab::reader::profile::Profile;
-use iolab::reader::{Hints, Options, ReadReq, Reader, Technique};
+use iolab_reader::profile::Profile;
+use iolab_reader::{Hints, Options, ReadReq, Reader, Technique};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //!
 //! The I/O layer of the iolab toolkit. It holds everything that touches the
 //! kernel on the data path, so the layers above (`iolab-bench`, the `iolab`
-//! binary, later the application `Reader`) stay free of `unsafe`:
+//! binary, the reading library `iolab-reader`) stay free of `unsafe`:
 //!
 //! - [`engine`]: one [`engine::Engine`] contract (submit / reap, modelled on
 //!   the queue-commit-getevents shape) and one file per engine: `read`,
@@ -13,7 +13,10 @@
 //!   files filled with the verifiable [`pattern`].
 //! - [`cache`]: page-cache control: evict, warm, measure residency (mincore).
 //! - [`os`]: process resource usage and other small kernel facts.
-//! - [`xor`]: the XOR of a file's 4-byte words, read as fast as the machine allows.
+//! - [`sys`]: thin, safe wrappers over the kernel (io_uring reads into
+//!   borrowed buffers, huge-page buffers, mappings, fadvise, CPU affinity),
+//!   public so the reading library (`iolab-reader`) builds on them without
+//!   `unsafe` of its own.
 //!
 //! ```
 //! use iolab::pattern::Pattern;
@@ -32,12 +35,8 @@ pub mod mem;
 pub mod os;
 pub mod pattern;
 pub mod prim;
-pub mod reader;
 pub mod signal;
-mod sys;
+pub mod sys;
 pub mod testing;
-pub mod whole;
-mod whole_parallel;
-pub mod xor;
 
 pub use error::{Errno, Error, Result};

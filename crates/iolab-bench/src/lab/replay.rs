@@ -23,7 +23,7 @@ use crate::stats::{median, Stats};
 use crate::trace::replay::{self, PreadReader, ReplayReader, Threads, Timing};
 use crate::trace::session::{self, Cache, SessionOpts};
 use crate::trace::{self as tr, readers, Trace};
-use iolab::reader::{Hints, Technique};
+use iolab_reader::{Hints, Technique};
 use std::collections::HashMap;
 use std::path::PathBuf;
 

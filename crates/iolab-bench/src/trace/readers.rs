@@ -3,8 +3,8 @@
 
 use super::replay::{ReplayFile, ReplayReader};
 use super::stats::{Advice, FileStats};
-use iolab::reader::policy::{self, Choice, Situation};
-use iolab::reader::{profile, Hints, Options, Reader, Technique};
+use iolab_reader::policy::{self, Choice, Situation};
+use iolab_reader::{profile, Hints, Options, Reader, Technique};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -101,10 +101,10 @@ pub fn advise(f: &FileStats) -> Vec<Advice> {
     if f.reads == 0 {
         return Vec::new();
     }
-    let available = iolab::reader::mem_available().unwrap_or(0);
+    let available = iolab_reader::mem_available().unwrap_or(0);
     let h = hints_of(f);
     let req = f.mean_request.round() as usize;
-    // The thesis's swapFlag (iolab::reader's ThesisRules): data to read
+    // The thesis's swapFlag (iolab_reader's ThesisRules): data to read
     // fits in memory, random reads, more than 13 % of the file; then
     // requests up to 32 KiB are copies from the mapping.
     let to_read = (f.size as f64 * h.expected_fraction) as u64;

@@ -1,11 +1,11 @@
 //! `iolab cat FILE... [--xor] [-o OUT]` and `iolab fast FILE`: whole files
 //! read the fastest way this machine has (the one whole-file path,
-//! `iolab::reader::read_whole_with`: io_uring into huge-page buffers,
+//! `iolab_reader::read_whole_with`: io_uring into huge-page buffers,
 //! O_DIRECT when the file is cold, piece size and depth from the profile).
 
 use crate::output::target::{Mode, OutputTarget};
 use anyhow::{Context, Result};
-use iolab::reader::{profile, WholePlan};
+use iolab_reader::{profile, WholePlan};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -64,7 +64,7 @@ pub(crate) fn check_input(cmd: &str, f: &Path) -> Result<()> {
 
 fn plan(a: &CatArgs, ordered: bool) -> Result<WholePlan> {
     let p = profile::process_profile();
-    let mut plan = iolab::reader::plan_from(&p, ordered);
+    let mut plan = iolab_reader::plan_from(&p, ordered);
     plan.direct = match a.direct.as_str() {
         "on" => Some(true),
         "off" => Some(false),
@@ -98,8 +98,8 @@ pub fn run(a: &CatArgs, stop: &AtomicBool) -> Result<i32> {
         for f in &a.files {
             let mut x = 0u32;
             let t = Instant::now();
-            let st = iolab::reader::read_whole_with(f, &plan, &mut |_, b| {
-                x ^= iolab::xor::xor32(b);
+            let st = iolab_reader::read_whole_with(f, &plan, &mut |_, b| {
+                x ^= iolab_reader::xor::xor32(b);
                 !stop.load(Ordering::Relaxed)
             })
             .with_context(|| format!("cat {}", f.display()))?;
@@ -118,7 +118,7 @@ pub fn run(a: &CatArgs, stop: &AtomicBool) -> Result<i32> {
         for f in &a.files {
             let mut err: Option<anyhow::Error> = None;
             let t = Instant::now();
-            let st = iolab::reader::read_whole_with(f, &plan, &mut |_, b| {
+            let st = iolab_reader::read_whole_with(f, &plan, &mut |_, b| {
                 if let Err(e) = sink(b) {
                     err = Some(e);
                     return false;
@@ -165,7 +165,7 @@ impl FdClone for std::io::StdoutLock<'_> {
     }
 }
 
-fn report(verbose: bool, f: &Path, st: &iolab::whole::WholeStats, t: Instant) {
+fn report(verbose: bool, f: &Path, st: &iolab_reader::whole::WholeStats, t: Instant) {
     if verbose {
         let secs = t.elapsed().as_secs_f64();
         eprintln!(
@@ -188,14 +188,14 @@ fn report(verbose: bool, f: &Path, st: &iolab::whole::WholeStats, t: Instant) {
 /// dropped (the course's rule), read on the `cat` path.
 pub fn fast_xor(path: &Path, stop: &AtomicBool) -> Result<u32> {
     let len = iolab::file::length(path)?;
-    let plan = iolab::reader::plan_from(&profile::process_profile(), false);
+    let plan = iolab_reader::plan_from(&profile::process_profile(), false);
     let mut x = 0u32;
-    iolab::reader::read_whole_with(path, &plan, &mut |off, b| {
+    iolab_reader::read_whole_with(path, &plan, &mut |off, b| {
         let end = off + b.len() as u64;
         // Pieces start at multiples of 4; only the file's last piece can
         // end inside a word.
         let b = if end >= len { &b[..b.len() / 4 * 4] } else { b };
-        x ^= iolab::xor::xor32(b);
+        x ^= iolab_reader::xor::xor32(b);
         !stop.load(Ordering::Relaxed)
     })
     .with_context(|| format!("fast {}", path.display()))?;

@@ -3,9 +3,9 @@
 //! third. `scripts/adaptive-vs-fixed.sh` alternates techniques over it.
 
 use anyhow::Result;
-use iolab::reader::profile::Profile;
-use iolab::reader::Technique;
 use iolab_bench::mixed::{self, MixedFiles, MixedSpec};
+use iolab_reader::profile::Profile;
+use iolab_reader::Technique;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -41,7 +41,7 @@ pub struct MixedArgs {
 /// Holds a balloon leaving `leave` bytes of memory available until `stop`.
 fn hold_balloon(leave: u64, stop: &AtomicBool) -> Result<i32> {
     const MIB: u64 = 1 << 20;
-    let avail = iolab::reader::mem_available()
+    let avail = iolab_reader::mem_available()
         .ok_or_else(|| super::usage("mixed: --balloon-leave: no MemAvailable in /proc/meminfo"))?;
     if avail < leave + 256 * MIB {
         return Err(super::usage(format!(
@@ -54,7 +54,7 @@ fn hold_balloon(leave: u64, stop: &AtomicBool) -> Result<i32> {
     crate::output::stdout(&format!(
         "balloon: {} MiB locked, {} MiB available\n",
         balloon.bytes() / MIB,
-        iolab::reader::mem_available().unwrap_or(0) / MIB
+        iolab_reader::mem_available().unwrap_or(0) / MIB
     ))?;
     while !stop.load(Ordering::Relaxed) {
         if !balloon.alive() {

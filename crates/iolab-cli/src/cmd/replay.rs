@@ -5,12 +5,12 @@ use super::record::{summary, trace_err};
 use crate::output::flags::OutputArgs;
 use crate::output::table::ns;
 use anyhow::Result;
-use iolab::reader::{Hints, Technique};
 use iolab_bench::trace::place::{self, Placed};
 use iolab_bench::trace::readers;
 use iolab_bench::trace::replay::{self as rp, ReplayReader, Threads, Timing};
 use iolab_bench::trace::session::{self, Cache, ReaderResult, SessionOpts};
 use iolab_bench::trace::{self as tr, TraceFormat};
+use iolab_reader::{Hints, Technique};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -98,7 +98,7 @@ pub fn build_readers(
             };
             let t: Technique = alias
                 .parse()
-                .map_err(|e: iolab::reader::ParseTechniqueError| {
+                .map_err(|e: iolab_reader::ParseTechniqueError| {
                     super::usage(format!("--reader {n}: {e}, pread, or all"))
                 })?;
             Box::new(readers::TechniqueReader::new(t, hints.clone()))

@@ -105,7 +105,7 @@ pub fn read_blocks(
             }
         };
         // Whole words only: xorbuf(buf, bytes_read / 4).
-        x ^= iolab::xor::xor32(&buf[..n / 4 * 4]);
+        x ^= iolab_reader::xor::xor32(&buf[..n / 4 * 4]);
         total += n as u64;
         i += 1;
     }

@@ -4,8 +4,8 @@
 
 use crate::output::target::{Mode, OutputTarget};
 use anyhow::{Context, Result};
-use iolab::reader::profile::{self, Machine, Profile};
 use iolab_bench::tune;
+use iolab_reader::profile::{self, Machine, Profile};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -127,7 +127,7 @@ fn measure_all(
     path: &std::path::Path,
     len: u64,
     stop: &AtomicBool,
-) -> Result<Vec<iolab::reader::profile::Measurement>> {
+) -> Result<Vec<iolab_reader::profile::Measurement>> {
     let mut cases = tune::cases(a.quick);
     // Cold cases first (each evicts), then warm ones (the file stays cached).
     cases.sort_by_key(|c| c.cache == "warm");

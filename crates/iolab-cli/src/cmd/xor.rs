@@ -28,8 +28,8 @@ pub fn check(a: &XorArgs) -> Result<()> {
 pub fn run(a: &XorArgs, _stop: &AtomicBool) -> Result<i32> {
     check(a)?;
     let t = Instant::now();
-    let (x, st) =
-        iolab::xor::xor_file(&a.file).with_context(|| format!("xor {}", a.file.display()))?;
+    let (x, st) = iolab_reader::xor::xor_file(&a.file)
+        .with_context(|| format!("xor {}", a.file.display()))?;
     let secs = t.elapsed().as_secs_f64();
     crate::output::stdout(&format!("{x:#010x}\n"))?;
     eprintln!(

@@ -31,7 +31,7 @@ enum Slot {
 }
 
 /// See the module's documentation.
-pub(crate) struct Ahead {
+pub struct Ahead {
     ring: IoUring,
     file: File,
     len: u64,
@@ -51,7 +51,7 @@ impl Ahead {
     /// Reads `file` (opened with `O_DIRECT`; `len` bytes long) ahead in
     /// `chunk`-byte pieces (a multiple of its alignment), `depth` at a time.
     /// Nothing is read until the first [`Ahead::read_at`].
-    pub(crate) fn new(file: File, len: u64, chunk: usize, depth: usize) -> io::Result<Ahead> {
+    pub fn new(file: File, len: u64, chunk: usize, depth: usize) -> io::Result<Ahead> {
         let depth = depth.clamp(1, 64);
         let chunk = chunk.max(4096);
         let mut bufs = HugeBuf::new(chunk * depth).map_err(io::Error::other)?;
@@ -160,7 +160,7 @@ impl Ahead {
     }
 
     /// Reads up to `buf.len()` bytes at `off`; 0 at the end of the file.
-    pub(crate) fn read_at(&mut self, off: u64, buf: &mut [u8]) -> io::Result<usize> {
+    pub fn read_at(&mut self, off: u64, buf: &mut [u8]) -> io::Result<usize> {
         let chunk = self.chunk as u64;
         let mut done = 0usize;
         while done < buf.len() {

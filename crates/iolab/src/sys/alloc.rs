@@ -4,7 +4,7 @@ use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
 
 /// An owned, zero-initialised allocation of `len` bytes aligned to `align`.
-pub(crate) struct AlignedAlloc {
+pub struct AlignedAlloc {
     ptr: NonNull<u8>,
     layout: Layout,
 }
@@ -17,7 +17,7 @@ unsafe impl Sync for AlignedAlloc {}
 
 impl AlignedAlloc {
     /// Allocates; `align` must be a power of two, `len` may be zero.
-    pub(crate) fn new(len: usize, align: usize) -> Option<Self> {
+    pub fn new(len: usize, align: usize) -> Option<Self> {
         let layout = Layout::from_size_align(len.max(1), align).ok()?;
         // SAFETY: the layout has a non-zero size (len.max(1)).
         let p = unsafe { alloc_zeroed(layout) };
@@ -25,7 +25,7 @@ impl AlignedAlloc {
     }
 
     /// The bytes.
-    pub(crate) fn as_slice(&self, len: usize) -> &[u8] {
+    pub fn as_slice(&self, len: usize) -> &[u8] {
         assert!(len <= self.layout.size());
         // SAFETY: ptr is valid for layout.size() initialised (zeroed) bytes
         // for the lifetime of &self, and len <= that size.
@@ -33,14 +33,14 @@ impl AlignedAlloc {
     }
 
     /// The bytes, mutably.
-    pub(crate) fn as_mut_slice(&mut self, len: usize) -> &mut [u8] {
+    pub fn as_mut_slice(&mut self, len: usize) -> &mut [u8] {
         assert!(len <= self.layout.size());
         // SAFETY: as above, and &mut self guarantees exclusive access.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), len) }
     }
 
     /// Raw pointer to the first byte, for registration with the kernel.
-    pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr.as_ptr()
     }
 }

@@ -13,7 +13,7 @@ fn cpath(p: &Path) -> Result<CString> {
 }
 
 /// posix_fadvise over the whole file.
-pub(crate) fn fadvise(file: &impl AsRawFd, advice: libc::c_int) -> Result<()> {
+pub fn fadvise(file: &impl AsRawFd, advice: libc::c_int) -> Result<()> {
     // SAFETY: no memory is passed; the fd is valid while borrowed.
     let r = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, advice) };
     if r != 0 {
@@ -27,7 +27,7 @@ pub(crate) fn fadvise(file: &impl AsRawFd, advice: libc::c_int) -> Result<()> {
 
 /// posix_fadvise over `len` bytes from `offset` (a length of 0 means to the
 /// end of the file).
-pub(crate) fn fadvise_range(
+pub fn fadvise_range(
     file: &impl AsRawFd,
     offset: u64,
     len: u64,
@@ -51,7 +51,7 @@ pub(crate) fn fadvise_range(
 
 /// O_DIRECT alignment from statx(STATX_DIOALIGN): (memory, offset), or None
 /// when the kernel or file system does not report it.
-pub(crate) fn dio_align(path: &Path) -> Result<Option<(u32, u32)>> {
+pub fn dio_align(path: &Path) -> Result<Option<(u32, u32)>> {
     let c = cpath(path)?;
     // SAFETY: statx is plain old data.
     let mut st: libc::statx = unsafe { std::mem::zeroed() };
@@ -68,7 +68,7 @@ pub(crate) fn dio_align(path: &Path) -> Result<Option<(u32, u32)>> {
 
 /// Free bytes for unprivileged users, file system block size, and f_type
 /// of the file system holding `path`.
-pub(crate) fn statfs(path: &Path) -> Result<(u64, u64, i64)> {
+pub fn statfs(path: &Path) -> Result<(u64, u64, i64)> {
     let c = cpath(path)?;
     // SAFETY: statfs is plain old data.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
@@ -90,7 +90,7 @@ const SYS_CACHESTAT: libc::c_long = 451;
 /// Pages of `file` in the page cache among those holding `len` bytes from
 /// `off`, by cachestat(2): no I/O (a `RWF_NOWAIT` read starts read-ahead
 /// when the page is missing). `None` where the kernel lacks it.
-pub(crate) fn cached_pages(file: &impl AsRawFd, off: u64, len: u64) -> Option<u64> {
+pub fn cached_pages(file: &impl AsRawFd, off: u64, len: u64) -> Option<u64> {
     #[repr(C)]
     struct Range {
         off: u64,
@@ -123,7 +123,7 @@ pub(crate) fn cached_pages(file: &impl AsRawFd, off: u64, len: u64) -> Option<u6
 }
 
 /// preadv2 of one buffer with RWF flags; returns bytes read.
-pub(crate) fn preadv2(
+pub fn preadv2(
     file: &impl AsRawFd,
     buf: &mut [u8],
     off: u64,
@@ -144,7 +144,7 @@ pub(crate) fn preadv2(
 }
 
 /// pwritev2 of one buffer with RWF flags; returns bytes written.
-pub(crate) fn pwritev2(
+pub fn pwritev2(
     file: &impl AsRawFd,
     buf: &[u8],
     off: u64,
@@ -165,7 +165,7 @@ pub(crate) fn pwritev2(
 }
 
 /// Sets a user extended attribute on a file.
-pub(crate) fn set_xattr(file: &impl AsRawFd, name: &str, value: &[u8]) -> Result<()> {
+pub fn set_xattr(file: &impl AsRawFd, name: &str, value: &[u8]) -> Result<()> {
     let n = CString::new(name).map_err(|_| Error::Invalid("xattr name".into()))?;
     // SAFETY: valid fd, NUL-terminated name, value pointer/length pair.
     let r = unsafe {
@@ -184,7 +184,7 @@ pub(crate) fn set_xattr(file: &impl AsRawFd, name: &str, value: &[u8]) -> Result
 }
 
 /// Reads a user extended attribute; None if absent or unsupported.
-pub(crate) fn get_xattr(path: &Path, name: &str) -> Option<Vec<u8>> {
+pub fn get_xattr(path: &Path, name: &str) -> Option<Vec<u8>> {
     let c = cpath(path).ok()?;
     let n = CString::new(name).ok()?;
     let mut buf = vec![0u8; 256];
@@ -198,7 +198,7 @@ pub(crate) fn get_xattr(path: &Path, name: &str) -> Option<Vec<u8>> {
 }
 
 /// Flushes all file systems' dirty data (sync(2)).
-pub(crate) fn sync_all() {
+pub fn sync_all() {
     // SAFETY: sync takes no arguments and cannot fail.
     unsafe { libc::sync() };
 }
@@ -207,7 +207,7 @@ pub(crate) fn sync_all() {
 /// truncating it, and without retrying on `EINTR` (std's `File::open`
 /// retries, which would block for ever on a FIFO with no reader even after
 /// Ctrl-C).
-pub(crate) fn open_write_once(path: &Path) -> std::io::Result<std::fs::File> {
+pub fn open_write_once(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::fd::FromRawFd;
     let c = cpath(path).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
     // SAFETY: c is a NUL-terminated path; no O_CREAT, so no mode argument.
@@ -226,14 +226,14 @@ pub(crate) fn open_write_once(path: &Path) -> std::io::Result<std::fs::File> {
 
 /// Whether the calling process may write `path` (faccessat with the
 /// effective ids, as the kernel will check them).
-pub(crate) fn may_write(path: &Path) -> bool {
+pub fn may_write(path: &Path) -> bool {
     let Ok(c) = cpath(path) else { return false };
     // SAFETY: c is a NUL-terminated path; no memory is written.
     unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) == 0 }
 }
 
 /// Whether the file system holding `path` is mounted read-only.
-pub(crate) fn read_only(path: &Path) -> bool {
+pub fn read_only(path: &Path) -> bool {
     let Ok(c) = cpath(path) else { return false };
     // SAFETY: statvfs is plain old data.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
@@ -245,7 +245,7 @@ pub(crate) fn read_only(path: &Path) -> bool {
 /// An anonymous in-memory file (`memfd_create`, close-on-exec): page-cache
 /// pages with no path and nothing left behind, for probing the kernel's
 /// copy out of the page cache.
-pub(crate) fn memfd(name: &str) -> std::io::Result<std::fs::File> {
+pub fn memfd(name: &str) -> std::io::Result<std::fs::File> {
     use std::os::fd::FromRawFd;
     let name = CString::new(name).map_err(|_| std::io::Error::other("NUL in memfd name"))?;
     // SAFETY: `name` is a valid NUL-terminated string for the call's duration.

@@ -172,7 +172,7 @@ mod imp {
     }
 
     /// Installs the handler once per process.
-    pub(crate) fn install() -> std::io::Result<()> {
+    pub fn install() -> std::io::Result<()> {
         if INSTALLED.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -205,7 +205,7 @@ mod imp {
 
     /// Copies `src` (inside a live read-only mapping) into `dst`; returns
     /// the bytes NOT copied (0 on success) if a page faulted with SIGBUS.
-    pub(crate) fn copy(dst: &mut [u8], src: *const u8) -> usize {
+    pub fn copy(dst: &mut [u8], src: *const u8) -> usize {
         debug_assert!(INSTALLED.load(Ordering::Relaxed));
         // SAFETY: the caller guarantees src..src+dst.len() lies in a live
         // mapping (it may fault, which the handler fixes up); dst is a
@@ -215,7 +215,7 @@ mod imp {
 
     /// Copies with the C library's memcpy; false when a fault stopped it
     /// (then [`copy`] finds out, exactly, how far a copy gets).
-    pub(crate) fn copy_fast(dst: &mut [u8], src: *const u8) -> bool {
+    pub fn copy_fast(dst: &mut [u8], src: *const u8) -> bool {
         debug_assert!(INSTALLED.load(Ordering::Relaxed));
         let mut save = [0u64; 7];
         RECOVER.with(|c| c.set(save.as_mut_ptr()));
@@ -233,7 +233,7 @@ mod imp {
 }
 
 /// Whether guarded copies work on this target (and the handler installs).
-pub(crate) fn available() -> bool {
+pub fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         imp::install().is_ok()
@@ -247,7 +247,7 @@ pub(crate) fn available() -> bool {
 /// Copies `dst.len()` bytes starting `off` bytes into `map` into `dst`.
 /// Returns how many bytes were copied: fewer than asked when the file was
 /// truncated underneath the mapping. Only call after [`available`] said yes.
-pub(crate) fn guarded_copy(map: &super::mman::Mapping, off: usize, dst: &mut [u8]) -> usize {
+pub fn guarded_copy(map: &super::mman::Mapping, off: usize, dst: &mut [u8]) -> usize {
     assert!(off.checked_add(dst.len()).is_some_and(|e| e <= map.len()));
     #[cfg(target_arch = "x86_64")]
     {

@@ -8,7 +8,7 @@ use std::io;
 
 /// A private anonymous mapping, unmapped on drop. `start..start+len` is the
 /// part handed out (aligned as asked); the mapping may be larger.
-pub(crate) struct AnonMap {
+pub struct AnonMap {
     base: *mut u8,
     map_len: usize,
     start: *mut u8,
@@ -46,7 +46,7 @@ impl AnonMap {
     /// not during the measurement). The mapping keeps at least two 4 KiB
     /// pages of unadvised slack after the range, so it never merges with a
     /// neighbouring advised mapping and `/proc/self/smaps` reports it alone.
-    pub(crate) fn thp(len: usize, huge: usize) -> io::Result<Self> {
+    pub fn thp(len: usize, huge: usize) -> io::Result<Self> {
         let len = len.max(1).div_ceil(huge) * huge;
         let map_len = len + huge + 4096;
         let base = mmap_anon(map_len, 0)?;
@@ -72,7 +72,7 @@ impl AnonMap {
 
     /// `len` bytes of hugetlbfs pages of the default huge page size `huge`
     /// (`MAP_HUGETLB`). Fails with `ENOMEM` when too few are reserved.
-    pub(crate) fn hugetlb(len: usize, huge: usize) -> io::Result<Self> {
+    pub fn hugetlb(len: usize, huge: usize) -> io::Result<Self> {
         let len = len.max(1).div_ceil(huge) * huge;
         let base = mmap_anon(len, libc::MAP_HUGETLB)?;
         let m = AnonMap {
@@ -97,7 +97,7 @@ impl AnonMap {
     }
 
     /// The bytes (`len` ≤ the range).
-    pub(crate) fn as_slice(&self, len: usize) -> &[u8] {
+    pub fn as_slice(&self, len: usize) -> &[u8] {
         assert!(len <= self.len);
         // SAFETY: start..start+len is readable, initialised (zero-filled by
         // the kernel) memory owned by self.
@@ -105,14 +105,14 @@ impl AnonMap {
     }
 
     /// The bytes, mutably.
-    pub(crate) fn as_mut_slice(&mut self, len: usize) -> &mut [u8] {
+    pub fn as_mut_slice(&mut self, len: usize) -> &mut [u8] {
         assert!(len <= self.len);
         // SAFETY: as above, and &mut self gives exclusive access.
         unsafe { std::slice::from_raw_parts_mut(self.start, len) }
     }
 
     /// Raw pointer to the first byte, for registration with the kernel.
-    pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
         self.start
     }
 }
@@ -127,14 +127,14 @@ impl Drop for AnonMap {
 /// A zeroed buffer of whole transparent huge pages, 2 MiB aligned: what the
 /// reader's Direct technique and whole-file reads use. The same mapping as
 /// `--mem thp`'s pools ([`AnonMap::thp`]), so there is one allocator.
-pub(crate) struct HugeBuf {
+pub struct HugeBuf {
     map: AnonMap,
     len: usize,
 }
 
 impl HugeBuf {
     /// Maps `len` bytes rounded up to 2 MiB.
-    pub(crate) fn new(len: usize) -> crate::error::Result<Self> {
+    pub fn new(len: usize) -> crate::error::Result<Self> {
         const HUGE: usize = 2 << 20;
         let len = len.max(1).div_ceil(HUGE) * HUGE;
         let map = AnonMap::thp(len, HUGE)
@@ -143,12 +143,17 @@ impl HugeBuf {
     }
 
     /// Length in bytes (a multiple of 2 MiB).
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether it holds no bytes (never, once made: kept for `len`'s sake).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The bytes, mutably.
-    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
         self.map.as_mut_slice(self.len)
     }
 }

@@ -4,7 +4,7 @@ use crate::error::{Error, Result};
 use std::os::fd::AsRawFd;
 
 /// A read-only shared mapping of a whole file, unmapped on drop.
-pub(crate) struct Mapping {
+pub struct Mapping {
     ptr: *mut u8,
     len: usize,
 }
@@ -17,22 +17,25 @@ unsafe impl Sync for Mapping {}
 
 /// Access advice for a mapping (madvise).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Advice {
+pub enum Advice {
+    /// No advice (`MADV_NORMAL`): the kernel's default read-around.
     Normal,
+    /// Random access (`MADV_RANDOM`): no read-around on a fault.
     Random,
+    /// Sequential access (`MADV_SEQUENTIAL`): aggressive read-ahead.
     Sequential,
 }
 
 impl Mapping {
     /// Maps `len` bytes of `file` read-only and shared. `len` of zero gives an
     /// empty mapping without a system call.
-    pub(crate) fn new(file: &impl AsRawFd, len: usize) -> Result<Self> {
+    pub fn new(file: &impl AsRawFd, len: usize) -> Result<Self> {
         Self::new_at(file, 0, len)
     }
 
     /// Maps `len` bytes of `file` from `offset`, which must be a multiple of
     /// the page size (mmap's rule), read-only and shared.
-    pub(crate) fn new_at(file: &impl AsRawFd, offset: u64, len: usize) -> Result<Self> {
+    pub fn new_at(file: &impl AsRawFd, offset: u64, len: usize) -> Result<Self> {
         let Ok(off) = libc::off_t::try_from(offset) else {
             return Err(Error::Invalid(format!("offset {offset} does not fit")));
         };
@@ -68,23 +71,28 @@ impl Mapping {
     /// The mapped bytes. Reading them may fault pages in from the file; if
     /// another process truncates the file the access raises SIGBUS, which is
     /// why iolab only maps files it sized itself or the user named.
-    pub(crate) fn bytes(&self) -> &[u8] {
+    pub fn bytes(&self) -> &[u8] {
         // SAFETY: ptr..ptr+len is a live PROT_READ mapping owned by self.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
     /// Start of the mapping (for guarded copies that may fault).
-    pub(crate) fn ptr(&self) -> *const u8 {
+    pub fn ptr(&self) -> *const u8 {
         self.ptr
     }
 
     /// Length of the mapping in bytes.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether the mapping is empty (a file of length 0).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// Applies access advice to the whole mapping.
-    pub(crate) fn advise(&self, a: Advice) -> Result<()> {
+    pub fn advise(&self, a: Advice) -> Result<()> {
         if self.len == 0 {
             return Ok(());
         }
@@ -104,14 +112,14 @@ impl Mapping {
 
     /// Number of pages of the mapping resident in the page cache, and the
     /// total page count (mincore).
-    pub(crate) fn residency(&self) -> Result<(u64, u64)> {
+    pub fn residency(&self) -> Result<(u64, u64)> {
         self.residency_pages(0, usize::MAX)
     }
 
     /// As [`Mapping::residency`], for at most `pages` pages from page
     /// `first` (clamped to the mapping): mincore's cost grows with the
     /// pages asked about, so a large file can be sampled.
-    pub(crate) fn residency_pages(&self, first: usize, pages: usize) -> Result<(u64, u64)> {
+    pub fn residency_pages(&self, first: usize, pages: usize) -> Result<(u64, u64)> {
         let page = page_size();
         let total = self.len.div_ceil(page);
         let first = first.min(total);
@@ -145,7 +153,7 @@ impl Drop for Mapping {
 }
 
 /// The system page size.
-pub(crate) fn page_size() -> usize {
+pub fn page_size() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if p > 0 {

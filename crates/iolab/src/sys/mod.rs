@@ -2,14 +2,14 @@
 //! where this workspace uses `unsafe`. Each wrapper is safe to call; the
 //! reasoning for each `unsafe` block sits next to it.
 
-pub(crate) mod ahead;
-pub(crate) mod alloc;
-pub(crate) mod fs;
-pub(crate) mod guard;
-pub(crate) mod hugebuf;
-pub(crate) mod mman;
-pub(crate) mod proc;
-pub(crate) mod ring;
-pub(crate) mod rusage;
-pub(crate) mod signal;
-pub(crate) mod simd;
+pub mod ahead;
+pub mod alloc;
+pub mod fs;
+pub mod guard;
+pub mod hugebuf;
+pub mod mman;
+pub mod proc;
+pub mod ring;
+pub mod rusage;
+pub mod signal;
+pub mod simd;

@@ -12,19 +12,19 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// getpid through the real system call (glibc would not cache it, but the
 /// raw `syscall` makes the intent explicit).
-pub(crate) fn raw_getpid() -> i64 {
+pub fn raw_getpid() -> i64 {
     // SAFETY: SYS_getpid takes no arguments and touches no memory.
     unsafe { libc::syscall(libc::SYS_getpid) as i64 }
 }
 
 /// getuid through the real system call.
-pub(crate) fn raw_getuid() -> i64 {
+pub fn raw_getuid() -> i64 {
     // SAFETY: SYS_getuid takes no arguments and touches no memory.
     unsafe { libc::syscall(libc::SYS_getuid) as i64 }
 }
 
 /// fstat of `fd`; returns the size the kernel reports.
-pub(crate) fn fstat_size(fd: RawFd) -> Result<i64> {
+pub fn fstat_size(fd: RawFd) -> Result<i64> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: st is a writable stat buffer of the right size; the caller
     // keeps fd open for the call.
@@ -37,7 +37,7 @@ pub(crate) fn fstat_size(fd: RawFd) -> Result<i64> {
 }
 
 /// lseek(fd, off, SEEK_SET).
-pub(crate) fn lseek_set(fd: RawFd, off: i64) -> Result<i64> {
+pub fn lseek_set(fd: RawFd, off: i64) -> Result<i64> {
     // SAFETY: lseek touches no user memory.
     let r = unsafe { libc::lseek(fd, off, libc::SEEK_SET) };
     if r < 0 {
@@ -47,7 +47,7 @@ pub(crate) fn lseek_set(fd: RawFd, off: i64) -> Result<i64> {
 }
 
 /// clock_getres of `clock`, ns.
-pub(crate) fn clock_res_ns(clock: libc::clockid_t) -> Result<u64> {
+pub fn clock_res_ns(clock: libc::clockid_t) -> Result<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -62,7 +62,7 @@ pub(crate) fn clock_res_ns(clock: libc::clockid_t) -> Result<u64> {
 
 /// clock_gettime of `clock` (through the vDSO for the usual clocks), ns.
 #[inline]
-pub(crate) fn clock_ns(clock: libc::clockid_t) -> u64 {
+pub fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -76,7 +76,7 @@ pub(crate) fn clock_ns(clock: libc::clockid_t) -> u64 {
 /// The time-stamp counter read with RDTSCP (waits for earlier instructions).
 #[cfg(target_arch = "x86_64")]
 #[inline]
-pub(crate) fn rdtscp() -> Option<u64> {
+pub fn rdtscp() -> Option<u64> {
     let mut aux = 0u32;
     // SAFETY: RDTSCP exists on every x86_64 CPU Linux supports with the
     // rdtscp flag; callers check /proc/cpuinfo first (see prim::has_rdtscp).
@@ -85,17 +85,17 @@ pub(crate) fn rdtscp() -> Option<u64> {
 
 /// The time-stamp counter is x86 only.
 #[cfg(not(target_arch = "x86_64"))]
-pub(crate) fn rdtscp() -> Option<u64> {
+pub fn rdtscp() -> Option<u64> {
     None
 }
 
 /// Pins the calling thread to one CPU.
-pub(crate) fn pin_to_cpu(cpu: usize) -> Result<()> {
+pub fn pin_to_cpu(cpu: usize) -> Result<()> {
     pin_to_cpus(&[cpu])
 }
 
 /// Lets the calling thread run only on `cpus` (sched_setaffinity).
-pub(crate) fn pin_to_cpus(cpus: &[usize]) -> Result<()> {
+pub fn pin_to_cpus(cpus: &[usize]) -> Result<()> {
     // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &cpu in cpus {
@@ -114,7 +114,7 @@ pub(crate) fn pin_to_cpus(cpus: &[usize]) -> Result<()> {
 }
 
 /// The CPUs the calling thread may run on.
-pub(crate) fn allowed_cpus() -> Result<Vec<usize>> {
+pub fn allowed_cpus() -> Result<Vec<usize>> {
     // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: set is a valid, writable cpu_set_t of the size passed.
@@ -129,7 +129,7 @@ pub(crate) fn allowed_cpus() -> Result<Vec<usize>> {
 }
 
 /// A pipe with both ends close-on-exec: (read end, write end).
-pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+pub fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: fds is a writable array of two ints, as pipe2 requires.
     let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
@@ -141,7 +141,7 @@ pub(crate) fn pipe() -> Result<(OwnedFd, OwnedFd)> {
 }
 
 /// Waits for child `pid`; returns its exit status (or 128 + signal).
-pub(crate) fn wait_pid(pid: libc::pid_t) -> Result<i32> {
+pub fn wait_pid(pid: libc::pid_t) -> Result<i32> {
     let mut status = 0;
     loop {
         // SAFETY: status is a valid int to write to.
@@ -164,7 +164,7 @@ pub(crate) fn wait_pid(pid: libc::pid_t) -> Result<i32> {
 }
 
 /// Kills our child `pid` (SIGKILL) and reaps it.
-pub(crate) fn kill_wait(pid: libc::pid_t) {
+pub fn kill_wait(pid: libc::pid_t) {
     // SAFETY: kill with an integer pid and signal touches no memory; pid is
     // a child this process forked and has not reaped yet.
     unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -189,7 +189,7 @@ fn child_exit(code: i32) -> ! {
 }
 
 /// fork; the child calls `_exit(0)` at once; the parent waits for it.
-pub(crate) fn fork_exit_wait() -> Result<()> {
+pub fn fork_exit_wait() -> Result<()> {
     let pid = fork()?;
     if pid == 0 {
         child_exit(0);
@@ -204,7 +204,7 @@ pub(crate) fn fork_exit_wait() -> Result<()> {
 
 /// posix_spawn of `path` with no arguments and an empty environment, then
 /// waitpid; returns the program's exit status.
-pub(crate) fn spawn_wait(path: &CStr) -> Result<i32> {
+pub fn spawn_wait(path: &CStr) -> Result<i32> {
     let argv = [path.as_ptr() as *mut libc::c_char, std::ptr::null_mut()];
     let envp = [std::ptr::null_mut::<libc::c_char>()];
     let mut pid: libc::pid_t = 0;
@@ -265,7 +265,7 @@ fn raw_write_all(fd: RawFd, bytes: &[u8]) -> bool {
 
 /// Forks a child that (optionally pinned to `cpu`) reads one byte from
 /// `rx` and writes it to `tx`, `rounds` times, then exits. Returns its pid.
-pub(crate) fn fork_echo_child(
+pub fn fork_echo_child(
     rx: RawFd,
     tx: RawFd,
     rounds: u64,
@@ -298,17 +298,20 @@ pub(crate) fn fork_echo_child(
 /// One child's reading job for [`fork_readers`]: an open file, a buffer of
 /// `block` bytes (aligned for O_DIRECT) and the offsets to read, all made
 /// before the fork.
-pub(crate) struct ReadJob<'a> {
-    pub(crate) fd: RawFd,
-    pub(crate) buf: &'a mut [u8],
-    pub(crate) offsets: &'a [u64],
+pub struct ReadJob<'a> {
+    /// The open file the child reads.
+    pub fd: RawFd,
+    /// Where each read lands (one block, reused).
+    pub buf: &'a mut [u8],
+    /// File offsets, one read of the buffer's length each.
+    pub offsets: &'a [u64],
 }
 
 /// Forks one child per job. The children wait until all are forked, then
 /// each preads its offsets into its buffer and reports its elapsed
 /// CLOCK_MONOTONIC ns through a pipe. Returns the elapsed ns per child (in
 /// job order).
-pub(crate) fn fork_readers(jobs: &mut [ReadJob<'_>]) -> Result<Vec<u64>> {
+pub fn fork_readers(jobs: &mut [ReadJob<'_>]) -> Result<Vec<u64>> {
     let (go_r, go_w) = pipe()?;
     let (res_r, res_w) = pipe()?;
     let mut pids = Vec::with_capacity(jobs.len());
@@ -410,14 +413,14 @@ fn collect_times(res: OwnedFd, n: usize) -> (Vec<u64>, usize) {
 /// A child process holding `bytes` of locked anonymous memory until it is
 /// killed; it dies with the thread that forked it (PR_SET_PDEATHSIG) and
 /// offers itself to the OOM killer first (oom_score_adj 1000).
-pub(crate) struct BalloonChild {
+pub struct BalloonChild {
     pid: libc::pid_t,
     _ctl: OwnedFd,
 }
 
 impl BalloonChild {
     /// Forks the helper and waits until its memory is locked.
-    pub(crate) fn new(bytes: usize) -> Result<Self> {
+    pub fn new(bytes: usize) -> Result<Self> {
         let (ready_r, ready_w) = pipe()?;
         let (ctl_r, ctl_w) = pipe()?;
         // SAFETY: getpid has no preconditions.
@@ -479,7 +482,7 @@ impl BalloonChild {
     }
 
     /// Whether the helper is still alive (it may have been OOM-killed).
-    pub(crate) fn alive(&self) -> bool {
+    pub fn alive(&self) -> bool {
         let mut status = 0;
         // SAFETY: status is a valid int; WNOHANG does not block.
         let r = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
@@ -494,7 +497,7 @@ impl Drop for BalloonChild {
 }
 
 /// A private anonymous read-write mapping, unmapped on drop.
-pub(crate) struct AnonMap {
+pub struct AnonMap {
     ptr: *mut u8,
     len: usize,
 }
@@ -507,7 +510,7 @@ unsafe impl Sync for AnonMap {}
 impl AnonMap {
     /// Maps `len` bytes (not yet touched, so not yet backed); `small_pages`
     /// asks for 4 KiB pages only (MADV_NOHUGEPAGE).
-    pub(crate) fn new(len: usize, small_pages: bool) -> Result<Self> {
+    pub fn new(len: usize, small_pages: bool) -> Result<Self> {
         let len = len.max(1);
         // SAFETY: a fresh private anonymous mapping at a kernel-chosen address.
         let p = unsafe {
@@ -531,7 +534,7 @@ impl AnonMap {
     }
 
     /// The mapped bytes (zero until written).
-    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: ptr..ptr+len is a live read-write mapping owned by self,
         // borrowed mutably through &mut self.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }

@@ -16,14 +16,14 @@ use std::os::fd::AsRawFd;
 
 /// A request the ring reads into: it lends its buffer. The reader's
 /// `ReadReq` implements it, so this file needs nothing from the reader.
-pub(crate) trait Dest {
+pub trait Dest {
     /// The buffer the request's bytes go to.
     fn dest(&mut self) -> &mut [u8];
 }
 
 /// Part of one request's buffer: `len` bytes from `start` of request `req`.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Seg {
+pub struct Seg {
     /// Index of the request.
     pub req: usize,
     /// Offset inside the request's buffer.
@@ -34,7 +34,7 @@ pub(crate) struct Seg {
 
 /// One read or vectored read: `segs`, contiguous in the file from `offset`.
 #[derive(Clone, Debug)]
-pub(crate) struct Piece {
+pub struct Piece {
     /// File offset of the first byte.
     pub offset: u64,
     /// Destinations, in file order.
@@ -64,7 +64,7 @@ fn ensure(slot: &mut Option<(IoUring, u32)>, depth: u32) -> std::io::Result<()> 
 /// its last piece finishes (result: bytes read from its start until the
 /// first short piece, or the first error). Errs only if the ring cannot be
 /// set up; then nothing was read and no callback ran.
-pub(crate) fn read_plan<R: Dest>(
+pub fn read_plan<R: Dest>(
     file: &File,
     reqs: &mut [R],
     plan: &[Piece],
@@ -267,7 +267,7 @@ fn remaining_iovecs(v: &mut Vec<libc::iovec>, dests: &[(*mut u8, usize)], mut sk
 /// (EINTR / EAGAIN / EBUSY: the caller loops and tries again). Any other
 /// failure leaves ops in flight that still write into borrowed memory, so
 /// giving up is not memory-safe: retry a while, then abort.
-pub(crate) fn wait_some(ring: &mut IoUring, failures: &mut u32) -> Vec<(usize, i32)> {
+pub fn wait_some(ring: &mut IoUring, failures: &mut u32) -> Vec<(usize, i32)> {
     if let Err(e) = ring.submit_and_wait(1) {
         if !matches!(
             e.raw_os_error(),
@@ -289,7 +289,7 @@ pub(crate) fn wait_some(ring: &mut IoUring, failures: &mut u32) -> Vec<(usize, i
 
 /// Why [`stream_file`] stopped early.
 #[derive(Debug)]
-pub(crate) enum StreamError {
+pub enum StreamError {
     /// The ring could not be set up (nothing was read).
     Setup,
     /// A read failed at this offset.
@@ -303,7 +303,7 @@ pub(crate) enum StreamError {
 /// complete. `deliver` returning false stops the reading. Returns the
 /// bytes delivered.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn stream_file(
+pub fn stream_file(
     file: &File,
     start: u64,
     len: u64,

@@ -1,7 +1,7 @@
 //! getrusage for the whole process.
 
 /// Raw resource usage of the process (all threads).
-pub(crate) fn getrusage_self() -> libc::rusage {
+pub fn getrusage_self() -> libc::rusage {
     // SAFETY: rusage is plain old data; zeroed is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: ru is a valid out-pointer; RUSAGE_SELF cannot fail.
@@ -10,7 +10,7 @@ pub(crate) fn getrusage_self() -> libc::rusage {
 }
 
 /// Raw resource usage of the calling thread only (RUSAGE_THREAD).
-pub(crate) fn getrusage_thread() -> libc::rusage {
+pub fn getrusage_thread() -> libc::rusage {
     // SAFETY: rusage is plain old data; zeroed is a valid value.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: ru is a valid out-pointer; RUSAGE_THREAD exists since Linux

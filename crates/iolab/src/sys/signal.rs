@@ -7,9 +7,9 @@
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 /// Set by the first SIGINT/SIGTERM.
-pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
+pub static STOP: AtomicBool = AtomicBool::new(false);
 /// The first signal received (0: none).
-pub(crate) static FIRST: AtomicI32 = AtomicI32::new(0);
+pub static FIRST: AtomicI32 = AtomicI32::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
     if FIRST
@@ -27,7 +27,7 @@ extern "C" fn on_signal(sig: libc::c_int) {
 
 /// Installs `on_signal` for SIGINT and SIGTERM, without `SA_RESTART`, so a
 /// system call blocked in the thread that takes the signal returns `EINTR`.
-pub(crate) fn install() -> std::io::Result<()> {
+pub fn install() -> std::io::Result<()> {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         handle(sig, on_signal)?;
     }
@@ -112,7 +112,7 @@ static MESSAGE_LEN: AtomicU64 = AtomicU64::new(0);
 
 /// Remembers `path` (with its identity) for the handler; returns the slot,
 /// or None when the table is full or the path has a NUL byte.
-pub(crate) fn remember(
+pub fn remember(
     path: &std::path::Path,
     dev: u64,
     ino: u64,
@@ -142,7 +142,7 @@ pub(crate) fn remember(
 }
 
 /// Forgets slot `i` (the file was removed or is to be kept).
-pub(crate) fn forget(i: usize) {
+pub fn forget(i: usize) {
     if let Some(s) = TABLE.get(i) {
         if s.state
             .compare_exchange(READY, BUSY, Ordering::AcqRel, Ordering::Relaxed)
@@ -158,7 +158,7 @@ pub(crate) fn forget(i: usize) {
 /// `grace_s` seconds to end by itself; then SIGALRM's handler removes the
 /// remembered files, writes `message` to stderr and exits with 128 + the
 /// first signal's number.
-pub(crate) fn arm(grace_s: u32, message: &'static str) -> std::io::Result<()> {
+pub fn arm(grace_s: u32, message: &'static str) -> std::io::Result<()> {
     MESSAGE_LEN.store(message.len() as u64, Ordering::Relaxed);
     MESSAGE.store(message.as_ptr().cast_mut(), Ordering::Relaxed);
     handle(libc::SIGALRM, on_alarm)?;

@@ -8,7 +8,7 @@
 /// else as it is. `f` must be plain code (no `unsafe` of its own): only
 /// the instructions chosen for it change, never what it computes.
 #[inline]
-pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
+pub fn vectorized<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f")

@@ -34,7 +34,7 @@ fn main() {
                     let mut b = k;
                     while b < blocks {
                         let n = f.read_at(&mut buf, b * block as u64).unwrap_or(0);
-                        x ^= iolab::xor::xor32(&buf[..n]);
+                        x ^= iolab_reader::xor::xor32(&buf[..n]);
                         b += threads;
                     }
                     x

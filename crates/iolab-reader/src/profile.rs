@@ -239,7 +239,7 @@ impl Profile {
     /// one holding `file`.
     pub fn device_warning(&self, file: &Path) -> Option<String> {
         let measured = self.device.as_ref()?;
-        let here = crate::file::block_device_of(file).map(|d| d.name)?;
+        let here = iolab::file::block_device_of(file).map(|d| d.name)?;
         (here != *measured).then(|| {
             format!(
                 "warning: profile measured on device {measured}, but {} is on {here}; using it anyway (run `iolab tune --dir` there)",
@@ -357,7 +357,7 @@ mod tests {
         let d = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
         let f = d.path().join("f");
         std::fs::write(&f, b"x").unwrap();
-        let Some(dev) = crate::file::block_device_of(&f) else {
+        let Some(dev) = iolab::file::block_device_of(&f) else {
             eprintln!(
                 "SKIPPED: other_device_gives_a_warning: no block device under the target dir"
             );

@@ -534,7 +534,7 @@ mod tests {
         let mut p = tuned();
         // The profile read cold files into the page cache at 1024 MiB/s:
         // all of a 256 MiB file in 250 ms.
-        p.measurements.push(crate::reader::profile::Measurement {
+        p.measurements.push(crate::profile::Measurement {
             pattern: "seq".into(),
             cache: "cold".into(),
             technique: "whole:buffered".into(),

@@ -83,7 +83,7 @@ impl Backend for Thesis {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reader::Hints;
+    use crate::Hints;
 
     #[test]
     fn the_four_conditions() {

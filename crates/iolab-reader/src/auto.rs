@@ -209,7 +209,7 @@ impl Auto {
                     r as f64 / t as f64
                 }
             }),
-            None => crate::cache::residency(&self.src.path, self.src.len)
+            None => iolab::cache::residency(&self.src.path, self.src.len)
                 .ok()
                 .map(|r| r.fraction()),
         };
@@ -291,7 +291,7 @@ impl Auto {
         // as it takes (128 KiB steps left this reading 20 % behind a
         // mapping's 8 MiB read-around here). Each call only queues the
         // reads; it waits only when the device's queue is full.
-        let step = crate::file::block_device_of(&self.src.path)
+        let step = iolab::file::block_device_of(&self.src.path)
             .and_then(|d| {
                 Some(
                     d.queue_num("read_ahead_kb")?
@@ -305,7 +305,7 @@ impl Auto {
         let mut at = 0u64;
         while at < self.src.len && r.is_ok() {
             let n = step.min(self.src.len - at);
-            r = crate::sys::fs::fadvise_range(&self.src.file, at, n, libc::POSIX_FADV_WILLNEED);
+            r = iolab::sys::fs::fadvise_range(&self.src.file, at, n, libc::POSIX_FADV_WILLNEED);
             at += n;
         }
         if self.trace {
@@ -451,7 +451,7 @@ impl Backend for Auto {
 
 #[cfg(test)]
 mod tests {
-    use crate::reader::{Options, Reader, Technique};
+    use crate::{Options, Reader, Technique};
 
     fn mapped_here(path: &std::path::Path) -> bool {
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
@@ -488,8 +488,8 @@ mod tests {
 
     #[test]
     fn reads_in_order_of_a_large_cold_file_through_the_direct_stream_are_exact() {
-        use crate::reader::policy::{self, Choice, Situation};
-        use crate::reader::profile::Profile;
+        use crate::policy::{self, Choice, Situation};
+        use crate::profile::Profile;
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("big");
         let len = policy::AHEAD_MIN_FILE as usize + 12_345;
@@ -497,7 +497,7 @@ mod tests {
             .map(|i| (i.wrapping_mul(0x9E37_79B9) >> 11) as u8)
             .collect();
         std::fs::write(&path, &data).unwrap();
-        crate::cache::evict(&path).unwrap();
+        iolab::cache::evict(&path).unwrap();
         let mut p = Profile::thesis_defaults();
         p.seq_direct = true;
         // The decision the reads below get from their third on.
@@ -538,16 +538,16 @@ mod tests {
 
     #[test]
     fn random_reads_over_a_larger_portion_of_a_cold_file_read_it_all_ahead() {
-        use crate::reader::profile::Profile;
+        use crate::profile::Profile;
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("db");
         let len = 16u64 << 20;
         std::fs::write(&path, vec![7u8; len as usize]).unwrap();
-        crate::cache::evict(&path).unwrap();
-        let resident = || crate::cache::residency(&path, len).unwrap().fraction();
+        iolab::cache::evict(&path).unwrap();
+        let resident = || iolab::cache::residency(&path, len).unwrap().fraction();
         let before = resident();
         let evicted = before < 0.1;
-        crate::require!(
+        iolab::require!(
             evicted,
             "{} stays {:.0} % cached after POSIX_FADV_DONTNEED (tmpfs?)",
             path.display(),

@@ -4,7 +4,7 @@
 //!
 //! `cargo run --release --example random_lookups -- FILE`
 
-use iolab::reader::{Options, ReadReq, Reader};
+use iolab_reader::{Options, ReadReq, Reader};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()

@@ -2,9 +2,9 @@
 //! the one whole-file path ([`crate::whole::read_whole_plan`]: io_uring,
 //! O_DIRECT when cold) with the piece size and depth from the profile.
 
-use super::profile::Profile;
-use super::{ReadError, Result};
+use crate::profile::Profile;
 use crate::whole::{read_whole_plan, Plan, WholeStats};
+use crate::{ReadError, Result};
 use std::path::Path;
 
 /// How to read one whole file.
@@ -28,9 +28,9 @@ pub fn plan_from(p: &Profile, ordered: bool) -> WholePlan {
     }
 }
 
-fn wrap(path: &Path, e: crate::Error) -> ReadError {
+fn wrap(path: &Path, e: iolab::Error) -> ReadError {
     match e {
-        crate::Error::Io { source, .. } => ReadError::Io {
+        iolab::Error::Io { source, .. } => ReadError::Io {
             path: path.to_path_buf(),
             offset: 0,
             len: 0,
@@ -52,22 +52,22 @@ pub fn read_whole_with(
     plan: &WholePlan,
     f: &mut dyn FnMut(u64, &[u8]) -> bool,
 ) -> Result<WholeStats> {
-    super::check_kind(path)?;
+    crate::check_kind(path)?;
     read_whole_plan(path, plan, f).map_err(|e| wrap(path, e))
 }
 
 /// Reads the whole file into `buf`, which must be at least as long as the
 /// file; returns the file's length.
 pub fn read_into(path: &Path, buf: &mut [u8]) -> Result<usize> {
-    super::check_kind(path)?;
-    let len = crate::file::length(path).map_err(|e| wrap(path, e))?;
+    crate::check_kind(path)?;
+    let len = iolab::file::length(path).map_err(|e| wrap(path, e))?;
     if len > buf.len() as u64 {
         return Err(ReadError::TooLarge {
             path: path.to_path_buf(),
             what: format!("the file has {len} bytes, the buffer {}", buf.len()),
         });
     }
-    let plan = plan_from(&super::profile::process_profile(), false);
+    let plan = plan_from(&crate::profile::process_profile(), false);
     let mut got = 0usize;
     read_whole_plan(path, &plan, &mut |off, b| {
         let o = off as usize;
@@ -84,8 +84,8 @@ pub fn read_into(path: &Path, buf: &mut [u8]) -> Result<usize> {
 
 /// Reads the whole file into a new vector.
 pub fn read_all(path: &Path) -> Result<Vec<u8>> {
-    super::check_kind(path)?;
-    let len = crate::file::length(path).map_err(|e| wrap(path, e))?;
+    crate::check_kind(path)?;
+    let len = iolab::file::length(path).map_err(|e| wrap(path, e))?;
     let n = usize::try_from(len).map_err(|_| ReadError::TooLarge {
         path: path.to_path_buf(),
         what: format!("{len} bytes do not fit in memory here"),

@@ -1,10 +1,14 @@
+//! # iolab-reader: read files the way this machine reads fastest
+//!
 //! The reading library: one [`Reader`] API over every way this machine has
 //! to read a file, an adaptive policy ([`Technique::Auto`]) calibrated by
 //! `iolab tune`, batches of reads in one call ([`Reader::read_many`]) and
-//! whole files ([`read_all`], [`read_into`]).
+//! whole files ([`read_all`], [`read_into`], and the raw path in [`whole`]).
+//! It reaches the kernel only through the `iolab` crate, so it holds no
+//! `unsafe` of its own.
 //!
 //! ```
-//! use iolab::reader::{Options, Reader, Technique};
+//! use iolab_reader::{Options, Reader, Technique};
 //! # let dir = tempfile::tempdir().unwrap();
 //! # let path = dir.path().join("data");
 //! std::fs::write(&path, b"hello, reader").unwrap();
@@ -21,6 +25,7 @@
 //! A `Reader` is `Send + Sync`: share it (`&Reader` or `Arc<Reader>`)
 //! between threads and call `read_at` concurrently; no technique takes a
 //! lock shared by all reads.
+#![forbid(unsafe_code)]
 
 mod auto;
 mod backend;
@@ -37,7 +42,8 @@ mod stream;
 mod technique;
 mod thesis;
 mod uring;
-mod whole;
+pub mod whole;
+pub mod xor;
 
 pub use error::{ReadError, Result};
 // What the techniques share, named here so each can say `super::Src`.
@@ -45,7 +51,7 @@ pub(crate) use backend::{check_kind, Backend, Src};
 pub use backend::{mem_available, Hints, Options};
 pub use request::ReadReq;
 pub use technique::{ParseTechniqueError, Technique};
-pub use whole::{plan_from, read_all, read_into, read_whole_with, WholePlan};
+pub use whole::profiled::{plan_from, read_all, read_into, read_whole_with, WholePlan};
 
 use std::path::Path;
 use std::sync::Arc;

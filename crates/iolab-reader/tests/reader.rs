@@ -3,7 +3,7 @@
 //! input gives clear errors, and a mapped file truncated underneath does
 //! not crash the process.
 
-use iolab::reader::{Options, ReadError, ReadReq, Reader, Technique};
+use iolab_reader::{Options, ReadError, ReadReq, Reader, Technique};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -36,7 +36,7 @@ fn file(d: &Path, n: usize) -> (PathBuf, Vec<u8>) {
 
 fn open(p: &Path, t: Technique) -> Reader {
     let mut o = Options::new(t);
-    o.profile = Some(Arc::new(iolab::reader::profile::Profile::thesis_defaults()));
+    o.profile = Some(Arc::new(iolab_reader::profile::Profile::thesis_defaults()));
     Reader::open(p, o).unwrap_or_else(|e| panic!("{t}: {e}"))
 }
 
@@ -327,13 +327,13 @@ fn whole_files_cold_and_warm_in_order() {
         } else {
             iolab::cache::warm(&p, n as u64).unwrap();
         }
-        assert!(iolab::reader::read_all(&p).unwrap() == v, "cold {cold}");
+        assert!(iolab_reader::read_all(&p).unwrap() == v, "cold {cold}");
         let mut big = vec![0u8; n + 10];
-        assert_eq!(iolab::reader::read_into(&p, &mut big).unwrap(), n);
+        assert_eq!(iolab_reader::read_into(&p, &mut big).unwrap(), n);
         assert!(big[..n] == v[..]);
-        assert!(iolab::reader::read_into(&p, &mut vec![0u8; n - 1]).is_err());
+        assert!(iolab_reader::read_into(&p, &mut vec![0u8; n - 1]).is_err());
         for direct in [Some(true), Some(false)] {
-            let plan = iolab::reader::WholePlan {
+            let plan = iolab_reader::WholePlan {
                 chunk: 1 << 20,
                 depth: 4,
                 direct,
@@ -342,7 +342,7 @@ fn whole_files_cold_and_warm_in_order() {
             };
             let mut next = 0u64;
             let mut out = Vec::new();
-            let st = iolab::reader::read_whole_with(&p, &plan, &mut |off, b| {
+            let st = iolab_reader::read_whole_with(&p, &plan, &mut |off, b| {
                 assert_eq!(off, next, "in order");
                 next += b.len() as u64;
                 out.extend_from_slice(b);
@@ -353,7 +353,7 @@ fn whole_files_cold_and_warm_in_order() {
             assert!(out == v, "direct {direct:?}");
             // Stopping early stops.
             let mut calls = 0;
-            iolab::reader::read_whole_with(&p, &plan, &mut |_, _| {
+            iolab_reader::read_whole_with(&p, &plan, &mut |_, _| {
                 calls += 1;
                 false
             })
@@ -361,7 +361,7 @@ fn whole_files_cold_and_warm_in_order() {
             assert_eq!(calls, 1);
         }
     }
-    let e = iolab::reader::read_all(d.path()).unwrap_err();
+    let e = iolab_reader::read_all(d.path()).unwrap_err();
     assert!(matches!(e, ReadError::NotReadable { .. }), "{e}");
 }
 

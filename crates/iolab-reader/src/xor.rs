@@ -2,8 +2,8 @@
 //! [`crate::whole::read_whole`] (XOR is order-free, so chunks can complete
 //! in any order).
 
-use crate::error::Result;
 use crate::whole::{read_whole, WholeStats};
+use iolab::error::Result;
 use std::path::Path;
 
 /// XOR of the 4-byte little-endian words of `bytes`, which start at a file

@@ -6,15 +6,18 @@
 //! copy); files mostly in the page cache are read buffered through the same
 //! ring. Where io_uring is unavailable, or `IOLAB_FORCE_PREAD=1` is set, it
 //! falls back to `pread`. This is the one whole-file path: `iolab xor`,
-//! `iolab cat` and [`crate::reader::read_all`] all run on it.
+//! `iolab cat` and [`crate::read_all`] all run on it.
 
-use crate::cache;
-use crate::engine::EngineKind;
-use crate::error::{Error, Result};
-use crate::file::{self, OpenSpec};
-use crate::sys::{hugebuf::HugeBuf, ring};
+use iolab::cache;
+use iolab::engine::EngineKind;
+use iolab::error::{Error, Result};
+use iolab::file::{self, OpenSpec};
+use iolab::sys::{hugebuf::HugeBuf, ring};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+
+mod parallel;
+pub mod profiled;
 
 /// How [`read_whole`] read the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,7 +58,7 @@ pub struct Plan {
     /// page (0..64): the CPU decides which is fastest (+16 B was 10 %
     /// faster than +0 on the Xeon of earlier sessions, +0 17 % faster than
     /// +16 on an AMD EPYC). `None`: measured once per process
-    /// ([`crate::buf::buffered_slot_offset`]); a profile from `iolab tune`
+    /// ([`iolab::buf::buffered_slot_offset`]); a profile from `iolab tune`
     /// names it.
     pub warm_offset: Option<usize>,
     /// Threads copying a mostly cached file out of the page cache; 0: as
@@ -191,10 +194,10 @@ fn read_cached_file(
     f: &mut dyn FnMut(u64, &[u8]) -> bool,
 ) -> Result<WholeStats> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = warm_thread_count(len, plan.warm_threads, cpus, crate::os::procs_running);
+    let threads = warm_thread_count(len, plan.warm_threads, cpus, iolab::os::procs_running);
     if threads > 1 {
         let at = warm_offset(plan);
-        let bytes = crate::whole_parallel::read_cached(path, len, chunk, threads, at, f)?;
+        let bytes = parallel::read_cached(path, len, chunk, threads, at, f)?;
         return Ok(WholeStats {
             bytes,
             engine: EngineKind::Pread,
@@ -209,7 +212,7 @@ fn read_cached_file(
 /// Where the plan's warm copies land past a page (under 64 bytes).
 fn warm_offset(plan: &Plan) -> usize {
     plan.warm_offset
-        .unwrap_or_else(crate::buf::buffered_slot_offset)
+        .unwrap_or_else(iolab::buf::buffered_slot_offset)
         % 64
 }
 
