@@ -29,7 +29,6 @@ pub mod spec;
 pub mod stats;
 pub mod system;
 pub mod trace;
-pub mod tune;
 pub mod units;
 
 pub use error::{BenchError, Result};

@@ -41,6 +41,7 @@ mod siblings;
 mod stream;
 mod technique;
 mod thesis;
+pub mod tune;
 mod uring;
 pub mod whole;
 pub mod xor;

@@ -1,11 +1,11 @@
 //! `iolab tune [--dir D] [--quick] [--out FILE]`: measure how this machine
-//! reads (see `iolab_bench::tune`), print the Pareto front and the
+//! reads (see `iolab_reader::tune`), print the Pareto front and the
 //! recommendations in words, and write the profile `Auto` reads.
 
 use crate::output::target::{Mode, OutputTarget};
 use anyhow::{Context, Result};
-use iolab_bench::tune;
 use iolab_reader::profile::{self, Machine, Profile};
+use iolab_reader::tune;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

@@ -3,10 +3,10 @@
 //! keep the Pareto front (throughput up, p99.9 latency and CPU down) and
 //! reduce it to a [`Profile`] that `Auto` decides with.
 
+use crate::profile::{Machine, Measurement, Profile};
+use crate::{Options, ReadReq, Reader, Technique, WholePlan};
 use iolab::buf::{CopyOffset, COPY_OFFSETS};
 use iolab::os::Usage;
-use iolab_reader::profile::{Machine, Measurement, Profile};
-use iolab_reader::{Options, ReadReq, Reader, Technique, WholePlan};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -226,7 +226,7 @@ pub fn measure(
     let mut bytes = 0u64;
     if let Some(plan) = &case.whole {
         let mut last = Instant::now();
-        iolab_reader::read_whole_with(path, plan, &mut |_, b| {
+        crate::read_whole_with(path, plan, &mut |_, b| {
             let now = Instant::now();
             let _ = h.record(now.duration_since(last).as_nanos().max(1) as u64);
             last = now;
@@ -237,7 +237,7 @@ pub fn measure(
     } else {
         let opts = Options::new(case.technique)
             .profile(Arc::new(Profile::thesis_defaults()))
-            .hints(iolab_reader::Hints {
+            .hints(crate::Hints {
                 random: case.pattern == "rand",
                 expected_fraction: 1.0,
             });
