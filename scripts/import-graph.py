@@ -1,6 +1,12 @@
 #!/usr/bin/env python3
 """Prints the import graph between the workspace's Rust files and finds cycles.
 
+Each crate sits on a layer (LAYERS below); a crate may use only crates on
+lower layers, so the dependencies point one way: cli -> lab -> (fio, trace,
+sysbench, mpi) -> (bench, reader) -> iolab. An edge from a file to a crate on
+its own or a higher layer is an upward edge, and fails the check, as does a
+crate missing from the table.
+
 Each file is a module (crates/C/src/a/b.rs is C::a::b; mod.rs and lib.rs
 are their folder's module). An edge A -> B means A names a path into B
 (`use crate::x::y`, `super::x`, `iolab_bench::x::y`, or such a path in
@@ -16,13 +22,43 @@ import os
 import re
 import sys
 
-CRATES = {"iolab": "iolab", "iolab_reader": "iolab-reader", "iolab_bench": "iolab-bench", "iolab_cli": "iolab-cli"}
+# Layer of each crate: a crate may use crates of lower layers only. Test-only
+# crates (those that switch a feature on for workspace builds) are not listed:
+# they hold no code that the graph reads.
+LAYERS = {
+    "iolab": 0,
+    "iolab_faultfs": 1,
+    "iolab_reader": 1,
+    "iolab_bench": 1,
+    "iolab_fio": 2,
+    "iolab_trace": 2,
+    "iolab_sysbench": 2,
+    "iolab_mpi": 2,
+    "iolab_py": 2,
+    "iolab_lab": 3,
+    "iolab_cli": 4,
+}
+TEST_ONLY = ("iolab_mpi_tests", "iolab_cuda_tests", "iolab_py_tests")
+
+
+def crates(root):
+    """Maps crate names (with _) to their folders under crates/."""
+    out = {}
+    for d in sorted(os.listdir(os.path.join(root, "crates"))):
+        if os.path.exists(os.path.join(root, "crates", d, "Cargo.toml")):
+            out[d.replace("-", "_")] = d
+    return out
+
+
+CRATES = crates(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 
 def modules(root):
     """Maps module path tuples to files."""
     out = {}
     for name, folder in CRATES.items():
+        if name in TEST_ONLY:
+            continue
         src = os.path.join(root, "crates", folder, "src")
         for dirpath, _, files in os.walk(src):
             for f in files:
@@ -122,7 +158,7 @@ def graph(root):
                     t = resolve(m, p, mods, reexports)
                     if t and t != m and last != "*":
                         reexports[(m, last)] = t
-    path_re = re.compile(r"\b(?:crate|super|self|iolab_bench|iolab|iolab_cli)(?:::\w+)+")
+    path_re = re.compile(r"\b(?:crate|super|self|" + "|".join(sorted(CRATES, key=len, reverse=True)) + r")(?:::\w+)+")
     for m, f in mods.items():
         text = re.sub(r"\bpub(?:\([^)]*\))?\s+use\s+[^;]+;", "", texts[m])
         paths = []
@@ -187,11 +223,27 @@ def main():
             if edges[m]:
                 print(f"{name(m)} -> {', '.join(name(t) for t in sorted(edges[m]))}")
     cyc = cycles(edges)
+    up = upward(edges)
     n_edges = sum(len(v) for v in edges.values())
-    print(f"{len(mods)} files, {n_edges} edges, {len(cyc)} cycles")
+    print(f"{len(mods)} files, {n_edges} edges, {len(cyc)} cycles, {len(up)} upward edges")
     for c in cyc:
         print("cycle: " + " <-> ".join(name(m) for m in c))
-    return 1 if cyc else 0
+    for a, b in up:
+        print(f"upward: {name(a)} -> {name(b)}")
+    for c in sorted(set(CRATES) - set(LAYERS) - set(TEST_ONLY)):
+        print(f"unlayered crate: {c} (give it a layer in LAYERS)")
+    bad = set(CRATES) - set(LAYERS) - set(TEST_ONLY)
+    return 1 if cyc or up or bad else 0
+
+
+def upward(edges):
+    """Edges from one crate to another on the same or a higher layer."""
+    out = []
+    for a, ts in edges.items():
+        for b in ts:
+            if a[0] != b[0] and LAYERS.get(b[0], 99) >= LAYERS.get(a[0], -1):
+                out.append((a, b))
+    return sorted(out)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@
 //! compare unlike things.
 
 use crate::metrics::CpuSplit;
-use iolab::os::{IoThreadsCpu, Usage};
+use iolab::usage::{IoThreadsCpu, Usage};
 
 /// One worker's CPU meter, started on the worker's own thread.
 #[derive(Clone, Copy, Debug)]

@@ -5,7 +5,7 @@
 //! within 0.1 % of the true value (the histogram's bucket width).
 
 use hdrhistogram::Histogram;
-use iolab::os::Usage;
+use iolab::usage::Usage;
 use serde::{Deserialize, Serialize};
 
 /// Highest latency the histogram tracks exactly: one hour (longer values

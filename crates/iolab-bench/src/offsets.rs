@@ -21,7 +21,7 @@ pub struct OffsetGen {
     pass: u64,
     seed: u64,
     skew: Option<crate::skew::SkewGen>,
-    place: Option<crate::ranks::RankPlace>,
+    place: Option<crate::rank_place::RankPlace>,
     /// Added to every offset: where the region starts (fio's `offset`).
     base: u64,
     /// [`AccessPattern::RandRun`]: the block of the last offset.
@@ -85,7 +85,7 @@ impl OffsetGen {
     /// Maps every offset into this rank's part of a shared file (IOR's
     /// segmented or strided layouts); offsets are generated over the rank's
     /// own bytes, `0..place.rank_bytes()`.
-    pub fn with_place(mut self, place: Option<crate::ranks::RankPlace>) -> Self {
+    pub fn with_place(mut self, place: Option<crate::rank_place::RankPlace>) -> Self {
         if let Some(p) = place {
             self.skip(p.resume_ops);
         }
@@ -331,7 +331,7 @@ mod tests {
     /// rank's two phases visit what one uninterrupted run would.
     #[test]
     fn resuming_goes_on_where_the_first_phase_stopped() {
-        use crate::ranks::{Layout, RankPlace};
+        use crate::rank_place::{Layout, RankPlace};
         for pattern in [AccessPattern::Seq, AccessPattern::Shuffle] {
             for n in [0u64, 5, 12, 13, 30] {
                 let mut whole = OffsetGen::new(pattern, 0, 12, 4096, 9);

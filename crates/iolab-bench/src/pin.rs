@@ -110,7 +110,7 @@ impl CpuPin {
 
     /// [`CpuPin::check`] against the CPUs this process may run on now.
     pub fn check_here(&self) -> Result<(), String> {
-        let allowed = iolab::prim::allowed_cpus().map_err(|e| e.to_string())?;
+        let allowed = iolab::primitives::allowed_cpus().map_err(|e| e.to_string())?;
         self.check(&allowed)
     }
 }

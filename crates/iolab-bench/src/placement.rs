@@ -15,34 +15,8 @@
 //! (`--placement any` leaves it to the scheduler; the record says which).
 
 use crate::pin::CpuPin;
-use crate::spec::{CacheMode, WorkloadSpec};
-use serde::{Deserialize, Serialize};
+use crate::spec::{CacheMode, Placement, WorkloadSpec};
 use std::path::Path;
-
-/// Who decides where worker threads run when `--cpus` is not given.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Placement {
-    /// On the CPUs that take the device's completion interrupts, when the
-    /// run waits on the device (O_DIRECT or a cold cache) and it helps.
-    #[default]
-    Irq,
-    /// Wherever the scheduler puts them (fio's default).
-    Any,
-}
-
-impl std::str::FromStr for Placement {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "irq" => Ok(Placement::Irq),
-            "any" => Ok(Placement::Any),
-            _ => Err(format!(
-                "'{s}': placement is irq (next to the device's completion interrupts) or any (the scheduler's choice)"
-            )),
-        }
-    }
-}
 
 /// The completion interrupts of one block device and the CPUs they go to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -220,7 +194,7 @@ pub fn place(spec: &WorkloadSpec, first_file: &Path) -> Option<Placed> {
         return None;
     }
     let c = completions_of(first_file)?;
-    let allowed = iolab::prim::allowed_cpus().ok()?;
+    let allowed = iolab::primitives::allowed_cpus().ok()?;
     decide(spec, &c, &allowed)
 }
 
@@ -334,10 +308,10 @@ mod tests {
         assert!(decide(&sq, &c, &[0, 1]).is_none());
         // One MPI rank of two: both would pile onto CPU 1.
         let rank = WorkloadSpec {
-            place: Some(crate::ranks::RankPlace {
+            place: Some(crate::rank_place::RankPlace {
                 rank: 0,
                 ranks: 2,
-                layout: crate::ranks::Layout::default(),
+                layout: crate::rank_place::Layout::default(),
                 region: 1 << 20,
                 segments: 1,
                 bs: 4096,

@@ -137,7 +137,7 @@ pub fn cold_ops_limit(spec: &WorkloadSpec) -> Option<u64> {
     if spec.cache != CacheMode::Cold || spec.direct || one_pass {
         return None;
     }
-    let page = iolab::os::page_size() as u64;
+    let page = iolab::usage::page_size() as u64;
     let pages_per_op = spec.bs.div_ceil(page).max(1);
     let pages = spec.data_bytes() / page;
     Some(((pages as f64 * COLD_TOUCH_SHARE) as u64 / pages_per_op).max(1))

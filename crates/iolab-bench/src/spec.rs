@@ -346,7 +346,7 @@ pub struct WorkloadSpec {
     /// Under MPI: this rank's place among the ranks and how they share the
     /// data (None: a single process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub place: Option<crate::ranks::RankPlace>,
+    pub place: Option<crate::rank_place::RankPlace>,
     /// Sync the file every so many writes (fio's `fsync=N`/`fdatasync=N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync_every: Option<SyncEvery>,
@@ -357,7 +357,7 @@ pub struct WorkloadSpec {
     /// completion interrupts (the default) or wherever the scheduler puts
     /// them (`crate::placement`).
     #[serde(default)]
-    pub placement: crate::placement::Placement,
+    pub placement: Placement,
 }
 
 impl Default for WorkloadSpec {
@@ -397,7 +397,7 @@ impl Default for WorkloadSpec {
             place: None,
             sync_every: None,
             cpus: None,
-            placement: crate::placement::Placement::Irq,
+            placement: Placement::Irq,
         }
     }
 }
@@ -591,5 +591,30 @@ mod tests {
         let j = serde_json::to_string(&s).unwrap();
         let back: WorkloadSpec = serde_json::from_str(&j).unwrap();
         assert_eq!(s, back);
+    }
+}
+
+/// Who decides where worker threads run when `--cpus` is not given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// On the CPUs that take the device's completion interrupts, when the
+    /// run waits on the device (O_DIRECT or a cold cache) and it helps.
+    #[default]
+    Irq,
+    /// Wherever the scheduler puts them (fio's default).
+    Any,
+}
+
+impl std::str::FromStr for Placement {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "irq" => Ok(Placement::Irq),
+            "any" => Ok(Placement::Any),
+            _ => Err(format!(
+                "'{s}': placement is irq (next to the device's completion interrupts) or any (the scheduler's choice)"
+            )),
+        }
     }
 }

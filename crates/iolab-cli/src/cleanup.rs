@@ -2,13 +2,13 @@
 //!
 //! The first SIGINT/SIGTERM asks the run to stop (what was measured is
 //! still printed and written); a second one ends the process at once (the
-//! thread-free handler lives in [`iolab::signal`]). Files are registered
+//! thread-free handler lives in [`iolab::stop`]). Files are registered
 //! with the identity (device, inode) they had when iolab created them, and
 //! [`remove_all`] removes a name only while it still refers to that file:
 //! never a path iolab found existing, never a file another run put there.
 
 use iolab::file::FileIdent;
-use iolab::signal::{forget_at_forced_exit, remove_at_forced_exit, ForcedExitSlot};
+use iolab::stop::{forget_at_forced_exit, remove_at_forced_exit, ForcedExitSlot};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
@@ -21,11 +21,11 @@ static CREATED: Mutex<Vec<Made>> = Mutex::new(Vec::new());
 
 /// Installs the signal handler; returns the flag runs watch.
 pub fn install() -> &'static AtomicBool {
-    match iolab::signal::install() {
+    match iolab::stop::install() {
         Ok(f) => f,
         Err(e) => {
             eprintln!("warning: cannot install the Ctrl-C handler: {e}");
-            iolab::signal::stop_flag()
+            iolab::stop::stop_flag()
         }
     }
 }
@@ -43,7 +43,7 @@ const GRACE_S: u32 = 1;
 /// No thread waits for this: a watchdog thread would make every run a
 /// multi-threaded process, whose every `read` costs a file reference more.
 pub fn watchdog() {
-    if let Err(e) = iolab::signal::arm_watchdog(
+    if let Err(e) = iolab::stop::arm_watchdog(
         GRACE_S,
         "error: stopped by a signal while blocked in the kernel; what that run measured is lost\n",
     ) {
@@ -53,7 +53,7 @@ pub fn watchdog() {
 
 /// The exit status for a run stopped by a signal (130 SIGINT, 143 SIGTERM).
 pub fn signal_status() -> Option<i32> {
-    iolab::signal::exit_status()
+    iolab::stop::exit_status()
 }
 
 /// Registers a file (or directory) this run has just created, by identity.

@@ -85,7 +85,7 @@ fn main() -> ExitCode {
                 }
             }
             // Under mpirun every rank finds the same bad input: rank 0 says it.
-            if iolab_bench::ranks::launched_rank().unwrap_or(0) == 0 {
+            if iolab_mpi::launched_rank().unwrap_or(0) == 0 {
                 eprintln!("{line}");
             }
             return ExitCode::from(2);

@@ -459,7 +459,7 @@ fn vs_fio_shows_the_device_view_of_both_sides() {
 #[test]
 fn waker_processes_sit_on_the_run_cpus_and_end_with_it() {
     let d = tempfile::tempdir().unwrap();
-    let cpus = iolab::prim::allowed_cpus().unwrap();
+    let cpus = iolab::primitives::allowed_cpus().unwrap();
     for (pin, want) in [
         (None, cpus.clone()),
         (Some(cpus[cpus.len() - 1]), vec![cpus[cpus.len() - 1]]),

@@ -691,7 +691,7 @@ fn fsync_every_n_writes_fills_fio_s_sync_block() {
 #[test]
 fn fio_jobs_run_beside_a_stand_in_for_fios_supervisor_unless_told_not_to() {
     let d = tempfile::tempdir().unwrap();
-    let cpus = iolab::prim::allowed_cpus().unwrap();
+    let cpus = iolab::primitives::allowed_cpus().unwrap();
     let last = cpus[cpus.len() - 1];
     let pin = format!("--cpus_allowed={last}");
     let job = "--name=w --filename=f --size=1m --rw=randread --bs=4k --time_based";

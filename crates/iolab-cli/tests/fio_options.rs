@@ -121,7 +121,7 @@ type CpuCase = (tempfile::TempDir, Vec<usize>, usize, usize, String);
 /// `--cpus` list (one CPU twice on a one-CPU machine).
 fn straced_cpus(test: &str) -> Option<CpuCase> {
     let d = straced_dir(test)?;
-    let cpus = iolab::prim::allowed_cpus().unwrap();
+    let cpus = iolab::primitives::allowed_cpus().unwrap();
     let (a, b) = (cpus[0], *cpus.last().unwrap());
     let list = format!("{a},{b}");
     Some((d, cpus, a, b, list))

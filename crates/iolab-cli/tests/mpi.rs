@@ -13,7 +13,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_iolab");
 
 /// Whether this test can run; otherwise fail under CI, else say why.
 fn ready() -> bool {
-    let why = if !iolab_bench::ranks::MPI_BUILT {
+    let why = if !iolab_mpi::MPI_BUILT {
         "iolab built without the mpi feature"
     } else if Command::new("mpirun").arg("--version").output().is_err() {
         "mpirun not found (scripts/setup.sh installs openmpi-bin)"

@@ -5,7 +5,8 @@
 mod common;
 
 use common::stderr;
-use iolab_bench::placement::{place, Placement};
+use iolab_bench::placement::place;
+use iolab_bench::spec::Placement;
 use iolab_bench::spec::WorkloadSpec;
 use std::path::Path;
 

@@ -305,7 +305,7 @@ impl Auto {
         let mut at = 0u64;
         while at < self.src.len && r.is_ok() {
             let n = step.min(self.src.len - at);
-            r = iolab::sys::fs::fadvise_range(&self.src.file, at, n, libc::POSIX_FADV_WILLNEED);
+            r = iolab::kernel::fs::fadvise_range(&self.src.file, at, n, libc::POSIX_FADV_WILLNEED);
             at += n;
         }
         if self.trace {

@@ -1,11 +1,11 @@
 //! `Direct`: `O_DIRECT` reads, no page cache. A request is widened to the
 //! device's alignment and read through a per-thread bounce buffer of huge
-//! pages (4 MiB; [`iolab::sys::hugebuf`]), then the asked-for bytes are
+//! pages (4 MiB; [`iolab::kernel::hugebuf`]), then the asked-for bytes are
 //! copied out. Batches go through io_uring on the same descriptor.
 
 use super::many::ReadReq;
 use super::{Backend, ReadError, Result, Src};
-use iolab::sys::hugebuf::HugeBuf;
+use iolab::kernel::hugebuf::HugeBuf;
 use std::cell::RefCell;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -107,7 +107,7 @@ impl Direct {
             }
             let slots = c.as_mut()?;
             let mut done = 0usize;
-            let r = iolab::sys::ring::stream_file(
+            let r = iolab::kernel::ring::stream_file(
                 &self.dfile,
                 start,
                 end,
@@ -131,8 +131,8 @@ impl Direct {
             );
             match r {
                 Ok(_) => Some(Ok(done)),
-                Err(iolab::sys::ring::StreamError::Setup) => None,
-                Err(iolab::sys::ring::StreamError::Read(o, e)) => {
+                Err(iolab::kernel::ring::StreamError::Setup) => None,
+                Err(iolab::kernel::ring::StreamError::Read(o, e)) => {
                     Some(Err(ReadError::io(&self.src.path, o, PIECE, e)))
                 }
             }
@@ -168,7 +168,7 @@ impl Backend for Direct {
 }
 
 /// Sequential reads of a large cold file: O_DIRECT pieces read ahead of
-/// the caller through io_uring ([`iolab::sys::ahead::Ahead`]), requests
+/// the caller through io_uring ([`iolab::kernel::ahead::Ahead`]), requests
 /// copied out of them. `Auto`'s choice [`Choice::Ahead`](super::policy::Choice::Ahead).
 /// The stream (a ring and `chunk * depth` bytes of buffers) is made at the
 /// first read and let go once a read reaches the file's end, so a program
@@ -177,7 +177,7 @@ pub(crate) struct DirectAhead {
     src: Arc<Src>,
     chunk: usize,
     depth: usize,
-    inner: std::sync::Mutex<Option<iolab::sys::ahead::Ahead>>,
+    inner: std::sync::Mutex<Option<iolab::kernel::ahead::Ahead>>,
 }
 
 impl DirectAhead {
@@ -200,8 +200,8 @@ impl DirectAhead {
         dfile: File,
         chunk: usize,
         depth: usize,
-    ) -> Result<iolab::sys::ahead::Ahead> {
-        iolab::sys::ahead::Ahead::new(dfile, src.len, chunk, depth).map_err(|e| {
+    ) -> Result<iolab::kernel::ahead::Ahead> {
+        iolab::kernel::ahead::Ahead::new(dfile, src.len, chunk, depth).map_err(|e| {
             ReadError::Unsupported {
                 path: src.path.clone(),
                 technique: "direct read-ahead".into(),

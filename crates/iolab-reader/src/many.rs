@@ -5,7 +5,7 @@
 use super::backend::{Backend, Src};
 use super::error::ReadError;
 pub use super::request::ReadReq;
-use iolab::sys::ring::{Piece, Seg};
+use iolab::kernel::ring::{Piece, Seg};
 
 /// Largest piece one op reads; larger requests are split so the ring's
 /// depth works within one request too.
@@ -75,7 +75,7 @@ pub(crate) fn via_ring(
 ) -> bool {
     let plan = plan(reqs, PIECE, merge);
     let path = &src.path;
-    iolab::sys::ring::read_plan(&src.file, reqs, &plan, depth, &mut |i, r, res| {
+    iolab::kernel::ring::read_plan(&src.file, reqs, &plan, depth, &mut |i, r, res| {
         r.result = Some(res.map_err(|e| ReadError::io(path, r.offset, r.buf.len(), e)));
         done(i, r);
     })

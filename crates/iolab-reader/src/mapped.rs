@@ -1,5 +1,5 @@
 //! `Mapped`: a shared read-only mapping of the whole file; a read is a
-//! copy out of it. The copy is guarded ([`iolab::sys::guard`]): if another
+//! copy out of it. The copy is guarded ([`iolab::kernel::guard`]): if another
 //! process truncates the file, the SIGBUS is turned into a short read and
 //! the rest is read with `pread` (which sees the new end). Bytes beyond the
 //! length mapped at open (the file grew) are read with `pread` too.
@@ -11,7 +11,7 @@
 //! inherent to mappings.
 
 use super::{Backend, ReadError, Result, Src};
-use iolab::sys::{guard, mman::Mapping};
+use iolab::kernel::{guard, mman::Mapping};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 

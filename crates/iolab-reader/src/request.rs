@@ -1,6 +1,6 @@
 //! [`ReadReq`], one read of a batch: what the caller hands
 //! [`Reader::read_many`](super::Reader::read_many) and what the per-thread
-//! ring (`iolab::sys::ring`) fills, through its `Dest` trait.
+//! ring (`iolab::kernel::ring`) fills, through its `Dest` trait.
 
 use super::error::Result;
 
@@ -38,7 +38,7 @@ impl<'a> ReadReq<'a> {
     }
 }
 
-impl iolab::sys::ring::Dest for ReadReq<'_> {
+impl iolab::kernel::ring::Dest for ReadReq<'_> {
     fn dest(&mut self) -> &mut [u8] {
         self.buf
     }

@@ -208,14 +208,14 @@ pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) {
     // read would start a small read-ahead, and the program's own read
     // then wait for two): a cached tree is not asked for (it cost
     // `grep -r` over a cached tree an open per file for nothing).
-    let cached = iolab::sys::fs::cached_pages(file, 0, 1).map(|n| n > 0);
+    let cached = iolab::kernel::fs::cached_pages(file, 0, 1).map(|n| n > 0);
     let ask = note(path, cached);
     if ask.is_empty() {
         return;
     }
     for p in &ask {
         if let Ok(f) = std::fs::File::open(p) {
-            let _ = iolab::sys::fs::fadvise_range(
+            let _ = iolab::kernel::fs::fadvise_range(
                 &f,
                 0,
                 policy::SIBLING_BYTES,
@@ -280,13 +280,13 @@ mod tests {
         let path = d.path().join("f");
         std::fs::write(&path, vec![1u8; 64 << 10]).unwrap();
         let f = std::fs::File::open(&path).unwrap();
-        let Some(n) = iolab::sys::fs::cached_pages(&f, 0, 1) else {
+        let Some(n) = iolab::kernel::fs::cached_pages(&f, 0, 1) else {
             iolab::require!(false, "no cachestat(2) in this kernel");
             return;
         };
         assert_eq!(n, 1, "a file just written is cached");
         iolab::cache::evict(&path).unwrap();
-        let after = iolab::sys::fs::cached_pages(&f, 0, 1).unwrap();
+        let after = iolab::kernel::fs::cached_pages(&f, 0, 1).unwrap();
         iolab::require!(
             after == 0,
             "{} stays cached after eviction (tmpfs?)",

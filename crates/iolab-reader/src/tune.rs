@@ -6,7 +6,7 @@
 use crate::profile::{Machine, Measurement, Profile};
 use crate::{Options, ReadReq, Reader, Technique, WholePlan};
 use iolab::buf::{CopyOffset, COPY_OFFSETS};
-use iolab::os::Usage;
+use iolab::usage::Usage;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

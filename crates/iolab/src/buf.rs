@@ -1,9 +1,9 @@
 //! I/O buffers aligned for `O_DIRECT` (and for io_uring registration).
 
 use crate::error::{Error, Result};
+use crate::kernel::alloc::AlignedAlloc;
+use crate::kernel::hugebuf::AnonMap;
 use crate::mem::{Backing, MemKind};
-use crate::sys::alloc::AlignedAlloc;
-use crate::sys::hugebuf::AnonMap;
 use std::ops::{Deref, DerefMut};
 
 /// Huge page size assumed for transparent huge pages (x86-64, arm64 4K).
@@ -202,7 +202,7 @@ pub fn buffered_slot_offset() -> usize {
 pub fn probe_copy_offset() -> std::io::Result<CopyOffset> {
     use std::io::Write;
     const LEN: usize = 4 << 20;
-    let mut f = crate::sys::fs::memfd("iolab-copy-probe")?;
+    let mut f = crate::kernel::fs::memfd("iolab-copy-probe")?;
     f.write_all(&vec![0x5a; LEN])?;
     copy_offset_rates(&f, LEN as u64, 128 << 10, 7)
 }
@@ -248,7 +248,7 @@ impl BufPool {
         // per worker made runs of many threads slow to start (256 threads
         // of 4 KiB: 10.3 s against 3.7 s for a 1 s run). The record still
         // says what the buffers got (measured, not assumed).
-        let mem = if mem == MemKind::Thp && stride <= crate::os::page_size() {
+        let mem = if mem == MemKind::Thp && stride <= crate::usage::page_size() {
             MemKind::Malloc
         } else {
             mem

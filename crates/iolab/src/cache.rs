@@ -3,7 +3,7 @@
 //! than assuming it.
 
 use crate::error::{Error, Result};
-use crate::sys::{fs, mman::Mapping};
+use crate::kernel::{fs, mman::Mapping};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -44,7 +44,7 @@ const SAMPLE_PAGES: usize = 16;
 /// of reading it whole from the cache.
 pub fn residency_sampled(path: &Path, len: u64, windows: usize) -> Result<Residency> {
     let f = File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
-    let pages = len.div_ceil(crate::os::page_size() as u64);
+    let pages = len.div_ceil(crate::usage::page_size() as u64);
     let m = match Mapping::new(&f, len as usize) {
         Ok(m) => m,
         Err(e) => return not_mapped(e, len),
@@ -74,7 +74,7 @@ fn not_mapped(e: Error, len: u64) -> Result<Residency> {
     match e {
         Error::Io { source, .. } if source.raw_os_error() == Some(libc::ENODEV) => Ok(Residency {
             resident_pages: 0,
-            total_pages: len.div_ceil(crate::os::page_size() as u64),
+            total_pages: len.div_ceil(crate::usage::page_size() as u64),
         }),
         e => Err(e),
     }
@@ -122,7 +122,7 @@ pub fn residency_range(path: &Path, offset: u64, len: u64) -> Result<Residency> 
             total_pages: 0,
         });
     }
-    let page = crate::sys::mman::page_size() as u64;
+    let page = crate::kernel::mman::page_size() as u64;
     let start = offset / page * page;
     let f = File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
     let m = match Mapping::new_at(&f, start, (offset + len - start) as usize) {
@@ -196,7 +196,7 @@ mod tests {
         std::fs::write(&p, vec![7u8; 1 << 20]).unwrap();
         warm(&p, 1 << 20).unwrap();
         let w = residency(&p, 1 << 20).unwrap();
-        assert_eq!(w.total_pages, (1 << 20) / crate::os::page_size() as u64);
+        assert_eq!(w.total_pages, (1 << 20) / crate::usage::page_size() as u64);
         assert!(w.fraction() > 0.99, "{w:?}");
         evict(&p).unwrap();
         let c = residency(&p, 1 << 20).unwrap();
@@ -220,7 +220,7 @@ mod tests {
         fs::fadvise(&f, libc::POSIX_FADV_RANDOM).unwrap();
         let mut buf = vec![0u8; (len / 4) as usize];
         f.read_exact_at(&mut buf, 0).unwrap();
-        let page = crate::os::page_size() as u64;
+        let page = crate::usage::page_size() as u64;
         let s = residency_sampled(&p, len, 64).unwrap();
         // 64 windows of 16 pages, not the file's 8192 pages.
         assert_eq!(s.total_pages, 64 * 16, "{s:?}");

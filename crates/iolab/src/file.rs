@@ -2,8 +2,8 @@
 //! under a file, and creating test files that hold the verifiable pattern.
 
 use crate::error::{Error, Result};
+use crate::kernel::fs;
 use crate::pattern::Pattern;
-use crate::sys::fs;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
@@ -142,7 +142,7 @@ pub fn dio_alignment(path: &Path) -> Result<DioAlign> {
         kernel: koff,
         physical,
         required,
-        mem: kmem.max(crate::os::page_size()),
+        mem: kmem.max(crate::usage::page_size()),
     })
 }
 
@@ -291,7 +291,7 @@ pub fn remove_if_same(path: &Path, ident: FileIdent) -> bool {
 
 /// Opens an existing character device or FIFO for writing in place (never
 /// created, truncated or replaced). A FIFO with no reader blocks in `open`;
-/// a signal interrupts it (the handler of [`crate::signal`] has no
+/// a signal interrupts it (the handler of [`crate::stop`] has no
 /// `SA_RESTART`) and, once `stop` is set, this returns [`Error::Cancelled`].
 pub fn open_in_place_for_write(path: &Path, stop: &AtomicBool) -> Result<File> {
     loop {

@@ -31,12 +31,12 @@ pub mod cache;
 pub mod engine;
 pub mod error;
 pub mod file;
+pub mod kernel;
 pub mod mem;
-pub mod os;
 pub mod pattern;
-pub mod prim;
-pub mod signal;
-pub mod sys;
+pub mod primitives;
+pub mod stop;
 pub mod testing;
+pub mod usage;
 
 pub use error::{Errno, Error, Result};

@@ -74,7 +74,7 @@ impl Pattern {
         // (several times faster than baseline x86-64; same bytes). The
         // slice is moved into the loop so that its state stays in registers.
         let p = *self;
-        crate::sys::simd::vectorized(|| {
+        crate::kernel::simd::vectorized(|| {
             for (k, c) in body.chunks_exact_mut(8).enumerate() {
                 c.copy_from_slice(&p.word(first + k as u64).to_le_bytes());
             }

@@ -12,11 +12,11 @@ const CHILD: &str = "IOLAB_WATCHDOG_CHILD_DIR";
 
 /// In the child: make files, remember them, then never look at the flag.
 fn child(dir: &Path) -> ! {
-    iolab::signal::install().unwrap();
-    iolab::signal::arm_watchdog(1, "watchdog: gone\n").unwrap();
+    iolab::stop::install().unwrap();
+    iolab::stop::arm_watchdog(1, "watchdog: gone\n").unwrap();
     let remember = |p: &Path| {
         let id = iolab::file::FileIdent::of_path(p).unwrap();
-        iolab::signal::remove_at_forced_exit(p, id).unwrap()
+        iolab::stop::remove_at_forced_exit(p, id).unwrap()
     };
     // A tree, registered as iolab registers an output directory.
     let tree = dir.join("tree");
@@ -35,7 +35,7 @@ fn child(dir: &Path) -> ! {
     let kept = dir.join("kept");
     std::fs::write(&kept, b"keep").unwrap();
     let slot = remember(&kept);
-    iolab::signal::forget_at_forced_exit(slot);
+    iolab::stop::forget_at_forced_exit(slot);
     std::fs::write(dir.join("ready"), b"").unwrap();
     // std's sleep resumes after EINTR: the flag is never looked at.
     loop {

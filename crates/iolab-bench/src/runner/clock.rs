@@ -1,7 +1,7 @@
 //! The hot loop's clock: nanoseconds since a base instant, read from the TSC
 //! where it is invariant (quanta), else from `clock_gettime`.
 
-use iolab::os::Usage;
+use iolab::usage::Usage;
 use std::sync::OnceLock;
 use std::time::Instant;
 

@@ -14,7 +14,7 @@ use super::worker::{work, Msg, WorkerOut};
 use crate::error::Result;
 use iolab::engine::{Engine, EngineConfig, EngineFile, EngineOpts};
 use iolab::file::OpenSpec;
-use iolab::os::Usage;
+use iolab::usage::Usage;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Barrier};
@@ -69,7 +69,7 @@ fn build_engine(
             .prep
             .align
             .map(|a| a.mem)
-            .unwrap_or_else(iolab::os::page_size),
+            .unwrap_or_else(iolab::usage::page_size),
         direct: spec.direct,
         opts: EngineOpts {
             access: spec.pattern.hint(),
@@ -86,8 +86,8 @@ fn pin(spec: &crate::spec::WorkloadSpec, worker: u32) -> iolab::Result<Option<Ve
     let Some(p) = &spec.cpus else {
         return Ok(None);
     };
-    let before = iolab::prim::allowed_cpus()?;
-    iolab::prim::pin_to_cpus(&p.of_worker(worker))?;
+    let before = iolab::primitives::allowed_cpus()?;
+    iolab::primitives::pin_to_cpus(&p.of_worker(worker))?;
     Ok(Some(before))
 }
 
@@ -101,7 +101,7 @@ pub(super) fn inline(
     let before = pin(&sh.spec, plan.worker)?;
     let out = run_inline(sh, ctl, plan, factory);
     if let Some(cpus) = before {
-        iolab::prim::pin_to_cpus(&cpus)?;
+        iolab::primitives::pin_to_cpus(&cpus)?;
     }
     out
 }

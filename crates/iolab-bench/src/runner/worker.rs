@@ -19,8 +19,8 @@ use crate::spec::OpMix;
 use hdrhistogram::Histogram;
 use iolab::buf::BufId;
 use iolab::engine::{Done, Engine, FileId, Op, OpKind};
-use iolab::os::Usage;
 use iolab::pattern::Pattern;
+use iolab::usage::Usage;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
@@ -260,7 +260,7 @@ impl<'a> Worker<'a> {
             // The SQPOLL thread names itself when it first runs, which may
             // be after this point: then it has used (almost) nothing yet.
             sqpoll0: (measuring && spec.engine_opts.uring.sqpoll)
-                .then(|| iolab::os::sqpoll_cpu_ns().unwrap_or(0)),
+                .then(|| iolab::usage::sqpoll_cpu_ns().unwrap_or(0)),
             usage_at_start: None,
             cpu: crate::cpu::WorkerCpu::start(spec.engine == iolab::engine::EngineKind::Uring),
             pace: Pace::of(spec),
@@ -488,7 +488,7 @@ impl<'a> Worker<'a> {
         // Ops already handed out complete in the measured phase and count.
         self.issued = (self.inflight + self.pending.len()) as u64;
         if self.sh.spec.engine_opts.uring.sqpoll {
-            self.sqpoll0 = Some(iolab::os::sqpoll_cpu_ns().unwrap_or(0));
+            self.sqpoll0 = Some(iolab::usage::sqpoll_cpu_ns().unwrap_or(0));
         }
         self.usage_at_start = Some(Usage::now());
     }
@@ -601,7 +601,7 @@ impl<'a> Worker<'a> {
         // Read before the engine (and so its SQPOLL thread) goes away.
         let sqpoll_ns = self
             .sqpoll0
-            .and_then(|b0| iolab::os::sqpoll_cpu_ns().map(|b| b.saturating_sub(b0)));
+            .and_then(|b0| iolab::usage::sqpoll_cpu_ns().map(|b| b.saturating_sub(b0)));
         let base = self.clock.base;
         WorkerOut {
             cpu: self.cpu.finish(),

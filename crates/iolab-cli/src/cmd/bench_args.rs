@@ -8,7 +8,7 @@ use crate::parse;
 use anyhow::Result;
 use iolab::engine::EngineKind;
 use iolab_bench::pin::CpuPin;
-use iolab_bench::ranks::Layout;
+use iolab_bench::rank_place::Layout;
 use iolab_bench::spec::{AccessPattern, CacheMode};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -32,7 +32,7 @@ fn cpu_list(s: &str) -> Result<CpuPin, String> {
         first: 0,
     })
 }
-fn placement(s: &str) -> Result<iolab_bench::placement::Placement, String> {
+fn placement(s: &str) -> Result<iolab_bench::spec::Placement, String> {
     s.parse()
 }
 fn sqpoll_wait(s: &str) -> Result<iolab::engine::SqpollWait, String> {
@@ -152,7 +152,7 @@ pub struct BenchArgs {
     /// cache cold) on the CPUs that take its completion interrupts, when
     /// there is one per thread; any leaves it to the scheduler (fio's way).
     #[arg(long, default_value = "irq", value_name = "irq|any", value_parser = placement, conflicts_with = "cpus")]
-    pub placement: iolab_bench::placement::Placement,
+    pub placement: iolab_bench::spec::Placement,
     /// Bypass the page cache (O_DIRECT).
     #[arg(long)]
     pub direct: bool,

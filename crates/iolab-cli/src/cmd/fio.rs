@@ -10,14 +10,14 @@
 use super::session::{prepare_files, Session};
 use crate::output::target::{Mode, OutputTarget};
 use anyhow::{Context, Result};
-use iolab_bench::fiojob::json::JobResult;
-use iolab_bench::fiojob::map::{self, FioJob};
-use iolab_bench::fiojob::options::{self, Class};
-use iolab_bench::fiojob::parse::Reader;
-use iolab_bench::fiojob::{group, json, log, report};
 use iolab_bench::prepare;
 use iolab_bench::record::{unix_ms, RunMetrics};
 use iolab_bench::runner::{run_once, RealEngines, RunControl};
+use iolab_fio::json::JobResult;
+use iolab_fio::map::{self, FioJob};
+use iolab_fio::options::{self, Class};
+use iolab_fio::parse::Reader;
+use iolab_fio::{group, json, log, text as report};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,7 +66,7 @@ struct Cli {
     formats: Vec<Format>,
     output: Option<PathBuf>,
     /// Where jobs without `cpus_allowed` run (`--placement`).
-    placement: iolab_bench::placement::Placement,
+    placement: iolab_bench::spec::Placement,
     /// `--waker`; None: fio's 10 ms.
     waker: Option<super::waker::WakerArg>,
 }
@@ -152,7 +152,7 @@ fn split(args: &[std::ffi::OsString]) -> Result<Cli> {
 /// The jobs of the command line and job files, mapped (or refused).
 fn jobs(c: &Cli) -> Result<Vec<FioJob>> {
     let mut r = Reader::new();
-    let bad = |e: iolab_bench::fiojob::FioJobError| super::usage(e.to_string());
+    let bad = |e: iolab_fio::FioJobError| super::usage(e.to_string());
     r.read_args(&c.options).map_err(bad)?;
     for f in &c.files {
         r.read_file(f).map_err(bad)?;
@@ -537,7 +537,7 @@ pub fn print_job_files(specs: &[iolab_bench::spec::WorkloadSpec], temp: bool) ->
             s.file_size = len.saturating_sub(s.offset);
         }
         let s = &s;
-        let job = iolab_bench::fio::job_file(s).map_err(|why| {
+        let job = iolab_fio::translate::job_file(s).map_err(|why| {
             super::usage(format!(
                 "--fio-job: {} cannot be expressed in fio: {why}",
                 s.label()

@@ -4,8 +4,8 @@
 use crate::cleanup;
 use crate::output::target::{Mode, OutputTarget};
 use anyhow::{Context, Result};
-use iolab_bench::lab::record::{LabRecord, Machine};
-use iolab_bench::lab::{self, resume, Ctx, Experiment, Scale};
+use iolab_lab::record::{LabRecord, Machine};
+use iolab_lab::{self as lab, resume, Ctx, Experiment, Scale};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 

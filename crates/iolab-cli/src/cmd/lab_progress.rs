@@ -3,7 +3,7 @@
 //! terminal; one line per configuration otherwise (logs, CI), since a
 //! hidden bar would leave a long run silent.
 
-use iolab_bench::lab;
+use iolab_lab as lab;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 

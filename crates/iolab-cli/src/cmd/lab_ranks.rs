@@ -4,8 +4,8 @@
 //! without a launcher, the lab runs alone.
 
 use anyhow::Result;
-use iolab_bench::ranks::serve::{dismiss, follow};
-use iolab_bench::ranks::World;
+use iolab_mpi::serve::{dismiss, follow};
+use iolab_mpi::World;
 use std::sync::atomic::AtomicBool;
 
 /// How this process takes part in a lab run.

@@ -1,9 +1,9 @@
 //! `iolab mixed --dir D [--technique T]`: one pass of the mixed workload
-//! (see `iolab_bench::mixed`) with one technique; prints the time of each
+//! (see `iolab_lab::mixed`) with one technique; prints the time of each
 //! third. `scripts/adaptive-vs-fixed.sh` alternates techniques over it.
 
 use anyhow::Result;
-use iolab_bench::mixed::{self, MixedFiles, MixedSpec};
+use iolab_lab::mixed::{self, MixedFiles, MixedSpec};
 use iolab_reader::profile::Profile;
 use iolab_reader::Technique;
 use std::path::PathBuf;
@@ -50,7 +50,7 @@ fn hold_balloon(leave: u64, stop: &AtomicBool) -> Result<i32> {
             avail / MIB
         )));
     }
-    let balloon = iolab::prim::Balloon::inflate(avail - leave)?;
+    let balloon = iolab::primitives::Balloon::inflate(avail - leave)?;
     crate::output::stdout(&format!(
         "balloon: {} MiB locked, {} MiB available\n",
         balloon.bytes() / MIB,

@@ -8,11 +8,12 @@
 use super::bench_args::BenchArgs;
 use super::session::Session;
 use anyhow::{Context, Result};
-use iolab_bench::ranks::run::{self, RankRun};
-use iolab_bench::ranks::{Aggregate, Layout, RankPlace, RankReport, StonewallPoint, World};
+use iolab_bench::rank_place::{Layout, RankPlace};
 use iolab_bench::record::{RunMetrics, SCHEMA_VERSION};
 use iolab_bench::spec::WorkloadSpec;
 use iolab_bench::BenchError;
+use iolab_mpi::run::{self, RankRun};
+use iolab_mpi::{Aggregate, RankReport, StonewallPoint, World};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;

@@ -3,7 +3,7 @@
 
 use crate::output::target::{Mode, OutputTarget};
 use anyhow::Result;
-use iolab_bench::trace::{self, record, Trace, TraceError};
+use iolab_trace::{self as trace, capture as record, Trace, TraceError};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;

@@ -5,9 +5,9 @@
 
 use super::lab::write_regenerated;
 use anyhow::{Context, Result};
-use iolab_bench::lab::{self, record::LabRecord, verdict::Finding};
 use iolab_bench::record::BenchRecord;
-use iolab_bench::system::record::Entry;
+use iolab_lab::{self as lab, record::LabRecord, verdict::Finding};
+use iolab_sysbench::result::Entry;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -3,9 +3,9 @@
 use crate::output::flags::{OutputArgs, Targets};
 use anyhow::Context;
 use iolab_bench::env::Environment;
-use iolab_bench::system::{
-    self, net, record::EntryLine, Config, Entry, Scale, SysError, SysReport, GROUPS, MEASUREMENTS,
-    QUICK_SKIPS, SCHEMA_VERSION,
+use iolab_sysbench::{
+    self as system, net, result::EntryLine, Config, Entry, Scale, SysError, SysReport, GROUPS,
+    MEASUREMENTS, QUICK_SKIPS, SCHEMA_VERSION,
 };
 use std::io::Write;
 use std::path::PathBuf;

@@ -4,8 +4,8 @@
 use super::record::trace_err;
 use anyhow::Result;
 use iolab_bench::prepare::human;
-use iolab_bench::trace::stats::{self, Advice, FileStats, TraceStats};
-use iolab_bench::trace::{self as tr, TraceFormat};
+use iolab_trace::stats::{self, Advice, FileStats, TraceStats};
+use iolab_trace::{self as tr, TraceFormat};
 use std::fmt::Write;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -44,7 +44,7 @@ pub fn parse_format(s: &str) -> Result<TraceFormat, String> {
 
 /// What the policies would choose for a file.
 pub fn advise(f: &FileStats) -> Vec<Advice> {
-    iolab_bench::trace::readers::advise(f)
+    iolab_trace::readers::advise(f)
 }
 
 fn pct(x: f64) -> String {

@@ -5,12 +5,12 @@
 use super::session::{prepare_files, Session};
 use crate::output::table::{count, ns};
 use anyhow::{Context, Result};
-use iolab_bench::fio::{self, Comparable};
 use iolab_bench::prepare;
 use iolab_bench::record::{unix_ms, BenchRecord, FairFio, FioComparison};
 use iolab_bench::runner::{run_once, RealEngines, RunControl};
 use iolab_bench::spec::{CacheMode, WorkloadSpec};
 use iolab_bench::stats::median;
+use iolab_fio::translate::{self as fio, Comparable};
 use std::fmt::Write;
 use std::process::Command;
 use std::sync::atomic::Ordering;
@@ -194,8 +194,8 @@ fn run_iolab(
     let before = match pin {
         Some(cpu) => {
             let before =
-                iolab::prim::allowed_cpus().context("--vs fio: read this thread's CPUs")?;
-            iolab::prim::pin_to_cpu(cpu).context("--vs fio: pin iolab to one CPU")?;
+                iolab::primitives::allowed_cpus().context("--vs fio: read this thread's CPUs")?;
+            iolab::primitives::pin_to_cpu(cpu).context("--vs fio: pin iolab to one CPU")?;
             Some(before)
         }
         None => None,
@@ -210,7 +210,7 @@ fn run_iolab(
         &ctl,
     );
     if let Some(cpus) = before {
-        iolab::prim::pin_to_cpus(&cpus).context("--vs fio: give the CPUs back")?;
+        iolab::primitives::pin_to_cpus(&cpus).context("--vs fio: give the CPUs back")?;
     }
     Ok(out?)
 }
@@ -292,7 +292,7 @@ pub fn render(rec: &BenchRecord) -> String {
     type Get<'a> = Box<dyn Fn(&Comparable) -> Option<f64> + 'a>;
     // Where fio's CPU figure misses work iolab counts, the totals differ in
     // kind: only the submitting threads' CPU is the same quantity.
-    let offload = iolab_bench::fio::cpu_offload(&rec.spec);
+    let offload = iolab_fio::translate::cpu_offload(&rec.spec);
     // At depth 1 a worker's op is one request at a time: 1/IOPS per worker
     // is its mean latency, and what the device did not spend of it was
     // spent on the host (system call, file system, block layer, wake-up).

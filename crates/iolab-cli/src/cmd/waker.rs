@@ -44,7 +44,7 @@ pub struct WakerArgs {
 pub fn run(a: &WakerArgs, stop: &AtomicBool) -> Result<i32> {
     let parent = std::os::unix::process::parent_id();
     if let Some(cpu) = a.cpu {
-        iolab::prim::pin_to_cpu(cpu).with_context(|| format!("waker: pin to CPU {cpu}"))?;
+        iolab::primitives::pin_to_cpu(cpu).with_context(|| format!("waker: pin to CPU {cpu}"))?;
     }
     while !stop.load(Ordering::Relaxed) && std::os::unix::process::parent_id() == parent {
         std::thread::sleep(a.every);
@@ -187,7 +187,7 @@ pub fn cpus_for(pin: Option<&iolab_bench::pin::CpuPin>) -> Result<Vec<usize>> {
 /// is not pinned.
 pub fn cpus_for_all(pins: &[Option<&iolab_bench::pin::CpuPin>]) -> Result<Vec<usize>> {
     if pins.iter().any(Option::is_none) {
-        return iolab::prim::allowed_cpus().context("--waker: read this process's CPUs");
+        return iolab::primitives::allowed_cpus().context("--waker: read this process's CPUs");
     }
     let mut cpus: Vec<usize> = pins
         .iter()
@@ -234,7 +234,7 @@ mod tests {
         };
         let (a, b) = (pin(vec![1, 3]), pin(vec![0, 1]));
         assert_eq!(cpus_for_all(&[Some(&a), Some(&b)]).unwrap(), vec![0, 1, 3]);
-        let all = iolab::prim::allowed_cpus().unwrap();
+        let all = iolab::primitives::allowed_cpus().unwrap();
         assert_eq!(cpus_for_all(&[Some(&a), None]).unwrap(), all);
         assert_eq!(cpus_for(None).unwrap(), all);
     }

@@ -305,7 +305,7 @@ impl OutputTarget {
             file: None,
             sent: Vec::new(),
             needs_newline,
-            stop: iolab::signal::stop_flag(),
+            stop: iolab::stop::stop_flag(),
         })
     }
 

@@ -12,7 +12,7 @@ use iolab::cache;
 use iolab::engine::EngineKind;
 use iolab::error::{Error, Result};
 use iolab::file::{self, OpenSpec};
-use iolab::sys::{hugebuf::HugeBuf, ring};
+use iolab::kernel::{hugebuf::HugeBuf, ring};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -194,7 +194,7 @@ fn read_cached_file(
     f: &mut dyn FnMut(u64, &[u8]) -> bool,
 ) -> Result<WholeStats> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = warm_thread_count(len, plan.warm_threads, cpus, iolab::os::procs_running);
+    let threads = warm_thread_count(len, plan.warm_threads, cpus, iolab::usage::procs_running);
     if threads > 1 {
         let at = warm_offset(plan);
         let bytes = parallel::read_cached(path, len, chunk, threads, at, f)?;

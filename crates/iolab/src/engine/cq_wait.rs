@@ -134,7 +134,7 @@ fn cores_free(rings: usize) -> bool {
         if i > 0 {
             std::thread::sleep(Duration::from_millis(1));
         }
-        match crate::os::procs_running() {
+        match crate::usage::procs_running() {
             Some(n) => fewest = fewest.min(n),
             None => return false,
         }

@@ -5,7 +5,7 @@
 
 use super::{AccessHint, EngineConfig, EngineFile, SyncIo};
 use crate::error::{Errno, Result};
-use crate::sys::mman::{page_size, Advice, Mapping};
+use crate::kernel::mman::{page_size, Advice, Mapping};
 
 /// The mappings, one per file.
 pub struct MmapIo {
@@ -65,14 +65,14 @@ impl SyncIo for MmapIo {
         // Copies go through the reading library's guarded copy (sys::guard):
         // a page the file system cannot supply ends the copy early instead
         // of killing the process with SIGBUS.
-        let guarded = crate::sys::guard::available();
+        let guarded = crate::kernel::guard::available();
         let copied = if self.touch {
             let mut p = 0;
             let mut s = 0u64;
             let mut byte = [0u8; 1];
             while p < n {
                 if guarded {
-                    if crate::sys::guard::guarded_copy(map, start + p, &mut byte) == 0 {
+                    if crate::kernel::guard::guarded_copy(map, start + p, &mut byte) == 0 {
                         break;
                     }
                 } else {
@@ -85,7 +85,7 @@ impl SyncIo for MmapIo {
             self.sink = self.sink.wrapping_add(s);
             p.min(n)
         } else if guarded {
-            crate::sys::guard::guarded_copy(map, start, &mut buf[..n])
+            crate::kernel::guard::guarded_copy(map, start, &mut buf[..n])
         } else {
             buf[..n].copy_from_slice(&map.bytes()[start..end]);
             n

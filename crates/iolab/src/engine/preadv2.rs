@@ -4,7 +4,7 @@
 
 use super::{EngineConfig, EngineFile, SyncIo};
 use crate::error::Errno;
-use crate::sys::fs;
+use crate::kernel::fs;
 
 /// preadv2(2) / pwritev2(2) with one iovec.
 pub struct Preadv2Io {

@@ -62,7 +62,7 @@ impl<T: SyncIo> SyncEngine<T> {
                 Ok(n) => moved += n,
                 // A signal asked the run to stop: a call that would block
                 // again (a stalled file system) must not be retried.
-                Err(Errno(libc::EINTR)) if crate::signal::stop_flag().load(Ordering::Relaxed) => {
+                Err(Errno(libc::EINTR)) if crate::stop::stop_flag().load(Ordering::Relaxed) => {
                     return Err(Errno(libc::EINTR))
                 }
                 Err(Errno(libc::EINTR)) | Err(Errno(libc::EAGAIN)) => continue,

@@ -55,7 +55,7 @@ fn transfer(j: &Job) -> std::result::Result<u32, Errno> {
         };
         if r < 0 {
             let e = Errno::last();
-            let stopping = crate::signal::stop_flag().load(std::sync::atomic::Ordering::Relaxed);
+            let stopping = crate::stop::stop_flag().load(std::sync::atomic::Ordering::Relaxed);
             if (e.0 == libc::EINTR && !stopping) || e.0 == libc::EAGAIN {
                 continue;
             }

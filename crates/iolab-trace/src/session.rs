@@ -1,0 +1,260 @@
+//! Comparing readers on one trace: every reader replays the same plan,
+//! `repeat` times, in an order that rotates each round (round k starts at
+//! reader k), so slow drift of a loaded machine spreads over all readers
+//! instead of favouring whichever runs first. The cache is put in the
+//! asked state before each replay. The winner is the reader with the
+//! shortest median time; every reader's time is also given relative to it.
+
+use super::replay::{run, Plan, ReplayReader, Timing};
+use super::TraceError;
+use iolab::pattern::Pattern;
+use iolab_bench::metrics::{new_histogram, LatencySummary};
+use iolab_bench::stats::median;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+
+/// The page-cache state each replay starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cache {
+    /// The trace's files evicted (POSIX_FADV_DONTNEED) before each replay.
+    Cold,
+    /// The trace's files read once before each replay.
+    Warm,
+}
+
+/// How a session runs.
+#[derive(Clone, Copy, Debug)]
+pub struct SessionOpts {
+    /// Replays per reader.
+    pub repeat: usize,
+    /// Cache state before each replay.
+    pub cache: Cache,
+    /// When reads are issued.
+    pub timing: Timing,
+    /// Check every byte against the pattern.
+    pub verify: bool,
+}
+
+/// One replay of one reader.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunSummary {
+    /// Round (0-based).
+    pub round: usize,
+    /// Wall time, ns.
+    pub wall_ns: u64,
+    /// Bytes read.
+    pub bytes: u64,
+    /// User CPU, ns.
+    pub user_ns: u64,
+    /// System CPU, ns.
+    pub sys_ns: u64,
+    /// Fraction of the files resident before the replay.
+    pub resident_before: f64,
+}
+
+/// Everything measured for one reader.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReaderResult {
+    /// Reader name.
+    pub reader: String,
+    /// Each replay, in the order run.
+    pub runs: Vec<RunSummary>,
+    /// Median wall time over the runs, ns.
+    pub median_ns: f64,
+    /// Bytes per replay.
+    pub bytes: u64,
+    /// Requests per replay.
+    pub requests: u64,
+    /// Throughput at the median time, MiB/s.
+    pub mib_per_s: f64,
+    /// Latency over all runs.
+    pub latency: LatencySummary,
+    /// CPU (user + system) per replay, median, as % of the wall time.
+    pub cpu_percent: f64,
+    /// Median time over the winner's (1.0 for the winner).
+    pub relative: f64,
+    /// The fastest reader.
+    pub winner: bool,
+}
+
+/// Puts `paths` in the cache state `cache` and returns the resident fraction.
+fn set_cache(paths: &[PathBuf], sizes: &[u64], cache: Cache) -> Result<f64, TraceError> {
+    let (mut r, mut t) = (0u64, 0u64);
+    for (p, &len) in paths.iter().zip(sizes) {
+        let e = |e: iolab::Error| TraceError::Failed(format!("{}: {e}", p.display()));
+        match cache {
+            Cache::Cold => iolab::cache::evict(p).map_err(e)?,
+            Cache::Warm => iolab::cache::warm(p, len).map_err(e)?,
+        }
+        if len > 0 {
+            let x = iolab::cache::residency(p, len).map_err(e)?;
+            r += x.resident_pages;
+            t += x.total_pages;
+        }
+    }
+    Ok(if t == 0 { 1.0 } else { r as f64 / t as f64 })
+}
+
+/// Runs every reader on `plan`; `progress` is told each (reader, round)
+/// before it runs.
+#[allow(clippy::too_many_arguments)]
+pub fn compare(
+    plan: &Plan,
+    paths: &[PathBuf],
+    sizes: &[u64],
+    patterns: &[Option<Pattern>],
+    readers: &[Box<dyn ReplayReader>],
+    opts: SessionOpts,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(&str, usize),
+) -> Result<Vec<ReaderResult>, TraceError> {
+    let n = readers.len();
+    let mut runs: Vec<Vec<RunSummary>> = vec![Vec::new(); n];
+    let mut hists: Vec<_> = (0..n).map(|_| new_histogram()).collect();
+    let mut requests = vec![0u64; n];
+    let want = plan.bytes();
+    'rounds: for round in 0..opts.repeat.max(1) {
+        for k in 0..n {
+            let i = (round + k) % n;
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                break 'rounds;
+            }
+            progress(&readers[i].name(), round);
+            let resident_before = set_cache(paths, sizes, opts.cache)?;
+            let r = run(
+                plan,
+                paths,
+                readers[i].as_ref(),
+                opts.timing,
+                opts.verify.then_some(patterns),
+                stop,
+            )?;
+            if r.interrupted {
+                break 'rounds;
+            }
+            if r.bytes != want {
+                return Err(TraceError::Failed(format!(
+                    "{} read {} bytes, the trace names {}",
+                    readers[i].name(),
+                    r.bytes,
+                    want
+                )));
+            }
+            hists[i].add(&r.latency).expect("same bounds");
+            requests[i] = r.requests;
+            runs[i].push(RunSummary {
+                round,
+                wall_ns: r.wall_ns,
+                bytes: r.bytes,
+                user_ns: r.usage.user_ns,
+                sys_ns: r.usage.sys_ns,
+                resident_before,
+            });
+        }
+    }
+    let out: Vec<ReaderResult> = (0..n)
+        .filter(|&i| !runs[i].is_empty())
+        .map(|i| summarize(readers[i].name(), &runs[i], want, requests[i], &hists[i]))
+        .collect();
+    Ok(ranked(out))
+}
+
+/// One reader's rounds as a result: the median time, its throughput over
+/// the trace's bytes, latency and CPU (relative and winner set later).
+fn summarize(
+    reader: String,
+    runs: &[RunSummary],
+    want: u64,
+    requests: u64,
+    hist: &hdrhistogram::Histogram<u64>,
+) -> ReaderResult {
+    let times: Vec<f64> = runs.iter().map(|r| r.wall_ns as f64).collect();
+    let cpu: Vec<f64> = runs
+        .iter()
+        .map(|r| (r.user_ns + r.sys_ns) as f64 / r.wall_ns.max(1) as f64 * 100.0)
+        .collect();
+    let m = median(&times);
+    ReaderResult {
+        reader,
+        runs: runs.to_vec(),
+        median_ns: m,
+        bytes: want,
+        requests,
+        mib_per_s: want as f64 / (m / 1e9).max(1e-12) / (1u64 << 20) as f64,
+        latency: LatencySummary::of(hist),
+        cpu_percent: median(&cpu),
+        relative: 1.0,
+        winner: false,
+    }
+}
+
+/// Each result's time over the fastest median; the first fastest wins.
+fn ranked(mut out: Vec<ReaderResult>) -> Vec<ReaderResult> {
+    let best = out
+        .iter()
+        .map(|r| r.median_ns)
+        .fold(f64::INFINITY, f64::min);
+    let mut won = false;
+    for r in &mut out {
+        r.relative = r.median_ns / best.max(1.0);
+        if !won && r.median_ns == best {
+            r.winner = true;
+            won = true;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::{plan, PreadReader, Threads};
+    use crate::{parse, place::place};
+
+    #[test]
+    fn every_reader_reads_the_same_total_in_rotating_order() {
+        let d = tempfile::tempdir().unwrap();
+        let t = parse(
+            "file,offset,len\na,0,65536\na,65536,65536\nb,0,4096\n",
+            "t",
+            None,
+        )
+        .unwrap();
+        let stop = AtomicBool::new(false);
+        let p = place(&t, d.path(), &stop, &mut |_, _| {}).unwrap();
+        let pl = plan(&t, Threads::Recorded, None);
+        let readers: Vec<Box<dyn ReplayReader>> =
+            vec![Box::new(PreadReader), Box::new(PreadReader)];
+        let mut order = Vec::new();
+        let opts = SessionOpts {
+            repeat: 3,
+            cache: Cache::Cold,
+            timing: Timing::Asap,
+            verify: true,
+        };
+        let r = compare(
+            &pl,
+            &p.paths,
+            &p.sizes,
+            &p.patterns,
+            &readers,
+            opts,
+            &stop,
+            &mut |_, round| order.push(round),
+        )
+        .unwrap();
+        assert_eq!(order, vec![0, 0, 1, 1, 2, 2]);
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            r[0].runs.iter().map(|x| x.round).collect::<Vec<_>>(),
+            vec![0, 1, 2]
+        );
+        assert!(r
+            .iter()
+            .all(|x| x.bytes == 65536 * 2 + 4096 && x.runs.len() == 3));
+        assert_eq!(r.iter().filter(|x| x.winner).count(), 1);
+        assert!(r.iter().all(|x| x.relative >= 1.0));
+    }
+}
