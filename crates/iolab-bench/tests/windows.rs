@@ -7,6 +7,7 @@
 use iolab::buf::BufPool;
 use iolab::engine::{Caps, Done, Engine, EngineConfig, Op};
 use iolab::Errno;
+use iolab_bench::measure::{self, Cache, Measure, NoHooks};
 use iolab_bench::prepare::{prepare, PrepareOpts, Prepared};
 use iolab_bench::record::RunMetrics;
 use iolab_bench::runner::{run_once, EngineFactory, RunControl};
@@ -248,4 +249,37 @@ fn many_busy_threads_share_one_window() {
         process >= 0.9 * workers,
         "process {process:.1} % < workers {workers:.1} %"
     );
+}
+
+#[test]
+fn the_measurement_loop_repeats_and_keeps_a_failed_runs_ops_last() {
+    let d = tempfile::tempdir().unwrap();
+    let (s, p) = setup(d.path());
+    let stop = AtomicBool::new(false);
+    let m = |f: FixedFactory| Measure {
+        cache: Cache::Given(0.0),
+        engines: Arc::new(f),
+        ..Measure::new(&stop, 3)
+    };
+    // Three clean runs, each over the whole file, each with the device's view.
+    let ok = measure::runs(&s, &p, &m(fixed(0)), &mut NoHooks).unwrap();
+    assert!(ok.error.is_none(), "{:?}", ok.error);
+    assert_eq!(ok.runs.len(), 3);
+    assert!(ok
+        .runs
+        .iter()
+        .all(|r| r.ops == BLOCKS && r.device.is_some()));
+
+    // A run that fails after two ops: its ops are kept, last, with the error,
+    // and no repeat follows it.
+    let eio = FixedFactory {
+        fail: 2 * BS..4 * BS,
+        ..fixed(0)
+    };
+    let bad = measure::runs(&s, &p, &m(eio), &mut NoHooks).unwrap();
+    assert_eq!(bad.runs.len(), 1, "{:?}", bad.runs);
+    assert_eq!(bad.runs[0].ops, 2);
+    let e = bad.error.as_ref().expect("the failure is reported");
+    assert!(e.to_string().contains("offset 8192"), "{e}");
+    assert!(bad.complete().is_err());
 }

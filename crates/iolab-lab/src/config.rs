@@ -5,14 +5,14 @@
 //! Records, experiments and the driving loop build on this file.
 
 use iolab_bench::error::Result;
+use iolab_bench::measure::{self, Measure, NoHooks};
 use iolab_bench::prepare::{self, PrepareOpts};
-use iolab_bench::record::{unix_ms, BenchRecord, RunMetrics};
-use iolab_bench::runner::{run_once, RealEngines, RunControl};
+use iolab_bench::record::{unix_ms, BenchRecord};
 use iolab_bench::spec::WorkloadSpec;
 use iolab_sysbench::Scale;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 /// Everything an experiment may look at to size and run its configurations.
 pub struct Ctx<'a> {
@@ -214,21 +214,7 @@ pub fn measure_bench(spec: &WorkloadSpec, repeats: u32, ctx: &Ctx) -> Result<Ben
     let prep = prepare_in(spec, ctx)?;
     let env = iolab_bench::env::Environment::capture(&ctx.dir);
     let started = unix_ms();
-    let mut runs: Vec<RunMetrics> = Vec::new();
-    for _ in 0..repeats.max(1) {
-        if ctx.stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let resident = prepare::set_cache(spec, &prep, spec.file_size)?;
-        let ctl = RunControl::new(ctx.stop);
-        runs.push(run_once(
-            spec,
-            &prep,
-            spec.file_size,
-            resident,
-            RealEngines::shared(),
-            &ctl,
-        )?);
-    }
+    let runs = measure::runs(spec, &prep, &Measure::new(ctx.stop, repeats), &mut NoHooks)?;
+    let runs = runs.complete()?;
     Ok(BenchRecord::new(spec.clone(), env, started, runs))
 }

@@ -10,10 +10,10 @@ use super::aggregate::{encode_histogram, RankReport};
 use super::wearout::{combine, StonewallPoint};
 use super::world::{realtime_ns, World};
 use iolab_bench::error::{BenchError, Result};
+use iolab_bench::measure::{self, Cache, Measure, NoHooks};
 use iolab_bench::prepare::{self, Prepared};
 use iolab_bench::rank_place::{Layout, RankPlace};
 use iolab_bench::record::RunMetrics;
-use iolab_bench::runner::{run_once, RealEngines, RunControl};
 use iolab_bench::spec::{StopRule, WorkloadSpec};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -167,22 +167,12 @@ fn measure(
     // `together`: every rank makes this run, so they start it together; the
     // wear-out runs are made only by the ranks behind, each on its own.
     let once = |s: &WorkloadSpec, together: bool| -> Result<RunMetrics> {
-        let ctl = RunControl {
-            stop: r.stop,
-            on_interval: None,
+        let m = Measure {
+            cache: Cache::Given(resident_before),
             before_start: together.then_some(&meet as &dyn Fn()),
+            ..Measure::new(r.stop, 1)
         };
-        match run_once(
-            s,
-            prep,
-            s.file_size,
-            resident_before,
-            RealEngines::shared(),
-            &ctl,
-        ) {
-            Err(BenchError::Partial { error, .. }) => Err(*error),
-            other => other,
-        }
+        measure::runs(s, prep, &m, &mut NoHooks)?.one()
     };
     let first = once(spec, true)?;
     if !r.wearout {

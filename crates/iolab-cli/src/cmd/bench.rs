@@ -7,10 +7,10 @@ use crate::output::{self, Exporter};
 use anyhow::Result;
 use iolab::engine::{EngineKind, EngineOpts, UringOpts};
 use iolab_bench::env::Environment;
+use iolab_bench::measure::{self, Measure};
 use iolab_bench::pin::CpuPin;
 use iolab_bench::prepare;
 use iolab_bench::record::{unix_ms, BenchRecord, IntervalSample};
-use iolab_bench::runner::{run_once, RealEngines, RunControl};
 use iolab_bench::spec::{CacheMode, OpMix, StopRule, SyncEvery, WorkloadSpec};
 use iolab_bench::BenchError;
 use std::path::{Path, PathBuf};
@@ -259,6 +259,9 @@ pub fn execute(
             break;
         }
         let prep = prepare_files(spec, ses, temp)?;
+        if ses.stop.load(Ordering::Relaxed) {
+            break;
+        }
         let size = if ses.size_given {
             spec.file_size
         } else {
@@ -267,39 +270,20 @@ pub fn execute(
         let mut spec = spec.clone();
         spec.file_size = size;
         let started = unix_ms();
-        let mut runs = Vec::new();
-        for _ in 0..ses.repeat {
-            if ses.stop.load(Ordering::Relaxed) {
-                break;
-            }
-            pb.set_message(spec.label());
-            let resident = prepare::set_cache(&spec, &prep, size)?;
-            let pb2 = pb.clone();
-            let live = |s: &IntervalSample| say(&pb2, output::table::interval_line(s));
-            let ctl = RunControl {
-                stop: ses.stop,
-                on_interval: if ses.live { Some(&live) } else { None },
-                before_start: None,
-            };
-            let dev = iolab_bench::devstat::Snapshot::of_file(&prep.files[0].path);
-            let mut m = match run_once(&spec, &prep, size, resident, RealEngines::shared(), &ctl) {
-                Ok(m) => m,
-                Err(BenchError::Partial { metrics, error }) => {
-                    failed = Some(*error);
-                    *metrics
-                }
-                Err(e) => return Err(e.into()),
-            };
-            m.device = Some(dev.finish());
-            for w in output::table::warnings(&m) {
-                say(&pb, format!("warning: {}: {w}", spec.label()));
-            }
-            runs.push(m);
-            pb.inc(1);
-            if failed.is_some() {
-                break;
-            }
-        }
+        pb.set_message(spec.label());
+        let pb2 = pb.clone();
+        let live = |s: &IntervalSample| say(&pb2, output::table::interval_line(s));
+        let m = Measure {
+            on_interval: if ses.live { Some(&live) } else { None },
+            ..Measure::new(ses.stop, ses.repeat)
+        };
+        let mut shown = Shown {
+            pb: &pb,
+            label: spec.label(),
+        };
+        let measured = measure::runs(&spec, &prep, &m, &mut shown)?;
+        let runs = measured.runs;
+        failed = measured.error;
         if runs.is_empty() {
             break;
         }
@@ -328,6 +312,21 @@ pub fn execute(
         }
     }
     Ok((records, failed))
+}
+
+/// Each run's warnings, and one step of the progress bar.
+struct Shown<'a> {
+    pb: &'a indicatif::ProgressBar,
+    label: String,
+}
+
+impl measure::Hooks for Shown<'_> {
+    fn after(&mut self, m: &iolab_bench::record::RunMetrics) {
+        for w in output::table::warnings(m) {
+            say(self.pb, format!("warning: {}: {w}", self.label));
+        }
+        self.pb.inc(1);
+    }
 }
 
 /// A line on stderr that does not tear the progress bar (which is hidden,

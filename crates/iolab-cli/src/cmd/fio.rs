@@ -10,9 +10,9 @@
 use super::session::{prepare_files, Session};
 use crate::output::target::{Mode, OutputTarget};
 use anyhow::{Context, Result};
+use iolab_bench::measure::{self, Cache, Measure, NoHooks};
 use iolab_bench::prepare;
 use iolab_bench::record::{unix_ms, RunMetrics};
-use iolab_bench::runner::{run_once, RealEngines, RunControl};
 use iolab_fio::json::JobResult;
 use iolab_fio::map::{self, FioJob};
 use iolab_fio::options::{self, Class};
@@ -294,15 +294,11 @@ fn measure(j: &FioJob, r: &Ready, stop: &AtomicBool) -> Result<RunMetrics> {
             );
         }
     }
-    let ctl = RunControl::new(stop);
-    let mut m = run_once(
-        &r.spec,
-        &r.prep,
-        r.spec.file_size,
-        r.resident,
-        RealEngines::shared(),
-        &ctl,
-    )?;
+    let once = Measure {
+        cache: Cache::Given(r.resident),
+        ..Measure::new(stop, 1)
+    };
+    let mut m = measure::runs(&r.spec, &r.prep, &once, &mut NoHooks)?.one()?;
     if j.end_fsync {
         end_fsync(r, &mut m)?;
     }

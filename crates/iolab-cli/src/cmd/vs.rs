@@ -5,9 +5,9 @@
 use super::session::{prepare_files, Session};
 use crate::output::table::{count, ns};
 use anyhow::{Context, Result};
+use iolab_bench::measure::{self, Measure};
 use iolab_bench::prepare;
 use iolab_bench::record::{unix_ms, BenchRecord, FairFio, FioComparison};
-use iolab_bench::runner::{run_once, RealEngines, RunControl};
 use iolab_bench::spec::{CacheMode, WorkloadSpec};
 use iolab_bench::stats::median;
 use iolab_fio::translate::{self as fio, Comparable};
@@ -138,20 +138,15 @@ pub fn compare(
             }
             match side {
                 0 => {
-                    // fio's job has fio's supervisor beside it; iolab's
-                    // has a stand-in (unless --waker off), for this run
-                    // only, started first so that it is up (exec'd and
-                    // sleeping) by the time the cache is set.
-                    let _stand_in = match ses.waker {
-                        Some(_) => Some(super::waker::Wakers::stand_in()?),
-                        None => None,
+                    let mut side = IolabSide {
+                        stand_in: ses.waker.is_some(),
+                        pin,
                     };
-                    let resident = prepare::set_cache(&spec, &prep, spec.file_size)?;
-                    let dev = iolab_bench::devstat::Snapshot::of_file(&prep.files[0].path);
-                    let mut m = run_iolab(&spec, &prep, resident, ses, pin)?;
-                    m.device = Some(dev.finish());
-                    ours.push(Comparable::of_run(&m));
-                    runs.push(m);
+                    let got = measure::runs(&spec, &prep, &Measure::new(ses.stop, 1), &mut side)?;
+                    for m in got.complete()? {
+                        ours.push(Comparable::of_run(&m));
+                        runs.push(m);
+                    }
                 }
                 1 => theirs.push(run_fio(&spec, &prep, &cmd)?),
                 _ => fair.push(run_fio(&spec, &prep, fair_cmd.as_ref().expect("fair"))?),
@@ -180,39 +175,53 @@ pub fn compare(
     Ok(rec)
 }
 
-/// One iolab run; with `pin`, the calling thread is bound to that CPU for
-/// the run (the runner's workers inherit the binding) and given back its
-/// CPUs after. No thread is spawned for it: a one-worker run stays a
+/// What iolab's side of a pair runs beside: fio's job has fio's
+/// supervisor beside it, so iolab's run gets a stand-in (unless `--waker
+/// off`), started first so that it is up (exec'd and sleeping) by the time
+/// the cache is set; with `pin`, the calling thread is bound to that CPU
+/// for the run (the runner's workers inherit the binding) and given its
+/// CPUs back after. No thread is spawned: a one-worker run stays a
 /// single-threaded process, as fio's job process is.
-fn run_iolab(
-    spec: &WorkloadSpec,
-    prep: &prepare::Prepared,
-    resident: f64,
-    ses: &Session,
+struct IolabSide {
+    stand_in: bool,
     pin: Option<usize>,
-) -> Result<iolab_bench::record::RunMetrics> {
-    let before = match pin {
-        Some(cpu) => {
-            let before =
-                iolab::primitives::allowed_cpus().context("--vs fio: read this thread's CPUs")?;
-            iolab::primitives::pin_to_cpu(cpu).context("--vs fio: pin iolab to one CPU")?;
-            Some(before)
+}
+
+/// Gives the calling thread its CPUs back when the run ends.
+struct Unpin(Vec<usize>);
+
+impl Drop for Unpin {
+    fn drop(&mut self) {
+        if let Err(e) = iolab::primitives::pin_to_cpus(&self.0) {
+            eprintln!("warning: --vs fio: could not give the CPUs back: {e}");
         }
-        None => None,
-    };
-    let ctl = RunControl::new(ses.stop);
-    let out = run_once(
-        spec,
-        prep,
-        spec.file_size,
-        resident,
-        RealEngines::shared(),
-        &ctl,
-    );
-    if let Some(cpus) = before {
-        iolab::primitives::pin_to_cpus(&cpus).context("--vs fio: give the CPUs back")?;
     }
-    Ok(out?)
+}
+
+impl measure::Hooks for IolabSide {
+    fn before(&mut self) -> iolab_bench::Result<Option<Box<dyn std::any::Any>>> {
+        let stand_in = match self.stand_in {
+            true => Some(super::waker::Wakers::stand_in().map_err(bench_err)?),
+            false => None,
+        };
+        let unpin = match self.pin {
+            Some(cpu) => {
+                let before = iolab::primitives::allowed_cpus()?;
+                iolab::primitives::pin_to_cpu(cpu)?;
+                Some(Unpin(before))
+            }
+            None => None,
+        };
+        Ok(Some(Box::new((stand_in, unpin))))
+    }
+}
+
+/// A set-up failure of iolab's side, as the measurement loop reports it.
+fn bench_err(e: anyhow::Error) -> iolab_bench::BenchError {
+    iolab_bench::BenchError::Io(iolab::Error::io(
+        "--vs fio: start the stand-in for fio's supervisor",
+        std::io::Error::other(format!("{e:#}")),
+    ))
 }
 
 /// What ran next to the measurement, in words (`both`: with `--vs fio`).
