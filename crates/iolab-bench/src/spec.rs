@@ -1,7 +1,7 @@
 //! The workload model: one serde struct that says everything a run does.
 //! Built from command-line flags today, from fio job files and traces later.
 
-use iolab::engine::{AccessHint, EngineKind, EngineOpts};
+use iolab::engine::{AccessHint, EngineKind, EngineOpts, Label};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::PathBuf;
@@ -463,45 +463,31 @@ impl WorkloadSpec {
     /// registered files, `S` SQPOLL, `T2` two threads, `D` O_DIRECT.
     pub fn label(&self) -> String {
         let u = &self.engine_opts.uring;
-        let mut s = match self.engine {
-            EngineKind::Read => "R".to_string(),
-            EngineKind::Pread => "P".to_string(),
-            EngineKind::Preadv2 => {
-                if self.engine_opts.hipri {
-                    "VH".to_string()
-                } else {
-                    "V".to_string()
-                }
-            }
-            EngineKind::Stream => "St".to_string(),
-            EngineKind::Mmap => {
-                if self.engine_opts.mmap_touch {
-                    "MapT".to_string()
-                } else {
-                    "Map".to_string()
-                }
-            }
-            EngineKind::Null => format!("N{}B{}", self.qd, self.batch_submit),
-            EngineKind::Libaio => format!("A{}B{}", self.qd, self.batch_submit),
-            EngineKind::Posixaio => format!("X{}", self.qd),
-            EngineKind::Threadpool => {
+        let mut s = match self.engine.desc().label {
+            Label::Plain(l) => l.to_string(),
+            Label::Depth(l) => format!("{l}{}", self.qd),
+            Label::DepthBatch(l) => format!("{l}{}B{}", self.qd, self.batch_submit),
+            Label::Pool(l) => {
                 let helpers = match self.engine_opts.pool_threads {
                     0 => self.qd,
                     n => n,
                 };
-                format!("W{}P{helpers}", self.qd)
-            }
-            EngineKind::Uring => {
-                let mut s = format!("U{}B{}", self.qd, self.batch_submit);
-                if u.fixed_bufs {
-                    s.push('M');
-                }
-                if u.reg_files {
-                    s.push('F');
-                }
-                s
+                format!("{l}{}P{helpers}", self.qd)
             }
         };
+        // Engine options, each only valid on its engine (`validate`).
+        if self.engine_opts.hipri && self.engine == EngineKind::Preadv2 {
+            s.push('H');
+        }
+        if self.engine_opts.mmap_touch {
+            s.push('T');
+        }
+        if u.fixed_bufs {
+            s.push('M');
+        }
+        if u.reg_files {
+            s.push('F');
+        }
         if self.workers() > 1 {
             s.push_str(&format!("T{}", self.workers()));
         }

@@ -152,26 +152,22 @@ fn opt_string(o: &RawOpt) -> (String, String) {
 }
 
 fn engine_of(name: &str) -> Result<EngineKind, String> {
-    Ok(match name {
-        "sync" => EngineKind::Read,
-        "psync" => EngineKind::Pread,
-        "pvsync2" => EngineKind::Preadv2,
-        "libaio" => EngineKind::Libaio,
-        "io_uring" => EngineKind::Uring,
-        "mmap" => EngineKind::Mmap,
-        "posixaio" => EngineKind::Posixaio,
-        "null" => EngineKind::Null,
-        "vsync" | "pvsync" => {
-            return Err(format!(
-                "'{name}' (readv/preadv of one buffer) is not an iolab engine; pvsync2 (preadv2) or psync (pread) are"
-            ))
-        }
-        _ => {
-            return Err(format!(
-                "'{name}' is not an engine iolab has (sync, psync, pvsync2, libaio, io_uring, mmap, posixaio, null)"
-            ))
-        }
-    })
+    if let Some(k) = EngineKind::of_fio(name) {
+        return Ok(k);
+    }
+    if matches!(name, "vsync" | "pvsync") {
+        return Err(format!(
+            "'{name}' (readv/preadv of one buffer) is not an iolab engine; pvsync2 (preadv2) or psync (pread) are"
+        ));
+    }
+    let ours: Vec<&str> = iolab::engine::ENGINES
+        .iter()
+        .filter_map(|d| d.fio.ok())
+        .collect();
+    Err(format!(
+        "'{name}' is not an engine iolab has ({})",
+        ours.join(", ")
+    ))
 }
 
 /// `rw` into (ops, random, its `:N`: the bytes skipped after each

@@ -117,24 +117,10 @@ fn file_args(spec: &WorkloadSpec, a: &mut Vec<String>) {
     }
 }
 
-/// fio's name for the engine, or why fio has none like it.
+/// fio's name for the engine, or why fio has none like it (the engine
+/// table's `fio` entry).
 fn fio_engine(spec: &WorkloadSpec) -> Result<&'static str, String> {
-    Ok(match spec.engine {
-        EngineKind::Read => "sync",
-        EngineKind::Pread => "psync",
-        EngineKind::Preadv2 => "pvsync2",
-        EngineKind::Mmap => "mmap",
-        EngineKind::Uring => "io_uring",
-        EngineKind::Libaio => "libaio",
-        EngineKind::Posixaio => "posixaio",
-        EngineKind::Threadpool => {
-            return Err("fio has no thread-pool engine like iolab's threadpool".into())
-        }
-        EngineKind::Null => "null",
-        EngineKind::Stream => {
-            return Err("fio has no buffered-stream engine like iolab's stream".into())
-        }
-    })
+    spec.engine.desc().fio.map_err(str::to_string)
 }
 
 /// What fio cannot do that `spec` asks for.

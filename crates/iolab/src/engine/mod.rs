@@ -27,15 +27,15 @@ pub mod posixaio;
 pub mod pread;
 pub mod preadv2;
 pub mod read;
-mod registry;
 pub mod stream;
 mod sync;
+mod table;
 pub mod threadpool;
 pub mod uring;
 
 pub use cq_wait::SqpollWait;
-pub use registry::build;
 pub use sync::{SyncEngine, SyncIo};
+pub use table::{build, EngineDesc, EngineKind, Label, ENGINES};
 
 /// Read or write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,93 +114,25 @@ impl Caps {
     };
 }
 
-/// The engines, as the command line spells them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EngineKind {
-    /// lseek + read.
-    Read,
-    /// pread.
-    Pread,
-    /// preadv2 (RWF_HIPRI with `--hipri`).
-    Preadv2,
-    /// Buffered std::io reader (the iostream analogue).
-    Stream,
-    /// Copy out of a shared mapping (or only fault pages).
-    Mmap,
-    /// io_uring.
-    Uring,
-    /// Linux native AIO (io_submit / io_getevents).
-    Libaio,
-    /// POSIX AIO (glibc aio_read / aio_suspend).
-    Posixaio,
-    /// pread/pwrite on N helper threads fed through a queue.
-    Threadpool,
-    /// No I/O: measures the framework itself.
-    Null,
-}
-
 impl EngineKind {
-    /// Every engine, in the order help text lists them.
-    pub const ALL: [EngineKind; 10] = [
-        EngineKind::Read,
-        EngineKind::Pread,
-        EngineKind::Preadv2,
-        EngineKind::Stream,
-        EngineKind::Mmap,
-        EngineKind::Uring,
-        EngineKind::Libaio,
-        EngineKind::Posixaio,
-        EngineKind::Threadpool,
-        EngineKind::Null,
-    ];
-
     /// The name the command line uses.
     pub fn name(self) -> &'static str {
-        match self {
-            EngineKind::Read => "read",
-            EngineKind::Pread => "pread",
-            EngineKind::Preadv2 => "preadv2",
-            EngineKind::Stream => "stream",
-            EngineKind::Mmap => "mmap",
-            EngineKind::Uring => "uring",
-            EngineKind::Libaio => "libaio",
-            EngineKind::Posixaio => "posixaio",
-            EngineKind::Threadpool => "threadpool",
-            EngineKind::Null => "null",
-        }
+        self.desc().name
     }
 
     /// True for engines with one op in flight (depth is threads' business).
     pub fn is_sync(self) -> bool {
-        !matches!(
-            self,
-            EngineKind::Uring
-                | EngineKind::Libaio
-                | EngineKind::Posixaio
-                | EngineKind::Threadpool
-                | EngineKind::Null
-        )
+        self.desc().sync
     }
 
     /// True for engines that can write.
     pub fn writes(self) -> bool {
-        matches!(
-            self,
-            EngineKind::Read
-                | EngineKind::Pread
-                | EngineKind::Preadv2
-                | EngineKind::Uring
-                | EngineKind::Libaio
-                | EngineKind::Posixaio
-                | EngineKind::Threadpool
-                | EngineKind::Null
-        )
+        self.desc().writes
     }
 
     /// True for engines that can bypass the page cache.
     pub fn supports_direct(self) -> bool {
-        !matches!(self, EngineKind::Mmap | EngineKind::Stream)
+        self.desc().direct
     }
 }
 
@@ -213,11 +145,12 @@ impl fmt::Display for EngineKind {
 impl FromStr for EngineKind {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
-        EngineKind::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
+        ENGINES
+            .iter()
+            .find(|d| d.name == s)
+            .map(|d| d.kind)
             .ok_or_else(|| {
-                let names: Vec<_> = EngineKind::ALL.iter().map(|k| k.name()).collect();
+                let names: Vec<_> = ENGINES.iter().map(|d| d.name).collect();
                 format!("unknown engine '{s}' (one of {})", names.join(", "))
             })
     }
