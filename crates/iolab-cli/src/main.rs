@@ -7,18 +7,29 @@
 #![forbid(unsafe_code)]
 
 mod argv;
+mod bench_args;
 mod cleanup;
 mod cmd;
 mod error;
+mod export;
 #[cfg(test)]
 mod fuzz_corpus;
 #[cfg(test)]
 mod fuzz_tests;
-mod output;
+mod lab_files;
+mod lab_progress;
+mod lab_ranks;
+mod limits;
 mod parse;
 mod progress;
 #[cfg(test)]
 mod prop_tests;
+mod ranks;
+mod session;
+mod sweep;
+mod trace_io;
+mod vs;
+mod waker;
 
 use clap::{Parser, Subcommand};
 use error::{exit_code, one_line};
@@ -71,7 +82,7 @@ enum Cmd {
     Fio(cmd::fio::FioArgs),
     /// One waker process of `--waker` (started by iolab itself).
     #[command(name = "__waker", hide = true)]
-    Waker(cmd::waker::WakerArgs),
+    Waker(waker::WakerArgs),
 }
 
 fn main() -> ExitCode {
@@ -111,7 +122,7 @@ fn main() -> ExitCode {
         Some(Cmd::Lab(a)) => cmd::lab::run(&a, stop),
         Some(Cmd::Report(a)) => cmd::report::run(&a),
         Some(Cmd::Fio(a)) => cmd::fio::run(&a, stop),
-        Some(Cmd::Waker(a)) => cmd::waker::run(&a, stop),
+        Some(Cmd::Waker(a)) => waker::run(&a, stop),
     };
     cleanup::remove_all();
     let _ = stop;

@@ -3,7 +3,7 @@
 //! `--jsonl` file it is asked to append to). None may panic on any input,
 //! and valid inputs round-trip.
 
-use crate::output::target::{is_iolab_jsonl, Mode, OutputTarget};
+use crate::export::target::{is_iolab_jsonl, Mode, OutputTarget};
 use crate::parse;
 use iolab::engine::EngineKind;
 use iolab_bench::spec::{AccessPattern, CacheMode};

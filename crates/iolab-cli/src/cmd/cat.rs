@@ -3,7 +3,8 @@
 //! `iolab_reader::read_whole_with`: io_uring into huge-page buffers,
 //! O_DIRECT when the file is cold, piece size and depth from the profile).
 
-use crate::output::target::{Mode, OutputTarget};
+use crate::export::target::{Mode, OutputTarget};
+use crate::limits::check_input;
 use anyhow::{Context, Result};
 use iolab_reader::{profile, WholePlan};
 use std::io::Write;
@@ -47,19 +48,6 @@ pub struct CatArgs {
 pub struct FastArgs {
     /// The file.
     pub file: PathBuf,
-}
-
-/// Refuses, without opening it, a missing input or one that is not a
-/// regular file or block device (usage error naming `cmd`).
-pub(crate) fn check_input(cmd: &str, f: &Path) -> Result<()> {
-    if std::fs::metadata(f).is_err() {
-        return Err(super::usage(format!(
-            "{cmd}: {}: no such file",
-            f.display()
-        )));
-    }
-    iolab_bench::prepare::check_file_kind(f, false)
-        .map_err(|e| super::usage(e.to_string().replacen("--file ", &format!("{cmd}: "), 1)))
 }
 
 fn plan(a: &CatArgs, ordered: bool) -> Result<WholePlan> {
@@ -110,11 +98,11 @@ pub fn run(a: &CatArgs, stop: &AtomicBool) -> Result<i32> {
                 out.push_str(&format!("{x:#010x}  {}\n", f.display()));
             }
         }
-        crate::output::stdout(&out)?;
+        crate::export::stdout(&out)?;
         return Ok(0);
     }
     let plan = plan(a, true)?;
-    let mut produce = |sink: &mut crate::output::target::Sink<'_>| -> Result<()> {
+    let mut produce = |sink: &mut crate::export::target::Sink<'_>| -> Result<()> {
         for f in &a.files {
             let mut err: Option<anyhow::Error> = None;
             let t = Instant::now();
@@ -209,6 +197,6 @@ pub fn fast_xor(path: &Path, stop: &AtomicBool) -> Result<u32> {
 pub fn run_fast(a: &FastArgs, stop: &AtomicBool) -> Result<i32> {
     check_input("fast", &a.file)?;
     let x = fast_xor(&a.file, stop)?;
-    crate::output::stdout(&format!("{x:08x}\n"))?;
+    crate::export::stdout(&format!("{x:08x}\n"))?;
     Ok(0)
 }

@@ -7,8 +7,9 @@
 //! mapped, or refused before anything runs with one line naming the file,
 //! line and option (exit status 2).
 
-use super::session::{prepare_files, Session};
-use crate::output::target::{Mode, OutputTarget};
+use crate::export::fio::{FioFormat, FIO_FORMATS};
+use crate::export::target::{Mode, OutputTarget};
+use crate::session::{prepare_files, Session};
 use anyhow::{Context, Result};
 use iolab_bench::measure::{self, Cache, Measure, NoHooks};
 use iolab_bench::prepare;
@@ -17,7 +18,7 @@ use iolab_fio::json::JobResult;
 use iolab_fio::map::{self, FioJob};
 use iolab_fio::options::{self, Class};
 use iolab_fio::parse::Reader;
-use iolab_fio::{group, json, log, text as report};
+use iolab_fio::{group, log};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,15 +46,6 @@ pub struct FioArgs {
     pub args: Vec<std::ffi::OsString>,
 }
 
-/// fio's output formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Format {
-    Normal,
-    Json,
-    JsonPlus,
-    Terse,
-}
-
 /// The command line split into iolab's flags, job files and fio options.
 #[derive(Debug, Default)]
 struct Cli {
@@ -63,12 +55,12 @@ struct Cli {
     lenient: bool,
     overwrite: bool,
     list: bool,
-    formats: Vec<Format>,
+    formats: Vec<&'static FioFormat>,
     output: Option<PathBuf>,
     /// Where jobs without `cpus_allowed` run (`--placement`).
     placement: iolab_bench::spec::Placement,
     /// `--waker`; None: fio's 10 ms.
-    waker: Option<super::waker::WakerArg>,
+    waker: Option<crate::waker::WakerArg>,
 }
 
 fn split(args: &[std::ffi::OsString]) -> Result<Cli> {
@@ -106,20 +98,17 @@ fn split(args: &[std::ffi::OsString]) -> Result<Cli> {
             "--lenient" => c.lenient = true,
             "--overwrite" => c.overwrite = true,
             "--list-options" => c.list = true,
-            "--minimal" => c.formats.push(Format::Terse),
+            "--minimal" => c.formats.extend(fio_format("terse")),
             "--output-format" => {
                 for f in value("--output-format")?.split(',') {
-                    c.formats.push(match f {
-                        "normal" => Format::Normal,
-                        "json" => Format::Json,
-                        "json+" => Format::JsonPlus,
-                        "terse" => Format::Terse,
-                        _ => {
-                            return Err(super::usage(format!(
-                                "--output-format={f}: one of normal, json, json+, terse"
-                            )))
-                        }
-                    });
+                    let Some(format) = fio_format(f) else {
+                        let names: Vec<&str> = FIO_FORMATS.iter().map(|f| f.name).collect();
+                        return Err(super::usage(format!(
+                            "--output-format={f}: one of {}",
+                            names.join(", ")
+                        )));
+                    };
+                    c.formats.push(format);
                 }
             }
             "--output" => c.output = Some(PathBuf::from(value("--output")?)),
@@ -130,7 +119,7 @@ fn split(args: &[std::ffi::OsString]) -> Result<Cli> {
             }
             "--waker" => {
                 c.waker = Some(
-                    super::waker::parse_arg(&value("--waker")?)
+                    crate::waker::parse_arg(&value("--waker")?)
                         .map_err(|e| super::usage(format!("--waker: {e}")))?,
                 )
             }
@@ -140,11 +129,11 @@ fn split(args: &[std::ffi::OsString]) -> Result<Cli> {
             _ => c.files.push(PathBuf::from(a)),
         }
     }
-    if c.formats.contains(&Format::Json) && c.formats.contains(&Format::JsonPlus) {
-        c.formats.retain(|f| *f != Format::Json);
+    if c.formats.iter().any(|f| f.name == "json") && c.formats.iter().any(|f| f.name == "json+") {
+        c.formats.retain(|f| f.name != "json");
     }
     if c.formats.is_empty() {
-        c.formats.push(Format::Normal);
+        c.formats.extend(fio_format("normal"));
     }
     Ok(c)
 }
@@ -388,7 +377,7 @@ pub fn check(a: &FioArgs) -> Result<()> {
 pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
     let c = split(&a.args)?;
     if c.list {
-        crate::output::stdout(&list_options())?;
+        crate::export::stdout(&list_options())?;
         return Ok(0);
     }
     let jobs = jobs(&c)?;
@@ -399,7 +388,7 @@ pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
     }
     if c.parse_only {
         let text: String = jobs.iter().map(describe).collect();
-        crate::output::stdout(&text)?;
+        crate::export::stdout(&text)?;
         return Ok(0);
     }
     // Every output checked before anything runs.
@@ -421,15 +410,15 @@ pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
     // `--waker=off`, and `--waker=DURATION` adds one pinned waker per CPU
     // of the jobs. Ended (killed and reaped) when this function returns.
     let wakers = match c.waker {
-        Some(super::waker::WakerArg::Off) => None,
-        Some(super::waker::WakerArg::Every(every)) => {
+        Some(crate::waker::WakerArg::Off) => None,
+        Some(crate::waker::WakerArg::Every(every)) => {
             let pins: Vec<_> = jobs.iter().map(|j| j.spec.cpus.as_ref()).collect();
-            let cpus = super::waker::cpus_for_all(&pins)?;
-            let mut w = super::waker::Wakers::start(every, &cpus)?;
+            let cpus = crate::waker::cpus_for_all(&pins)?;
+            let mut w = crate::waker::Wakers::start(every, &cpus)?;
             w.add_stand_in()?;
             Some(w)
         }
-        None => Some(super::waker::Wakers::stand_in()?),
+        None => Some(crate::waker::Wakers::stand_in()?),
     };
     let waker = wakers.as_ref().map(|w| &w.info);
     let started = unix_ms();
@@ -455,10 +444,10 @@ pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
         .iter()
         .map(|(job, run)| JobResult { job, run, waker })
         .collect();
-    let text = summaries(&results, &c.formats, started)?;
+    let text = crate::export::fio::render(&c.formats, &results, started)?;
     match out.as_mut() {
         Some(t) => t.write_all_atomically(text.as_bytes())?,
-        None => crate::output::stdout(&text)?,
+        None => crate::export::stdout(&text)?,
     }
     Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 })
 }
@@ -487,66 +476,9 @@ fn check_logs(
     Ok(log_targets)
 }
 
-/// The summary in each of the `--output-format`s asked for, in order:
-/// fio's normal text (per job, then per group), JSON or JSON+, terse.
-fn summaries(results: &[JobResult], formats: &[Format], started: u64) -> Result<String> {
-    let mut text = String::new();
-    for f in formats {
-        match f {
-            Format::Normal => {
-                let pid = std::process::id();
-                for r in results {
-                    text.push_str(&report::job_text(r, pid, started / 1000));
-                }
-                let mut groups: Vec<u32> = results.iter().map(|r| r.job.groupid).collect();
-                groups.dedup();
-                for g in groups {
-                    let members: Vec<&JobResult> =
-                        results.iter().filter(|r| r.job.groupid == g).collect();
-                    text.push_str(&report::group_text(g, &members));
-                }
-            }
-            Format::Json | Format::JsonPlus => {
-                let d = json::document(results, started, *f == Format::JsonPlus);
-                text.push_str(&serde_json::to_string_pretty(&d)?);
-                text.push('\n');
-            }
-            Format::Terse => {
-                for r in results {
-                    text.push_str(&report::terse(r));
-                    text.push('\n');
-                }
-            }
-        }
-    }
-    Ok(text)
-}
-
-/// `iolab bench ... --fio-job`: the fio job file of each configuration.
-pub fn print_job_files(specs: &[iolab_bench::spec::WorkloadSpec], temp: bool) -> Result<i32> {
-    let mut text = String::new();
-    for s in specs {
-        let mut s = s.clone();
-        if s.file_size == 0 {
-            // An existing --file without --size: its length.
-            let len = iolab::file::length(&s.files()[0]).unwrap_or(0);
-            s.file_size = len.saturating_sub(s.offset);
-        }
-        let s = &s;
-        let job = iolab_fio::translate::job_file(s).map_err(|why| {
-            super::usage(format!(
-                "--fio-job: {} cannot be expressed in fio: {why}",
-                s.label()
-            ))
-        })?;
-        text.push_str(&job);
-        if temp {
-            text.push_str("; (no --file given: name the file to run it)\n");
-        }
-        text.push('\n');
-    }
-    crate::output::stdout(&text)?;
-    Ok(0)
+/// fio's format called `name`.
+fn fio_format(name: &str) -> Option<&'static FioFormat> {
+    crate::export::fio::by_name(name)
 }
 
 /// The log file names a job will write (checked before running).
@@ -588,12 +520,15 @@ mod tests {
             "--eta=never",
         ]))
         .unwrap();
-        assert_eq!(c.formats, vec![Format::JsonPlus]);
+        assert_eq!(c.formats, vec![fio_format("json+").unwrap()]);
         assert_eq!(c.files, vec![PathBuf::from("a.fio")]);
         assert_eq!(c.options, vec!["--name=x", "--bs=4k"]);
         assert_eq!(c.output, Some(PathBuf::from("o.json")));
         assert!(c.lenient && !c.parse_only);
         assert!(split(&s(&["--output-format=xml"])).is_err());
-        assert_eq!(split(&s(&[])).unwrap().formats, vec![Format::Normal]);
+        assert_eq!(
+            split(&s(&[])).unwrap().formats,
+            vec![fio_format("normal").unwrap()]
+        );
     }
 }

@@ -51,7 +51,7 @@ fn hold_balloon(leave: u64, stop: &AtomicBool) -> Result<i32> {
         )));
     }
     let balloon = iolab::primitives::Balloon::inflate(avail - leave)?;
-    crate::output::stdout(&format!(
+    crate::export::stdout(&format!(
         "balloon: {} MiB locked, {} MiB available\n",
         balloon.bytes() / MIB,
         iolab_reader::mem_available().unwrap_or(0) / MIB
@@ -106,7 +106,7 @@ pub fn run(a: &MixedArgs, stop: &AtomicBool) -> Result<i32> {
         return Ok(0);
     }
     let t = mixed::run(&files, &spec, a.technique, &profile).map_err(anyhow::Error::msg)?;
-    crate::output::stdout(&format!(
+    crate::export::stdout(&format!(
         "{} total {:.3} seq {:.3} fit {:.3} big {:.3}\n",
         a.technique,
         t.total().as_secs_f64(),

@@ -1,9 +1,10 @@
 //! `iolab record -o trace.csv -- PROGRAM ARGS...`: what a program reads,
 //! recorded under strace and written as an iolab CSV trace.
 
-use crate::output::target::{Mode, OutputTarget};
+use crate::export::target::{Mode, OutputTarget};
+use crate::trace_io::{summary, trace_err};
 use anyhow::Result;
-use iolab_trace::{self as trace, capture as record, Trace, TraceError};
+use iolab_trace::{self as trace, capture as record};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -34,35 +35,10 @@ pub struct RecordArgs {
     pub program: Vec<OsString>,
 }
 
-/// A trace error as the binary reports it (usage errors exit 2).
-pub fn trace_err(e: TraceError) -> anyhow::Error {
-    if e.is_usage() {
-        super::usage(e.to_string())
-    } else {
-        anyhow::Error::new(e)
-    }
-}
-
-/// One line summing up a trace.
-pub fn summary(t: &Trace) -> String {
-    let mut s = format!(
-        "{} reads of {} files ({}), {} mappings",
-        t.reads.len(),
-        t.files.len(),
-        iolab_bench::prepare::human(t.total_bytes()),
-        t.mappings.len()
-    );
-    if !t.skipped.is_empty() {
-        let left: Vec<String> = t.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        s.push_str(&format!("; left out: {}", left.join(", ")));
-    }
-    s
-}
-
 /// Runs `iolab record`.
 pub fn run(a: &RecordArgs, _stop: &AtomicBool) -> Result<i32> {
     if let Some(p) = &a.from_strace {
-        super::limits::check_input_file("--from-strace", p)?;
+        crate::limits::check_input_file("--from-strace", p)?;
     }
     let mut out = OutputTarget::check("-o", &a.output, a.overwrite, Mode::Replace, &[])?;
     let (t, status) = match (&a.from_strace, a.program.is_empty()) {

@@ -1,9 +1,11 @@
 //! `iolab replay TRACE`: a recorded trace's reads, issued through every
 //! reading technique, compared.
 
-use super::record::{summary, trace_err};
-use crate::output::flags::OutputArgs;
-use crate::output::table::ns;
+use crate::export::flags::OutputArgs;
+use crate::export::table::ns;
+use crate::export::{Exportable, Exporters};
+use crate::trace_io::summary;
+use crate::trace_io::trace_err;
 use anyhow::Result;
 use iolab_reader::{Hints, Technique};
 use iolab_trace::place::{self, Placed};
@@ -23,7 +25,7 @@ pub struct ReplayArgs {
     /// The trace (iolab CSV, fio iolog, blkparse text or strace log).
     pub trace: PathBuf,
     /// The trace's format (default: detected from the first line).
-    #[arg(long, value_parser = super::trace::parse_format)]
+    #[arg(long, value_parser = crate::trace_io::parse_format)]
     pub format: Option<TraceFormat>,
     /// Readers to compare, comma-separated, or `all`.
     #[arg(long, default_value = "all", value_name = "LIST")]
@@ -174,28 +176,51 @@ fn table(d: &Doc) -> String {
     o
 }
 
-fn csv(d: &Doc) -> Result<Vec<u8>> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
-        "reader",
-        "median_ns",
-        "relative",
-        "winner",
-        "mib_per_s",
-        "bytes",
-        "requests",
-        "p50_ns",
-        "p90_ns",
-        "p99_ns",
-        "max_ns",
-        "cpu_percent",
-        "runs",
-        "cache",
-        "timing",
-        "trace",
-    ])?;
-    for r in d.results {
-        w.write_record([
+/// One reader's result as the file formats write it: a JSON line with the
+/// trace, cache state and timing beside it, and one CSV row.
+struct ReplayRow<'a> {
+    doc: &'a Doc<'a>,
+    r: &'a ReaderResult,
+}
+
+impl Exportable for ReplayRow<'_> {
+    fn to_json(&self) -> Result<serde_json::Value> {
+        let d = self.doc;
+        let mut v = serde_json::to_value(self.r)?;
+        v["schema_version"] = d.schema_version.into();
+        v["kind"] = "replay".into();
+        v["trace"] = d.trace.clone().into();
+        v["cache"] = serde_json::to_value(d.cache)?;
+        v["timing"] = d.timing.into();
+        Ok(v)
+    }
+
+    fn csv_header(&self) -> Vec<String> {
+        [
+            "reader",
+            "median_ns",
+            "relative",
+            "winner",
+            "mib_per_s",
+            "bytes",
+            "requests",
+            "p50_ns",
+            "p90_ns",
+            "p99_ns",
+            "max_ns",
+            "cpu_percent",
+            "runs",
+            "cache",
+            "timing",
+            "trace",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    fn csv_rows(&self) -> Vec<Vec<String>> {
+        let (d, r) = (self.doc, self.r);
+        vec![vec![
             r.reader.clone(),
             format!("{:.0}", r.median_ns),
             format!("{:.4}", r.relative),
@@ -217,9 +242,8 @@ fn csv(d: &Doc) -> Result<Vec<u8>> {
             .into(),
             d.timing.to_string(),
             d.trace.clone(),
-        ])?;
+        ]]
     }
-    Ok(w.into_inner()?)
 }
 
 /// Runs `iolab replay`.
@@ -289,7 +313,7 @@ pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
 /// The flags checked and the trace loaded: refused before any file is
 /// made when a flag is bad, a reader unknown, or the trace has no reads.
 fn load_checked(a: &ReplayArgs) -> Result<(tr::Trace, Threads)> {
-    super::limits::check_input_file("replay", &a.trace)?;
+    crate::limits::check_input_file("replay", &a.trace)?;
     let threads = threads_of(&a.threads)?;
     if a.coalesce == Some(0) || a.coalesce.is_some_and(|c| c > 1 << 30) {
         return Err(super::usage(
@@ -378,26 +402,17 @@ fn write_outputs(
     a: &ReplayArgs,
     doc: &Doc,
     results: &[ReaderResult],
-    targets: crate::output::flags::Targets,
+    targets: crate::export::flags::Targets,
 ) -> Result<()> {
-    if let Some(mut c) = targets.csv {
-        c.write_all_atomically(&csv(doc)?)?;
+    let mut exporters = Exporters::new(targets);
+    for r in results {
+        exporters.record(&ReplayRow { doc, r })?;
     }
-    if let Some(mut j) = targets.jsonl {
-        for r in results {
-            let mut v = serde_json::to_value(r)?;
-            v["schema_version"] = doc.schema_version.into();
-            v["kind"] = "replay".into();
-            v["trace"] = doc.trace.clone().into();
-            v["cache"] = serde_json::to_value(doc.cache)?;
-            v["timing"] = doc.timing.into();
-            j.append_jsonl(&serde_json::to_vec(&v)?)?;
-        }
-    }
+    exporters.finish()?;
     if a.out.json {
-        crate::output::stdout(&format!("{}\n", serde_json::to_string_pretty(doc)?))?;
+        crate::export::stdout(&format!("{}\n", serde_json::to_string_pretty(doc)?))?;
     } else {
-        crate::output::stdout(&table(doc))?;
+        crate::export::stdout(&table(doc))?;
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! commands that produced them), `iolab bench --jsonl` records and
 //! `iolab sys --jsonl` records, with the environment they came from.
 
-use super::lab::write_regenerated;
+use crate::lab_files::write_regenerated;
 use anyhow::{Context, Result};
 use iolab_bench::record::BenchRecord;
 use iolab_lab::{self as lab, record::LabRecord, verdict::Finding};

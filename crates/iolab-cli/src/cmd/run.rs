@@ -8,7 +8,7 @@
 //! folded in (the course's `xorbuf(buf, bytes_read / 4)`). So with a block
 //! size that is not a multiple of 4 the answer differs from `iolab xor`'s.
 
-use crate::output::target::{Mode, OutputTarget};
+use crate::export::target::{Mode, OutputTarget};
 use anyhow::{Context, Result};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -191,7 +191,7 @@ fn plan(a: &RunArgs) -> Result<(usize, Option<WritePlan>)> {
     if a.write {
         return Ok((bs, Some(check_write(a, bs)?)));
     }
-    super::cat::check_input(cmd, &a.file)?;
+    crate::limits::check_input(cmd, &a.file)?;
     Ok((bs, None))
 }
 
@@ -226,7 +226,7 @@ pub fn run(a: &RunArgs, stop: &AtomicBool) -> Result<i32> {
     }
     let mut buf = buffer("run -r", bs)?;
     let (x, _) = read_blocks(&a.file, &mut buf, a.block_count, stop)?;
-    crate::output::stdout(&format!("{x:08x}\n"))?;
+    crate::export::stdout(&format!("{x:08x}\n"))?;
     Ok(0)
 }
 
@@ -234,7 +234,7 @@ pub fn run(a: &RunArgs, stop: &AtomicBool) -> Result<i32> {
 /// at least 5 s, or stops when the count outgrows the file.
 pub fn run2(a: &Run2Args, stop: &AtomicBool) -> Result<i32> {
     let bs = check_block("run2", a.block_size)?;
-    super::cat::check_input("run2", &a.file)?;
+    crate::limits::check_input("run2", &a.file)?;
     let len = iolab::file::length(&a.file)?;
     if len < bs as u64 {
         return Err(super::usage(format!(
@@ -262,7 +262,7 @@ pub fn run2(a: &Run2Args, stop: &AtomicBool) -> Result<i32> {
         eprintln!("run2: {count} blocks ({got} bytes): {secs:.3} s");
         last = (count, got, secs);
         if secs >= TARGET_SECS {
-            crate::output::stdout(&format!(
+            crate::export::stdout(&format!(
                 "block count {count}, file size {got} bytes ({}), time {secs:.3} s\n",
                 iolab_bench::prepare::human(got)
             ))?;
@@ -277,7 +277,7 @@ pub fn run2(a: &Run2Args, stop: &AtomicBool) -> Result<i32> {
 fn outgrown(a: &Run2Args, len: u64, (count, bytes, secs): (u64, u64, f64)) -> Result<i32> {
     let rate = bytes as f64 / secs.max(1e-9);
     let need = (rate * TARGET_SECS) as u64;
-    crate::output::stdout(&format!(
+    crate::export::stdout(&format!(
         "{} ({len} bytes) is read in under 5 s: the longest read, {count} blocks ({bytes} bytes), took {secs:.3} s ({:.0} MiB/s); 5 s would need a file of about {} ({need} bytes)\n",
         a.file.display(),
         rate / (1 << 20) as f64,

@@ -3,9 +3,9 @@
 //! in flight, cold and warm page cache, with the engines that suit each;
 //! then one table and a few lines of advice.
 
-use super::bench::execute;
-use super::session::{temp_path, Session};
-use crate::output::table::{count, ns};
+use crate::export::table::{count, ns};
+use crate::session::{temp_path, Session};
+use crate::sweep::execute;
 use anyhow::Result;
 use iolab::engine::EngineKind;
 use iolab_bench::prepare::human;
@@ -197,9 +197,11 @@ pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
         live: false,
         waker: None,
     };
-    let mut exporters: Vec<Box<dyn crate::output::Exporter>> = Vec::new();
+    let mut exporters = crate::export::Exporters::default();
     if a.json {
-        exporters.push(Box::new(crate::output::json::Json::default()));
+        exporters.push(Box::new(crate::export::json::Json::new(
+            iolab_bench::record::SCHEMA_VERSION,
+        )));
     }
     let (recs, failed) = execute(&specs, &ses, true, &mut exporters, |_| {})?;
     if let Some(e) = failed {
@@ -207,7 +209,7 @@ pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
     }
     if !a.json {
         let groups: Vec<Group> = plans.iter().map(|p| p.group).collect();
-        crate::output::stdout(&render(&recs, &groups))?;
+        crate::export::stdout(&render(&recs, &groups))?;
     }
     Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 })
 }

@@ -1,6 +1,7 @@
 //! `iolab sys`: the cost of the operating system's basic operations.
 
-use crate::output::flags::{OutputArgs, Targets};
+use crate::export::flags::OutputArgs;
+use crate::export::{Exportable, Exporters};
 use anyhow::Context;
 use iolab_bench::env::Environment;
 use iolab_sysbench::{
@@ -90,8 +91,8 @@ pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
         return bad(&format!("--dir {}: not a directory", dir.display()));
     }
     let mut out = SysOut {
-        targets: args.out.check(&[])?,
-        jsonl_done: 0,
+        exporters: Exporters::new(args.out.check(&[])?),
+        done: 0,
     };
     let scale = if args.quick {
         Scale::Quick
@@ -170,6 +171,7 @@ pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
 
 fn finish(args: &SysArgs, out: &mut SysOut, report: &SysReport, code: i32) -> anyhow::Result<i32> {
     out.write(report)?;
+    out.exporters.finish()?;
     let out = std::io::stdout();
     let mut out = out.lock();
     let res = if args.out.json {
@@ -186,39 +188,70 @@ fn finish(args: &SysArgs, out: &mut SysOut, report: &SysReport, code: i32) -> an
     }
 }
 
-/// The output files of `iolab sys`, written through the one writer.
+/// The output files of `iolab sys`, written through the exporters.
 struct SysOut {
-    targets: Targets,
-    /// Entries already appended to --jsonl.
-    jsonl_done: usize,
+    exporters: Exporters,
+    /// Entries already handed to the exporters.
+    done: usize,
 }
 
 impl SysOut {
-    /// Appends new entries to --jsonl and rewrites --csv with every point
-    /// measured so far.
+    /// Hands the entries measured since the last call to the exporters
+    /// (`--jsonl` appends them, `--csv` rewrites every point so far).
     fn write(&mut self, report: &SysReport) -> anyhow::Result<()> {
-        if let Some(t) = &mut self.targets.jsonl {
-            for e in &report.entries[self.jsonl_done.min(report.entries.len())..] {
-                let line = EntryLine {
-                    schema_version: SCHEMA_VERSION,
-                    scale: &report.scale,
-                    repeat: report.repeat,
-                    environment: &report.environment,
-                    entry: e,
-                };
-                t.append_jsonl(&serde_json::to_vec(&line)?)?;
-            }
-            self.jsonl_done = report.entries.len();
+        for e in &report.entries[self.done.min(report.entries.len())..] {
+            self.exporters.record(&EntryLine {
+                schema_version: SCHEMA_VERSION,
+                scale: &report.scale,
+                repeat: report.repeat,
+                environment: &report.environment,
+                entry: e,
+            })?;
         }
-        if let Some(t) = &mut self.targets.csv {
-            let mut w = csv::Writer::from_writer(Vec::new());
-            for row in report.csv_rows() {
-                w.serialize(row)?;
-            }
-            let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("csv: {e}"))?;
-            t.write_all_atomically(&bytes)?;
-        }
+        self.done = report.entries.len();
         Ok(())
+    }
+}
+
+/// A number as serde writes one into CSV: shortest round-trip digits, with
+/// `.0` on whole numbers (`1.0`, not `1`).
+fn csv_num(x: f64) -> String {
+    let s = x.to_string();
+    if x.is_finite() && !s.contains(['.', 'e', 'E']) {
+        s + ".0"
+    } else {
+        s
+    }
+}
+
+/// A `sys` measurement as the file formats write it.
+impl Exportable for EntryLine<'_> {
+    fn to_json(&self) -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::to_value(self)?)
+    }
+
+    fn csv_header(&self) -> Vec<String> {
+        ["series", "x", "x_unit", "y", "y_unit", "y_min", "y_max"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    fn csv_rows(&self) -> Vec<Vec<String>> {
+        self.entry
+            .csv_rows()
+            .into_iter()
+            .map(|r| {
+                vec![
+                    r.series,
+                    csv_num(r.x),
+                    r.x_unit,
+                    csv_num(r.y),
+                    r.y_unit,
+                    csv_num(r.y_min),
+                    csv_num(r.y_max),
+                ]
+            })
+            .collect()
     }
 }
 

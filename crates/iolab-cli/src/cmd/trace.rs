@@ -1,7 +1,8 @@
 //! `iolab trace stats FILE`: what a trace reads, how, how much again, and
 //! what the reading policies would choose for each file.
 
-use super::record::trace_err;
+use crate::trace_io::parse_format;
+use crate::trace_io::trace_err;
 use anyhow::Result;
 use iolab_bench::prepare::human;
 use iolab_trace::stats::{self, Advice, FileStats, TraceStats};
@@ -35,11 +36,6 @@ pub struct StatsArgs {
     /// Print one JSON document instead of the text.
     #[arg(long)]
     pub json: bool,
-}
-
-/// `--format` values.
-pub fn parse_format(s: &str) -> Result<TraceFormat, String> {
-    s.parse()
 }
 
 /// What the policies would choose for a file.
@@ -141,9 +137,9 @@ pub fn run(a: &TraceArgs, _stop: &AtomicBool) -> Result<i32> {
             if s.json {
                 let mut v = serde_json::to_value(&st)?;
                 v["schema_version"] = iolab_bench::record::SCHEMA_VERSION.into();
-                crate::output::stdout(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+                crate::export::stdout(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
             } else {
-                crate::output::stdout(&text(&st))?;
+                crate::export::stdout(&text(&st))?;
             }
             Ok(0)
         }

@@ -2,7 +2,7 @@
 //! reads (see `iolab_reader::tune`), print the Pareto front and the
 //! recommendations in words, and write the profile `Auto` reads.
 
-use crate::output::target::{Mode, OutputTarget};
+use crate::export::target::{Mode, OutputTarget};
 use anyhow::{Context, Result};
 use iolab_reader::profile::{self, Machine, Profile};
 use iolab_reader::tune;
@@ -92,7 +92,7 @@ pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
         .map_or(0, |d| d.as_secs());
     let p = tune::derive(&ms, offset, Machine::this(), device, now);
     let text = summary(&p);
-    crate::output::stdout(&text)?;
+    crate::export::stdout(&text)?;
     target.write_all_atomically(p.to_json().as_bytes())?;
     eprintln!("profile written to {}", out.display());
     Ok(0)

@@ -31,7 +31,7 @@ pub fn run(a: &XorArgs, _stop: &AtomicBool) -> Result<i32> {
     let (x, st) = iolab_reader::xor::xor_file(&a.file)
         .with_context(|| format!("xor {}", a.file.display()))?;
     let secs = t.elapsed().as_secs_f64();
-    crate::output::stdout(&format!("{x:#010x}\n"))?;
+    crate::export::stdout(&format!("{x:#010x}\n"))?;
     eprintln!(
         "read {} in {:.2} s ({:.0} MiB/s) with {}{}",
         iolab_bench::prepare::human(st.bytes),

@@ -44,7 +44,7 @@ pub fn join(stop: &AtomicBool) -> Result<Joined> {
     let world = match World::join() {
         Ok(Some(w)) => w,
         Ok(None) => return Ok(Joined::Alone),
-        Err(e) => return Err(super::usage(e.to_string())),
+        Err(e) => return Err(crate::error::usage(e.to_string())),
     };
     if world.is_root() {
         return Ok(Joined::Leader(Leader(world)));

@@ -62,7 +62,7 @@ pub fn prepare_files(spec: &WorkloadSpec, ses: &Session, temp: bool) -> Result<P
 /// A temporary file path in `dir` (not yet created).
 pub fn temp_path(dir: &Path) -> Result<PathBuf> {
     if !dir.is_dir() {
-        return Err(super::usage(format!(
+        return Err(crate::error::usage(format!(
             "--dir {}: no such directory",
             dir.display()
         )));

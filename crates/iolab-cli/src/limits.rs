@@ -3,8 +3,8 @@
 //! deeper than the queue, blocks larger than the file, and paths that
 //! cannot be created. All before anything is made or measured.
 
-use super::bench_args::{BenchArgs, OpArg};
-use super::usage;
+use crate::bench_args::{BenchArgs, OpArg};
+use crate::error::usage;
 use anyhow::Result;
 use iolab::engine::EngineKind;
 use iolab_bench::prepare::human;
@@ -135,4 +135,17 @@ pub fn check_input_file(what: &str, p: &Path) -> Result<()> {
         "{what} {}: not a regular file ({kind}); name a file",
         p.display()
     )))
+}
+
+/// Refuses, without opening it, a missing input or one that is not a
+/// regular file or block device (usage error naming `cmd`).
+pub(crate) fn check_input(cmd: &str, f: &Path) -> Result<()> {
+    if std::fs::metadata(f).is_err() {
+        return Err(crate::error::usage(format!(
+            "{cmd}: {}: no such file",
+            f.display()
+        )));
+    }
+    iolab_bench::prepare::check_file_kind(f, false)
+        .map_err(|e| crate::error::usage(e.to_string().replacen("--file ", &format!("{cmd}: "), 1)))
 }

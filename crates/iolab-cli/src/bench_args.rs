@@ -3,7 +3,7 @@
 //! multi-rank runs (`ranks`) and the command itself (`bench`) all read them
 //! without importing each other.
 
-use crate::output;
+use crate::export;
 use crate::parse;
 use anyhow::Result;
 use iolab::engine::EngineKind;
@@ -276,8 +276,8 @@ pub struct BenchArgs {
     /// a completed I/O to the waiting thread faster when the CPU ran another
     /// task recently; fio's supervisor wakes every 10 ms, so --vs fio runs
     /// both tools next to 10 ms wakers unless told otherwise.
-    #[arg(long, value_name = "DURATION|off", value_parser = super::waker::parse_arg)]
-    pub waker: Option<super::waker::WakerArg>,
+    #[arg(long, value_name = "DURATION|off", value_parser = crate::waker::parse_arg)]
+    pub waker: Option<crate::waker::WakerArg>,
     /// With --vs: pairs of runs, alternating who goes first.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub pairs: u32,
@@ -289,7 +289,7 @@ pub struct BenchArgs {
     pub print_fio: Option<String>,
     /// Outputs: --json, --jsonl, --csv, --overwrite.
     #[command(flatten)]
-    pub out: output::flags::OutputArgs,
+    pub out: export::flags::OutputArgs,
     /// Multi-rank runs under mpirun: --layout, --region, --segments, ...
     #[command(flatten)]
     pub ranks: RankArgs,

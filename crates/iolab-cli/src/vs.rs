@@ -2,8 +2,8 @@
 //! side by side, with the ratios, the noise between pairs, and the exact fio
 //! command used.
 
-use super::session::{prepare_files, Session};
-use crate::output::table::{count, ns};
+use crate::export::table::{count, ns};
+use crate::session::{prepare_files, Session};
 use anyhow::{Context, Result};
 use iolab_bench::measure::{self, Measure};
 use iolab_bench::prepare;
@@ -23,13 +23,13 @@ pub fn check(specs: &[WorkloadSpec]) -> Result<()> {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !ok {
-        return Err(super::usage(
+        return Err(crate::error::usage(
             "--vs fio: fio is not installed (scripts/setup.sh installs it)",
         ));
     }
     for s in specs {
         fio::command(s).map_err(|why| {
-            super::usage(format!(
+            crate::error::usage(format!(
                 "--vs fio: {} cannot be expressed in fio: {why}",
                 s.label()
             ))
@@ -49,7 +49,7 @@ pub fn print_commands(specs: &[WorkloadSpec], fair: bool) -> Result<i32> {
             let len = std::fs::metadata(&s.file).map(|m| m.len()).unwrap_or(0);
             s.file_size = len.saturating_sub(s.offset);
         }
-        let why = |w: String| super::usage(format!("--print-fio: {}: {w}", s.label()));
+        let why = |w: String| crate::error::usage(format!("--print-fio: {}: {w}", s.label()));
         // As --vs runs it: the null engine's pinned pair unless --cpus pins.
         let null = (s.engine == iolab::engine::EngineKind::Null)
             .then(|| fio::null_commands(&s, fio::null_cpu()).ok())
@@ -58,7 +58,7 @@ pub fn print_commands(specs: &[WorkloadSpec], fair: bool) -> Result<i32> {
             (Some((d, _)), false) => d,
             (Some((_, fa)), true) => fa,
             (None, true) => {
-                return Err(super::usage(
+                return Err(crate::error::usage(
                     "--print-fio fair: only the null engine (without --cpus) has a fair-accounting command",
                 ))
             }
@@ -67,7 +67,7 @@ pub fn print_commands(specs: &[WorkloadSpec], fair: bool) -> Result<i32> {
         text.push_str(&cmd.line());
         text.push('\n');
     }
-    crate::output::stdout(&text)?;
+    crate::export::stdout(&text)?;
     Ok(0)
 }
 
@@ -107,7 +107,7 @@ pub fn compare(
     pairs: u32,
     env: &iolab_bench::env::Environment,
 ) -> Result<BenchRecord> {
-    let cmd = fio::command(spec).map_err(|why| super::usage(format!("--vs fio: {why}")))?;
+    let cmd = fio::command(spec).map_err(|why| crate::error::usage(format!("--vs fio: {why}")))?;
     let prep = prepare_files(spec, ses, temp)?;
     let mut spec = spec.clone();
     if !ses.size_given {
@@ -201,7 +201,7 @@ impl Drop for Unpin {
 impl measure::Hooks for IolabSide {
     fn before(&mut self) -> iolab_bench::Result<Option<Box<dyn std::any::Any>>> {
         let stand_in = match self.stand_in {
-            true => Some(super::waker::Wakers::stand_in().map_err(bench_err)?),
+            true => Some(crate::waker::Wakers::stand_in().map_err(bench_err)?),
             false => None,
         };
         let unpin = match self.pin {
@@ -235,7 +235,7 @@ pub fn waker_line(w: &iolab_bench::env::WakerInfo, both: bool) -> String {
     };
     format!(
         "wakers: {who} ran next to a process waking every {} on CPU {}{stand_in} (fio's supervisor wakes every 10 ms; some VMs return from an I/O faster to a CPU that ran another task recently; --waker off leaves them out)",
-        crate::output::table::ns(w.every_us as f64 * 1e3),
+        crate::export::table::ns(w.every_us as f64 * 1e3),
         cpus.join(",")
     )
 }
@@ -463,4 +463,31 @@ fn render_fair(o: &mut String, c: &FioComparison, f: &FairFio) {
         &c.fio,
         "fio's default accounting: slat, clat, lat and their histograms per op",
     );
+}
+
+/// `iolab bench ... --fio-job`: the fio job file of each configuration.
+pub fn print_job_files(specs: &[iolab_bench::spec::WorkloadSpec], temp: bool) -> Result<i32> {
+    let mut text = String::new();
+    for s in specs {
+        let mut s = s.clone();
+        if s.file_size == 0 {
+            // An existing --file without --size: its length.
+            let len = iolab::file::length(&s.files()[0]).unwrap_or(0);
+            s.file_size = len.saturating_sub(s.offset);
+        }
+        let s = &s;
+        let job = iolab_fio::translate::job_file(s).map_err(|why| {
+            crate::error::usage(format!(
+                "--fio-job: {} cannot be expressed in fio: {why}",
+                s.label()
+            ))
+        })?;
+        text.push_str(&job);
+        if temp {
+            text.push_str("; (no --file given: name the file to run it)\n");
+        }
+        text.push('\n');
+    }
+    crate::export::stdout(&text)?;
+    Ok(0)
 }

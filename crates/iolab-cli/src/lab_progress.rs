@@ -116,7 +116,7 @@ impl lab::Progress for Bar {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lab::Progress;
+    use iolab_lab::Progress;
 
     #[test]
     fn eta_scales_what_is_left_by_the_pace_so_far() {

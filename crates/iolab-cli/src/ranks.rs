@@ -5,8 +5,9 @@
 //! the only one that prints or writes. A rank that fails names itself and
 //! ends every rank (MPI_Abort) instead of leaving them in a barrier.
 
-use super::bench_args::BenchArgs;
-use super::session::Session;
+use crate::bench_args::BenchArgs;
+use crate::export::{Exportable, Exporters};
+use crate::session::Session;
 use anyhow::{Context, Result};
 use iolab_bench::rank_place::{Layout, RankPlace};
 use iolab_bench::record::{RunMetrics, SCHEMA_VERSION};
@@ -48,7 +49,7 @@ struct RankDetail<'a> {
 /// What `iolab bench` decides before measuring: the valid configurations
 /// and, unless it only prints, the checked output files.
 pub type Planner<'a> =
-    &'a dyn Fn(&BenchArgs) -> Result<(Vec<WorkloadSpec>, Option<crate::output::flags::Targets>)>;
+    &'a dyn Fn(&BenchArgs) -> Result<(Vec<WorkloadSpec>, Option<crate::export::flags::Targets>)>;
 
 /// Runs `a` as one rank of a multi-rank run when started by an MPI
 /// launcher; `Ok(None)` when this is a plain single process.
@@ -59,13 +60,13 @@ pub fn maybe_run(a: &BenchArgs, stop: &AtomicBool, plan: Planner) -> Result<Opti
         Ok(Some(w)) => w,
         Ok(None) => {
             if a.ranks.any() {
-                return Err(super::usage(
+                return Err(crate::error::usage(
                     "--layout, --region, --segments, --deadline, --wearout, --reorder and --fsync-on-close are for runs under mpirun (e.g. mpirun -n 4 iolab bench --layout segmented ...)",
                 ));
             }
             return Ok(None);
         }
-        Err(e) => return Err(super::usage(e.to_string())),
+        Err(e) => return Err(crate::error::usage(e.to_string())),
     };
     if let Some(code) = disagreement(&world) {
         return Ok(Some(code));
@@ -121,7 +122,7 @@ fn planned(
     a: &BenchArgs,
     world: &World,
     plan: Planner,
-) -> std::result::Result<(WorkloadSpec, Option<crate::output::flags::Targets>), i32> {
+) -> std::result::Result<(WorkloadSpec, Option<crate::export::flags::Targets>), i32> {
     let planned = plan_rank(a, world, plan);
     let root_failed = world.broadcast_i64(i64::from(planned.is_err())) != 0;
     let any_failed = world.all_max_u64(u64::from(planned.is_err())) != 0;
@@ -158,7 +159,7 @@ fn rank_file(
         (Some(f), Layout::PerRank) => {
             let s = f.to_string_lossy();
             if !s.contains("{rank}") && ranks > 1 {
-                return Err(super::usage(format!(
+                return Err(crate::error::usage(format!(
                     "--file {s}: with --layout per-rank each rank needs its own file: put {{rank}} in the name (e.g. --file 'data.{{rank}}')"
                 )));
             }
@@ -166,7 +167,7 @@ fn rank_file(
                 s.replace("{rank}", &target.to_string()),
             )))
         }
-        (None, l) if l.shared() => Err(super::usage(format!(
+        (None, l) if l.shared() => Err(crate::error::usage(format!(
             "--layout {l}: name the shared file with --file (every rank must open the same one)"
         ))),
         _ => Ok(None),
@@ -176,12 +177,12 @@ fn rank_file(
 /// `--wearout` needs a deadline, and one stream of ops per rank.
 fn check_wearout(a: &BenchArgs, spec: &WorkloadSpec) -> Result<()> {
     if a.ranks.wearout && a.ranks.deadline.is_none() {
-        return Err(super::usage(
+        return Err(crate::error::usage(
             "--wearout evens the ranks out after a deadline: give --deadline too (e.g. --deadline 30s --wearout, IOR's -D with stoneWallingWearOut)",
         ));
     }
     if a.ranks.wearout && spec.workers() > 1 {
-        return Err(super::usage(format!(
+        return Err(crate::error::usage(format!(
             "--wearout counts each rank's ops as one stream: give --threads 1, not {}",
             spec.threads
         )));
@@ -195,7 +196,7 @@ fn plan_rank(
     a: &BenchArgs,
     world: &World,
     plan: Planner,
-) -> Result<(WorkloadSpec, Option<crate::output::flags::Targets>)> {
+) -> Result<(WorkloadSpec, Option<crate::export::flags::Targets>)> {
     let (rank, ranks) = (world.rank(), world.size());
     let layout = a.ranks.layout.unwrap_or(Layout::PerRank);
     let mut b = a.clone();
@@ -204,7 +205,7 @@ fn plan_rank(
         b.out.overwrite = a.out.overwrite;
     }
     if a.vs.is_some() {
-        return Err(super::usage("--vs is not available under mpirun"));
+        return Err(crate::error::usage("--vs is not available under mpirun"));
     }
     let target = if a.ranks.reorder {
         (rank + 1) % ranks
@@ -230,11 +231,11 @@ fn plan_rank(
         bs,
         resume_ops: 0,
     };
-    place.validate().map_err(super::usage)?;
+    place.validate().map_err(crate::error::usage)?;
     b.size = Some(place.file_bytes());
     let (all, targets) = plan(&b)?;
     if all.len() != 1 {
-        return Err(super::usage(
+        return Err(crate::error::usage(
             "under mpirun give one configuration (no comma-separated sweeps)",
         ));
     }
@@ -272,7 +273,7 @@ fn run_rank(
         fsync_on_close: a.ranks.fsync_on_close,
     };
     let mut prepare = |s: &WorkloadSpec| {
-        super::session::prepare_files(s, &ses, false)
+        crate::session::prepare_files(s, &ses, false)
             .map_err(|e| BenchError::Usage(crate::error::one_line(&e)))
     };
     Ok(run::run_rank(&r, spec, &mut prepare)?)
@@ -284,7 +285,7 @@ fn report_root(
     world: &World,
     spec: &WorkloadSpec,
     reports: &[RankReport],
-    targets: Option<crate::output::flags::Targets>,
+    targets: Option<crate::export::flags::Targets>,
 ) -> Result<()> {
     let agg = Aggregate::of(reports).context("merge the ranks' results")?;
     let rec = RanksRecord {
@@ -310,62 +311,89 @@ fn report_root(
             .collect(),
         latency_definition: iolab_bench::record::LATENCY_DEFINITION,
     };
-    let json = serde_json::to_string(&rec).context("encode the record")?;
-    if let Some(mut t) = targets {
-        if let Some(j) = t.jsonl.as_mut() {
-            j.append_jsonl(format!("{json}\n").as_bytes())?;
-        }
-        if let Some(c) = t.csv.as_mut() {
-            c.write_all_atomically(csv_rows(&agg, reports)?.as_bytes())?;
-        }
+    let out = RanksOut {
+        rec: &rec,
+        agg: &agg,
+        reports,
+    };
+    if let Some(t) = targets {
+        let mut exporters = Exporters::new(t);
+        exporters.record(&out)?;
+        exporters.finish()?;
     }
     if a.out.json {
-        println!("{json}");
+        println!(
+            "{}",
+            serde_json::to_string(&rec).context("encode the record")?
+        );
         return Ok(());
     }
     print!("{}", table(spec, &agg, reports, &world.library()));
     Ok(())
 }
 
-fn csv_rows(agg: &Aggregate, reports: &[RankReport]) -> Result<String> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
-        "rank",
-        "host",
-        "bytes",
-        "ops",
-        "mib_per_s",
-        "p50_ns",
-        "p99_ns",
-        "resident_before",
-        "resident_after",
-    ])?;
-    for r in reports {
-        let l = &r.metrics.latency;
-        w.write_record([
-            r.rank.to_string(),
-            r.host.clone(),
-            r.metrics.bytes.to_string(),
-            r.metrics.ops.to_string(),
-            format!("{:.3}", r.metrics.mib_per_s),
-            l.p50_ns.to_string(),
-            l.p99_ns.to_string(),
-            format!("{:.4}", r.resident_before),
-            format!("{:.4}", r.resident_after),
-        ])?;
+/// A multi-rank run as the file formats write it: the record as JSON, and
+/// one CSV row per rank and one for all of them.
+struct RanksOut<'a> {
+    rec: &'a RanksRecord<'a>,
+    agg: &'a Aggregate,
+    reports: &'a [RankReport],
+}
+
+impl Exportable for RanksOut<'_> {
+    fn to_json(&self) -> Result<serde_json::Value> {
+        Ok(serde_json::to_value(self.rec)?)
     }
-    w.write_record([
-        "all".to_string(),
-        String::new(),
-        agg.bytes.to_string(),
-        agg.ops.to_string(),
-        format!("{:.3}", agg.mib_per_s),
-        agg.latency.p50_ns.to_string(),
-        agg.latency.p99_ns.to_string(),
-        String::new(),
-        format!("{:.4}", agg.max_resident_after),
-    ])?;
-    Ok(String::from_utf8(w.into_inner().context("csv")?)?)
+
+    fn csv_header(&self) -> Vec<String> {
+        [
+            "rank",
+            "host",
+            "bytes",
+            "ops",
+            "mib_per_s",
+            "p50_ns",
+            "p99_ns",
+            "resident_before",
+            "resident_after",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    fn csv_rows(&self) -> Vec<Vec<String>> {
+        let mut rows: Vec<Vec<String>> = self
+            .reports
+            .iter()
+            .map(|r| {
+                let l = &r.metrics.latency;
+                vec![
+                    r.rank.to_string(),
+                    r.host.clone(),
+                    r.metrics.bytes.to_string(),
+                    r.metrics.ops.to_string(),
+                    format!("{:.3}", r.metrics.mib_per_s),
+                    l.p50_ns.to_string(),
+                    l.p99_ns.to_string(),
+                    format!("{:.4}", r.resident_before),
+                    format!("{:.4}", r.resident_after),
+                ]
+            })
+            .collect();
+        let agg = self.agg;
+        rows.push(vec![
+            "all".to_string(),
+            String::new(),
+            agg.bytes.to_string(),
+            agg.ops.to_string(),
+            format!("{:.3}", agg.mib_per_s),
+            agg.latency.p50_ns.to_string(),
+            agg.latency.p99_ns.to_string(),
+            String::new(),
+            format!("{:.4}", agg.max_resident_after),
+        ]);
+        rows
+    }
 }
 
 fn table(spec: &WorkloadSpec, agg: &Aggregate, reports: &[RankReport], lib: &str) -> String {
