@@ -165,11 +165,12 @@ fn run_experiments(a: &RunArgs, stop: &'static AtomicBool) -> Result<i32> {
         .map(|s| shlex::try_quote(&s).map(|c| c.into_owned()).unwrap_or(s))
         .collect::<Vec<_>>()
         .join(" ");
-    for (e, mut target) in exps.into_iter().zip(targets) {
+    for (e, target) in exps.into_iter().zip(targets) {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let text = run_one(a, e, &mut target, &ctx, &machine, &command)?;
+        let mut out = (crate::export::jsonl::FORMAT.make)(target);
+        let text = run_one(a, e, &mut *out, &ctx, &machine, &command)?;
         crate::export::stdout(&text)?;
     }
     if stop.load(Ordering::Relaxed) {
@@ -232,7 +233,7 @@ fn data_dir(a: &RunArgs) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
 fn run_one(
     a: &RunArgs,
     e: &dyn lab::Experiment,
-    target: &mut OutputTarget,
+    out: &mut dyn crate::export::Exporter,
     ctx: &Ctx,
     machine: &Machine,
     command: &str,
@@ -247,10 +248,7 @@ fn run_one(
     let t0 = std::time::Instant::now();
     let mut bar = crate::lab_progress::Bar::default();
     let mut sink = |r: &LabRecord| -> iolab_bench::Result<()> {
-        let line = serde_json::to_vec(r)
-            .map_err(|e| iolab_bench::BenchError::Usage(format!("cannot encode a record: {e}")))?;
-        target
-            .append_jsonl(&line)
+        out.record(r)
             .map_err(|e| iolab_bench::BenchError::Usage(format!("{e:#}")))
     };
     let recs = lab::run(e, ctx, machine, command, &previous, &mut bar, &mut sink)

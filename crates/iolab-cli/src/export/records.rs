@@ -131,3 +131,30 @@ pub fn rows(rec: &BenchRecord) -> Vec<Vec<String>> {
     }
     rows
 }
+
+/// A lab record: itself as JSON, and one CSV row per repeat's sample.
+impl Exportable for iolab_lab::record::LabRecord {
+    fn to_json(&self) -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::to_value(self)?)
+    }
+    fn csv_header(&self) -> Vec<String> {
+        ["experiment", "key", "repeat", "value", "unit"]
+            .map(String::from)
+            .to_vec()
+    }
+    fn csv_rows(&self) -> Vec<Vec<String>> {
+        self.samples
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                vec![
+                    self.experiment.clone(),
+                    self.key.clone(),
+                    (i + 1).to_string(),
+                    v.to_string(),
+                    self.unit.clone(),
+                ]
+            })
+            .collect()
+    }
+}
