@@ -233,7 +233,7 @@ pub fn latency(cfg: &Config<'_>) -> Result<Entry> {
         build_cycle(a, ws, &mut rng)
     })?;
     // What pages the walk ran on decides how many loads also miss the TLB:
-    // record it rather than assume it (issue 11 §6).
+    // record it rather than assume it.
     let backing = iolab::mem::Backing::measure(
         iolab::mem::MemKind::Malloc,
         arr.as_ptr() as usize,

@@ -1,4 +1,4 @@
-//! Every number says what was measured (issue 14): residency before and
+//! Every number says what was measured: residency before and
 //! after each run, cold runs that warmed themselves flagged, and CPU split
 //! into submitting threads, helper threads and kernel I/O threads. Real
 //! files, real engines.
