@@ -50,6 +50,12 @@ mod technique;
 mod threads;
 mod workers;
 
+#[cfg(feature = "cuda")]
+#[allow(unsafe_code)]
+pub mod cuda;
+#[cfg(feature = "cuda")]
+mod load;
+
 pub use error::GpuError;
 pub use host::{HostLane, HostQueue, HostTarget};
 pub use options::{GpuOptions, MAX_THREADS};
@@ -60,3 +66,8 @@ pub use target::{CopyNow, Lane, Target};
 pub use technique::{
     choose, nvidia_fs_loaded, Facts, GpuTechnique, ParseGpuTechniqueError, NVIDIA_FS,
 };
+
+#[cfg(feature = "cuda")]
+pub use cuda::{device_count, Device, DeviceBuffer, DeviceTarget};
+#[cfg(feature = "cuda")]
+pub use load::{load_file, load_into, load_ranges, load_sources};
