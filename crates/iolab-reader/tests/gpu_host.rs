@@ -352,3 +352,120 @@ fn a_failing_copy_stops_every_thread_and_no_lane_is_left() {
         }
     }
 }
+
+/// `n` bytes starting on a page, inside `v`.
+fn aligned(v: &mut Vec<u8>, n: usize) -> &mut [u8] {
+    v.resize(n + 4096, 0xEE);
+    let off = (4096 - v.as_ptr() as usize % 4096) % 4096;
+    &mut v[off..off + n]
+}
+
+#[test]
+fn filling_host_memory_in_place_reads_every_range_cold_and_warm() {
+    let d = dir();
+    let n = (1 << 20) + 4097;
+    let (p, v) = file(d.path(), "f", n, 5);
+    let cases: Vec<(Vec<Range>, usize, bool)> = vec![
+        // The whole file, page-aligned everywhere, its last read rounded up
+        // into the room after it: O_DIRECT when cold.
+        (
+            vec![Range {
+                offset: 0,
+                len: n as u64,
+                at: 0,
+            }],
+            n + 4095,
+            true,
+        ),
+        // A range neither whole pages nor ending the file: no O_DIRECT.
+        (
+            vec![Range {
+                offset: 0,
+                len: 5000,
+                at: 0,
+            }],
+            8192,
+            false,
+        ),
+        // Page-aligned ranges of whole pages, out of file order.
+        (
+            vec![
+                Range {
+                    offset: 8192 * 5,
+                    len: 8192,
+                    at: 0,
+                },
+                Range {
+                    offset: 4096 * 40,
+                    len: 4096 * 30,
+                    at: 8192,
+                },
+            ],
+            8192 + 4096 * 30,
+            true,
+        ),
+        // Unaligned, with gaps that must stay untouched: through the page cache.
+        (
+            vec![
+                Range {
+                    offset: 3,
+                    len: 70_000,
+                    at: 1,
+                },
+                Range {
+                    offset: 500_001,
+                    len: 5,
+                    at: 80_000,
+                },
+            ],
+            80_010,
+            false,
+        ),
+    ];
+    for (ranges, cap, direct) in cases {
+        let mut want = vec![0xEEu8; cap];
+        for r in &ranges {
+            let (o, l, at) = (r.offset as usize, r.len as usize, r.at as usize);
+            want[at..at + l].copy_from_slice(&v[o..o + l]);
+        }
+        let src = [Source {
+            path: p.clone(),
+            ranges: ranges.clone(),
+        }];
+        for cold in [true, false] {
+            if cold {
+                iolab::cache::evict(&p).unwrap();
+            } else {
+                iolab::cache::warm(&p, n as u64).unwrap();
+            }
+            let mut store = Vec::new();
+            let buf = aligned(&mut store, cap);
+            buf.fill(0xEE);
+            let st = iolab_reader::gpu::fill_host(buf, &src, &opts(None)).unwrap();
+            let tech = if cold {
+                GpuTechnique::Ring
+            } else {
+                GpuTechnique::Threads
+            };
+            assert_eq!(st.technique, tech, "{ranges:?}");
+            if cold {
+                assert_eq!(st.direct, direct, "{ranges:?}");
+            }
+            let bytes: u64 = ranges.iter().map(|r| r.len).sum();
+            assert_eq!(st.bytes, bytes);
+            // O_DIRECT may round the last read of a range up into free room;
+            // the bytes the ranges name are exact, the rest untouched unless
+            // rounding reached it.
+            for r in &ranges {
+                let (at, l) = (r.at as usize, r.len as usize);
+                assert!(
+                    buf[at..at + l] == want[at..at + l],
+                    "cold {cold}, {r:?}: bytes differ"
+                );
+            }
+            if !direct {
+                assert!(*buf == want[..], "cold {cold}: a gap was written");
+            }
+        }
+    }
+}

@@ -39,6 +39,7 @@
 //! ```
 
 mod error;
+mod fill;
 mod host;
 mod options;
 mod pipeline;
@@ -57,6 +58,7 @@ pub mod cuda;
 mod load;
 
 pub use error::GpuError;
+pub use fill::fill_host;
 pub use host::{HostLane, HostQueue, HostTarget};
 pub use options::{GpuOptions, MAX_THREADS};
 pub use pipeline::transfer;
