@@ -6,7 +6,8 @@
 //! whole files ([`read_all`], [`read_into`], and the raw path in [`whole`]).
 //! It reaches the kernel only through the `iolab` crate; its one `unsafe`
 //! edge is the CUDA module ([`gpu`], feature `cuda`), which moves files
-//! into GPU memory.
+//! into GPU memory. The [`safetensors`] loader reads model checkpoints
+//! into one host or device allocation.
 //!
 //! ```
 //! use iolab_reader::{Options, Reader, Technique};
@@ -39,6 +40,7 @@ mod mapped;
 pub mod policy;
 pub mod profile;
 mod request;
+pub mod safetensors;
 mod siblings;
 mod stream;
 mod technique;
