@@ -169,7 +169,7 @@ impl Session {
     /// Nothing has been read when this fails, so a caller may fall back.
     pub(crate) fn open(device: &Device, opened: &[Opened]) -> Result<Session, GpuError> {
         let api = api()?;
-        device.bind()?;
+        let _in = device.enter()?;
         // SAFETY: takes no arguments; paired with close in Drop.
         check("cuFileDriverOpen", unsafe { (api.open)() })?;
         let mut s = Session {
@@ -242,7 +242,7 @@ impl Session {
         pieces: &[Piece],
         shared: &Shared,
     ) -> Result<Counters, GpuError> {
-        buf.device().bind()?;
+        let _in = buf.device().enter()?;
         let mut c = Counters::start();
         c.pinned = false;
         c.direct = true;

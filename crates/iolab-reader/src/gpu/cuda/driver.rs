@@ -114,9 +114,7 @@ impl Device {
         check("cuDevicePrimaryCtxRetain", unsafe {
             sys::cuDevicePrimaryCtxRetain(&mut ctx, dev)
         })?;
-        let d = Arc::new(Device { ordinal, dev, ctx });
-        d.bind()?;
-        Ok(d)
+        Ok(Arc::new(Device { ordinal, dev, ctx }))
     }
 
     /// The GPU's number.
@@ -139,7 +137,7 @@ impl Device {
 
     /// Free and total device memory, bytes.
     pub fn memory(&self) -> Result<(u64, u64), GpuError> {
-        self.bind()?;
+        let _in = self.enter()?;
         let (mut free, mut total) = (0usize, 0usize);
         // SAFETY: writes two sizes to locals; the context is current.
         check("cuMemGetInfo", unsafe {
@@ -148,11 +146,34 @@ impl Device {
         Ok((free as u64, total as u64))
     }
 
-    /// Makes this GPU's context current on the calling thread (every
-    /// thread that calls the driver for it does this first).
-    pub(crate) fn bind(&self) -> Result<(), GpuError> {
+    /// Makes this GPU's context current on the calling thread until the
+    /// returned guard goes, which puts back the context that was current
+    /// before: every call into the driver is made inside one, so the
+    /// caller's thread is left as it was found (PyTorch keeps its current
+    /// device there).
+    pub(crate) fn enter(&self) -> Result<Entered, GpuError> {
+        let mut prev: sys::CUcontext = std::ptr::null_mut();
+        // SAFETY: writes the current context (or null) to a local.
+        let saved = unsafe { sys::cuCtxGetCurrent(&mut prev) } == CUresult::CUDA_SUCCESS;
         // SAFETY: ctx is a retained primary context, alive while self is.
-        check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(self.ctx) })
+        check("cuCtxSetCurrent", unsafe { sys::cuCtxSetCurrent(self.ctx) })?;
+        Ok(Entered(saved.then_some(prev)))
+    }
+}
+
+/// Puts the context that was current before [`Device::enter`] back.
+pub(crate) struct Entered(Option<sys::CUcontext>);
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        if let Some(prev) = self.0 {
+            // SAFETY: prev was current on this thread a moment ago (or is
+            // null, which makes no context current); the guard is not Send,
+            // so this runs on the thread that saved it.
+            unsafe {
+                sys::cuCtxSetCurrent(prev);
+            }
+        }
     }
 }
 

@@ -38,11 +38,11 @@ impl<'a> Target for DeviceTarget<'a> {
     fn lane(&self, slots: usize, slot_len: usize, pinned: bool) -> Result<CudaLane<'a>, GpuError> {
         let slots = slots.max(1);
         let device = self.buf.device();
-        device.bind()?;
+        let _in = device.enter()?;
         let mem = Staging::new(device, slots * slot_len, pinned)?;
         let stream = Stream::new(device)?;
         let events = (0..slots)
-            .map(|_| Event::new())
+            .map(|_| Event::new(device))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(CudaLane {
             q: Queue {
@@ -72,6 +72,7 @@ impl Staging {
             .map_err(|e| GpuError::layer(std::path::Path::new("staging buffers"), e))?;
         let mut registered = false;
         if pin {
+            let _in = device.enter()?;
             let ptr = map.as_mut_slice().as_mut_ptr();
             // SAFETY: ptr..ptr+map.len() is our own live mapping, which
             // stays mapped until Drop unregisters it first.
@@ -93,7 +94,7 @@ impl Staging {
 impl Drop for Staging {
     fn drop(&mut self) {
         if self.registered {
-            let _ = self.device.bind();
+            let _in = self.device.enter();
             let ptr = self.map.as_mut_slice().as_mut_ptr();
             // SAFETY: the range registered in `new`; the lane's stream was
             // synchronised (its queue is dropped first), so no copy reads it.
@@ -112,6 +113,7 @@ struct Stream {
 
 impl Stream {
     fn new(device: &Arc<Device>) -> Result<Stream, GpuError> {
+        let _in = device.enter()?;
         let mut s: sys::CUstream = std::ptr::null_mut();
         // SAFETY: writes the handle to a local; the context is current.
         check("cuStreamCreate", unsafe {
@@ -125,7 +127,7 @@ impl Stream {
 
     /// Waits for everything queued on the stream.
     fn sync(&self) -> Result<(), GpuError> {
-        self.device.bind()?;
+        let _in = self.device.enter()?;
         // SAFETY: s is a live stream of this context.
         check("cuStreamSynchronize", unsafe {
             sys::cuStreamSynchronize(self.s)
@@ -136,6 +138,7 @@ impl Stream {
 impl Drop for Stream {
     fn drop(&mut self) {
         let _ = self.sync();
+        let _in = self.device.enter();
         // SAFETY: s is live and destroyed once; its work has ended (above).
         unsafe {
             sys::cuStreamDestroy_v2(self.s);
@@ -144,10 +147,11 @@ impl Drop for Stream {
 }
 
 /// An event marking the end of one staging buffer's copy.
-struct Event(sys::CUevent);
+struct Event(sys::CUevent, Arc<Device>);
 
 impl Event {
-    fn new() -> Result<Event, GpuError> {
+    fn new(device: &Arc<Device>) -> Result<Event, GpuError> {
+        let _in = device.enter()?;
         let mut e: sys::CUevent = std::ptr::null_mut();
         // Blocking sync: a thread waiting for a copy sleeps, leaving its
         // CPU to the readers; no timing: cheaper to record.
@@ -157,12 +161,13 @@ impl Event {
         check("cuEventCreate", unsafe {
             sys::cuEventCreate(&mut e, flags)
         })?;
-        Ok(Event(e))
+        Ok(Event(e, device.clone()))
     }
 }
 
 impl Drop for Event {
     fn drop(&mut self) {
+        let _in = self.1.enter();
         // SAFETY: a live event, destroyed once.
         unsafe {
             sys::cuEventDestroy_v2(self.0);
@@ -204,7 +209,7 @@ impl Queue<'_> {
         if !self.pending[i] {
             return Ok(());
         }
-        self.device.bind()?;
+        let _in = self.device.enter()?;
         let e = self.events[i].0;
         // SAFETY: e is a live event of this context.
         match unsafe { sys::cuEventQuery(e) } {
@@ -228,19 +233,24 @@ impl Queue<'_> {
     /// synchronises the stream).
     fn start(&mut self, i: usize, src: *const u8, n: usize, at: u64) -> Result<(), GpuError> {
         self.bounds(at, n)?;
-        self.device.bind()?;
+        let _in = self.device.enter()?;
         // SAFETY: the destination lies inside the live allocation (checked
         // above); the source stays valid and unwritten until the event
         // recorded next completes (the caller's guarantee, see above).
         check("cuMemcpyHtoDAsync", unsafe {
             sys::cuMemcpyHtoDAsync_v2(self.buf.device_ptr() + at, src.cast(), n, self.stream.s)
         })?;
-        // From here the buffer counts as busy, even if recording fails.
         self.pending[i] = true;
         // SAFETY: a live event and stream of this context.
-        check("cuEventRecord", unsafe {
+        let r = check("cuEventRecord", unsafe {
             sys::cuEventRecord(self.events[i].0, self.stream.s)
-        })
+        });
+        if r.is_err() {
+            // Without its event the copy could not be waited for: wait for
+            // the whole stream now, so the buffer is never handed out early.
+            let _ = self.stream.sync();
+        }
+        r
     }
 
     /// Waits for every copy queued.
@@ -257,7 +267,7 @@ impl CopyNow for Queue<'_> {
         if src.is_empty() {
             return Ok(());
         }
-        self.device.bind()?;
+        let _in = self.device.enter()?;
         // SAFETY: the destination lies inside the live allocation (checked
         // above); `src` is borrowed for this whole call and the stream is
         // synchronised before it returns, so the copy has ended by then.

@@ -37,7 +37,7 @@ impl DeviceBuffer {
             return Ok(buf);
         }
         let size = usize::try_from(len).map_err(|_| oom(device, len))?;
-        device.bind()?;
+        let _in = device.enter()?;
         let mut ptr: sys::CUdeviceptr = 0;
         // SAFETY: writes the new allocation's address to a local; the
         // context is current on this thread.
@@ -85,7 +85,7 @@ impl DeviceBuffer {
         if out.is_empty() {
             return Ok(());
         }
-        self.device.bind()?;
+        let _in = self.device.enter()?;
         // SAFETY: offset..offset+out.len() lies inside this live allocation
         // (checked above); `out` is writable host memory of that length,
         // and the synchronous copy has ended when the call returns.
@@ -125,7 +125,7 @@ impl Drop for DeviceBuffer {
         }
         // Every lane that copied into it synchronised its stream before it
         // went; cuMemFree waits for any other work on the memory.
-        let _ = self.device.bind();
+        let _in = self.device.enter();
         // SAFETY: ptr came from cuMemAlloc in this context and is freed once.
         unsafe {
             sys::cuMemFree_v2(self.ptr);
