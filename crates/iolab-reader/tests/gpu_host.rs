@@ -120,6 +120,7 @@ fn cold_data_goes_through_the_ring_with_o_direct_and_warm_through_threads() {
 }
 
 #[test]
+// Long on purpose: the ranges, the bytes they must give, and each technique.
 fn byte_range_lists_from_several_files_land_where_asked() {
     let d = dir();
     let (a, va) = file(d.path(), "a", (1 << 20) + 5, 1);
@@ -361,6 +362,7 @@ fn aligned(v: &mut Vec<u8>, n: usize) -> &mut [u8] {
 }
 
 #[test]
+// Long on purpose: a table of range lists, each checked cold and warm.
 fn filling_host_memory_in_place_reads_every_range_cold_and_warm() {
     let d = dir();
     let n = (1 << 20) + 4097;

@@ -172,6 +172,7 @@ fn file_bytes(json: &str, data: &[u8]) -> Vec<u8> {
 }
 
 #[test]
+// Long on purpose: a table of malformed files and the reason each must give.
 fn each_malformed_file_is_refused_with_one_line_naming_the_problem() {
     let d = dir();
     let d = d.path();

@@ -201,25 +201,46 @@ fn one_file(
     direct: bool,
     opts: &GpuOptions,
 ) -> Result<bool, GpuError> {
+    let fh = if direct { open_direct(f)? } else { None };
+    let file = fh.as_ref().unwrap_or(&f.file);
+    let (pieces, slots): (Vec<Piece>, Vec<&mut [u8]>) = group.into_iter().unzip();
+    let mut dests: Vec<Slot<'_>> = slots.into_iter().map(Slot).collect();
+    let force = std::env::var_os(crate::whole::FORCE_PREAD_ENV).is_some_and(|v| v != "0");
+    if force || !read_ring(file, f, &pieces, &mut dests, opts.depth)? {
+        // No ring here: one pread per piece, in file order.
+        for (p, d) in pieces.iter().zip(dests.iter_mut()) {
+            let got = read_at_least(file, f, *p, d.0)?;
+            short(f, *p, got)?;
+        }
+    }
+    Ok(fh.is_some())
+}
+
+/// `f` opened with O_DIRECT, or `None` where its file system refuses it.
+fn open_direct(f: &Opened) -> Result<Option<File>, GpuError> {
     let spec = OpenSpec {
         direct: true,
         write: false,
     };
-    let fh: Option<File> = if direct {
-        match iolab::file::open(&f.path, spec) {
-            Ok(fh) => Some(fh),
-            Err(iolab::Error::Unsupported { .. }) => None,
-            Err(e) => return Err(GpuError::layer(&f.path, e)),
-        }
-    } else {
-        None
-    };
-    let file = fh.as_ref().unwrap_or(&f.file);
-    let (pieces, slots): (Vec<Piece>, Vec<&mut [u8]>) = group.into_iter().unzip();
-    let mut dests: Vec<Slot<'_>> = slots.into_iter().map(Slot).collect();
+    match iolab::file::open(&f.path, spec) {
+        Ok(fh) => Ok(Some(fh)),
+        Err(iolab::Error::Unsupported { .. }) => Ok(None),
+        Err(e) => Err(GpuError::layer(&f.path, e)),
+    }
+}
+
+/// Reads every piece into its slot through this thread's ring, `depth` in
+/// flight; `Ok(false)` when there is no io_uring here (nothing was read).
+fn read_ring(
+    file: &File,
+    f: &Opened,
+    pieces: &[Piece],
+    dests: &mut [Slot<'_>],
+    depth: u32,
+) -> Result<bool, GpuError> {
     let plan: Vec<ring::Piece> = dests
         .iter_mut()
-        .zip(&pieces)
+        .zip(pieces)
         .enumerate()
         .map(|(i, (d, p))| ring::Piece {
             offset: p.offset,
@@ -230,38 +251,20 @@ fn one_file(
             }],
         })
         .collect();
-    let force = std::env::var_os(crate::whole::FORCE_PREAD_ENV).is_some_and(|v| v != "0");
     let mut failed: Option<GpuError> = None;
-    let r = if force {
-        Err(std::io::Error::other("preads asked for"))
-    } else {
-        ring::read_plan(
-            file,
-            &mut dests,
-            &plan,
-            opts.depth.max(1),
-            &mut |i, _, res| {
-                if failed.is_some() {
-                    return;
-                }
-                let p = pieces[i];
-                failed = match res {
-                    Ok(n) => short(f, p, n).err(),
-                    Err(e) => Some(GpuError::io(&f.path, p.offset, p.len, e)),
-                };
-            },
-        )
-    };
-    if r.is_err() {
-        // No ring here: one pread per piece, in file order.
-        for (p, d) in pieces.iter().zip(dests.iter_mut()) {
-            let got = read_at_least(file, f, *p, d.0)?;
-            short(f, *p, got)?;
+    let r = ring::read_plan(file, dests, &plan, depth.max(1), &mut |i, _, res| {
+        if failed.is_none() {
+            let p = pieces[i];
+            failed = match res {
+                Ok(n) => short(f, p, n).err(),
+                Err(e) => Some(GpuError::io(&f.path, p.offset, p.len, e)),
+            };
         }
-    }
-    match failed {
-        Some(e) => Err(e),
-        None => Ok(fh.is_some()),
+    });
+    match (r, failed) {
+        (Err(_), _) => Ok(false),
+        (Ok(()), Some(e)) => Err(e),
+        (Ok(()), None) => Ok(true),
     }
 }
 
