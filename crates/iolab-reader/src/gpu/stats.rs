@@ -10,10 +10,12 @@ use std::time::Duration;
 pub struct Stats {
     /// Bytes moved into the destination.
     pub bytes: u64,
-    /// Wall time of the whole transfer, set-up included.
+    /// Wall time of the whole transfer, set-up included (for a new device
+    /// allocation, from the allocation on; opening the GPU, which the
+    /// driver does once per process, is not counted).
     pub elapsed_ns: u64,
-    /// Setting up: staging buffers allocated and page-locked, streams and
-    /// events made, cuFile opened.
+    /// Setting up: the device allocation, staging buffers allocated and
+    /// page-locked, streams and events made, cuFile opened.
     pub setup_ns: u64,
     /// Reading: in `pread`, or waiting on the ring's reads.
     pub read_ns: u64,
