@@ -10,7 +10,7 @@ pub const MAX_THREADS: usize = 16;
 
 /// Settings of one transfer. Start from [`GpuOptions::from_profile`] (or
 /// `default()`, the built-in profile's) and change what differs.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GpuOptions {
     /// The technique; `None` lets the policy choose
     /// ([`choose`](super::technique::choose)).

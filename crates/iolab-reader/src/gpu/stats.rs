@@ -6,7 +6,7 @@ use std::time::Duration;
 /// How a transfer ran. The `*_ns` times other than `elapsed_ns` are summed
 /// over the threads that did the work, so with several threads they can
 /// add up to more than the wall time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
     /// Bytes moved into the destination.
     pub bytes: u64,

@@ -7,7 +7,8 @@ use std::fmt;
 use std::str::FromStr;
 
 /// How the bytes get from the file to the destination.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum GpuTechnique {
     /// One io_uring per file with `depth` pieces in flight (O_DIRECT when
     /// the data is cold and the file system allows it) into staging
@@ -122,6 +123,11 @@ mod tests {
     fn names_round_trip_and_a_bad_one_lists_the_good_ones() {
         for t in GpuTechnique::ALL {
             assert_eq!(t.name().parse::<GpuTechnique>().unwrap(), t);
+            // Records spell it as the command line does.
+            assert_eq!(
+                serde_json::to_string(&t).unwrap(),
+                format!("\"{}\"", t.name())
+            );
         }
         let e = "gds".parse::<GpuTechnique>().unwrap_err().to_string();
         assert!(
