@@ -288,3 +288,25 @@ fn cufile_delivers_the_same_bytes_where_its_library_is_installed() {
     assert_eq!(st.technique, GpuTechnique::CuFile);
     same(&buf, &v, "cufile");
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU: run scripts/gpu-tests.sh on a GPU machine"]
+fn copies_from_pinned_and_pageable_memory_round_trip() {
+    let dev = gpu::Device::open(0).unwrap();
+    let buf = DeviceBuffer::alloc(&dev, 8 << 20).unwrap();
+    let mut pinned = gpu::PinnedBuf::new(&dev, 8 << 20).unwrap();
+    assert!(pinned.is_pinned(), "the driver refused to page-lock 8 MiB");
+    let v = data(8 << 20, 4);
+    pinned.as_mut_slice()[..8 << 20].copy_from_slice(&v);
+    buf.copy_from_host(0, &pinned.as_mut_slice()[..8 << 20])
+        .unwrap();
+    same(&buf, &v, "pinned");
+    let w = data(1000, 5);
+    buf.copy_from_host(12_345, &w).unwrap();
+    let mut back = vec![0u8; 1000];
+    buf.copy_from_host(0, &[]).unwrap();
+    buf.copy_to_host(12_345, &mut back).unwrap();
+    assert_eq!(back, w, "pageable");
+    let e = buf.copy_from_host((8 << 20) - 1, &[1, 2]).unwrap_err();
+    assert!(matches!(e, GpuError::OutOfBounds { .. }), "{e:?}");
+}

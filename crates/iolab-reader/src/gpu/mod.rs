@@ -70,6 +70,6 @@ pub use technique::{
 };
 
 #[cfg(feature = "cuda")]
-pub use cuda::{device_count, Device, DeviceBuffer, DeviceTarget};
+pub use cuda::{device_count, Device, DeviceBuffer, DeviceTarget, PinnedBuf};
 #[cfg(feature = "cuda")]
 pub use load::{load_file, load_into, load_ranges, load_sources};

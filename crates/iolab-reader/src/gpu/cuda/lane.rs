@@ -58,6 +58,39 @@ impl<'a> Target for DeviceTarget<'a> {
     }
 }
 
+/// Host memory in huge pages, page-locked for the GPU's DMA when the
+/// driver allows it (unregistered before it is unmapped): a lane's staging
+/// memory, and on its own a source for measuring copy rates.
+pub struct PinnedBuf(Staging);
+
+impl PinnedBuf {
+    /// `len` bytes (rounded up to 2 MiB), zeroed, page-locked for `device`
+    /// unless the driver refuses ([`is_pinned`](Self::is_pinned) says).
+    pub fn new(device: &Arc<Device>, len: usize) -> Result<PinnedBuf, GpuError> {
+        Staging::new(device, len, true).map(PinnedBuf)
+    }
+
+    /// The bytes.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        self.0.map.as_mut_slice()
+    }
+
+    /// Bytes (a multiple of 2 MiB).
+    pub fn len(&self) -> usize {
+        self.0.map.len()
+    }
+
+    /// Whether it holds no bytes (never: kept for `len`'s sake).
+    pub fn is_empty(&self) -> bool {
+        self.0.map.is_empty()
+    }
+
+    /// Whether the driver page-locked it.
+    pub fn is_pinned(&self) -> bool {
+        self.0.registered
+    }
+}
+
 /// Host memory in huge pages, page-locked for DMA when the driver allows
 /// it (unregistered before it is unmapped).
 struct Staging {

@@ -94,6 +94,31 @@ impl DeviceBuffer {
         })
     }
 
+    /// Copies `src` to `offset` (synchronously: the copy has ended when
+    /// the call returns). From page-locked memory ([`PinnedBuf`](super::PinnedBuf))
+    /// it runs at the link's speed, from any other memory the driver
+    /// stages it first: what `iolab tune` compares.
+    pub fn copy_from_host(&self, offset: u64, src: &[u8]) -> Result<(), GpuError> {
+        let end = offset.checked_add(src.len() as u64);
+        if end.is_none_or(|e| e > self.len) {
+            return Err(GpuError::OutOfBounds {
+                at: offset,
+                len: src.len() as u64,
+                cap: self.len,
+            });
+        }
+        if src.is_empty() {
+            return Ok(());
+        }
+        let _in = self.device.enter()?;
+        // SAFETY: offset..offset+src.len() lies inside this live allocation
+        // (checked above); `src` is readable for its length, and the
+        // synchronous copy has ended when the call returns.
+        check("cuMemcpyHtoD", unsafe {
+            sys::cuMemcpyHtoD_v2(self.ptr + offset, src.as_ptr().cast(), src.len())
+        })
+    }
+
     /// All of it, copied back to a new vector.
     pub fn to_vec(&self) -> Result<Vec<u8>, GpuError> {
         let n = usize::try_from(self.len).map_err(|_| GpuError::OutOfBounds {

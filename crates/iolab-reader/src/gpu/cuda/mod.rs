@@ -11,5 +11,5 @@ mod lane;
 mod memory;
 
 pub use driver::{device_count, Device};
-pub use lane::{CudaLane, DeviceTarget, Queue};
+pub use lane::{CudaLane, DeviceTarget, PinnedBuf, Queue};
 pub use memory::DeviceBuffer;
