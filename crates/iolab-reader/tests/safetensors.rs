@@ -113,6 +113,8 @@ fn a_checkpoint_loads_every_tensor_cold_and_warm() {
     for cold in [true, false] {
         if cold {
             iolab::cache::evict(&p).unwrap();
+            let left = iolab::cache::residency(&p, len).unwrap().fraction();
+            iolab::require!(left < 0.5, "the page cache kept {p:?} after eviction");
         } else {
             iolab::cache::warm(&p, len).unwrap();
         }
@@ -279,6 +281,9 @@ fn a_sharded_checkpoint_loads_into_one_allocation_from_its_index_or_directory() 
                 let p = e.unwrap().path();
                 if cold {
                     iolab::cache::evict(&p).unwrap();
+                    let len = std::fs::metadata(&p).unwrap().len();
+                    let left = iolab::cache::residency(&p, len).unwrap().fraction();
+                    iolab::require!(left < 0.5, "the page cache kept {p:?} after eviction");
                 } else {
                     iolab::cache::warm(&p, 1 << 30).unwrap();
                 }
