@@ -24,6 +24,9 @@ command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
 [ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || [ -e /usr/include/mpi.h ] \
   || dpkg -s libopenmpi-dev >/dev/null 2>&1 || need+=(libopenmpi-dev)
 dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
+# The safetensors loader's tests read files the reference Python package
+# writes (installed with pip below).
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need[*]}" >&2
@@ -32,4 +35,11 @@ if [ ${#need[@]} -gt 0 ]; then
   else
     echo "setup: missing ${need[*]} (install them with your package manager)" >&2
   fi
+fi
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import safetensors.numpy, numpy' >/dev/null 2>&1; then
+  echo "setup: installing the Python packages safetensors and numpy" >&2
+  # Debian's own python3 refuses pip installs outside a venv unless told.
+  python3 -m pip install --quiet safetensors numpy 2>/dev/null \
+    || python3 -m pip install --quiet --break-system-packages safetensors numpy \
+    || echo "setup: could not install safetensors and numpy with pip" >&2
 fi

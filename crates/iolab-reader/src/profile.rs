@@ -99,6 +99,22 @@ fn default_warm_block() -> usize {
     128 << 10
 }
 
+/// How to move files into GPU memory ([`crate::gpu`]), as `iolab tune`
+/// measured it on a machine with a GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuChoice {
+    /// Bytes per read and per host-to-device copy.
+    pub chunk: usize,
+    /// Pieces in flight on a cold file's io_uring.
+    pub depth: u32,
+    /// Threads reading a warm file (each with its own stream).
+    pub threads: usize,
+    /// Staging buffers per thread.
+    pub slots: usize,
+    /// Page-locked staging buffers beat pageable ones.
+    pub pinned: bool,
+}
+
 /// Thresholds and choices for [`Technique::Auto`](super::Technique::Auto).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
@@ -131,6 +147,10 @@ pub struct Profile {
     pub fit_fraction: f64,
     /// Whole-file reads.
     pub whole: WholeChoice,
+    /// Reads into GPU memory; `None` until `iolab tune` measured them on a
+    /// machine with a GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuChoice>,
     /// What was measured (empty for the built-in profile).
     #[serde(default)]
     pub measurements: Vec<Measurement>,
@@ -167,6 +187,7 @@ impl Profile {
                 warm_block: default_warm_block(),
                 warm_offset: None,
             },
+            gpu: None,
             measurements: Vec::new(),
             recommendations: Vec::new(),
         }

@@ -1,11 +1,17 @@
 //! The output flags every measuring command shares: `--json`, one
-//! `--FLAG FILE` per file format of [`super::FILE_FORMATS`], and
-//! `--overwrite`, defined once (from that list) and checked once.
+//! `--FLAG FILE` per file format of [`FILE_FORMATS`] (the list a new
+//! format registers in), and `--overwrite`, defined once (from that list)
+//! and checked once.
 
+use super::format::FileFormat;
 use super::target::OutputTarget;
-use super::{FileFormat, FILE_FORMATS};
+use super::{csv, jsonl};
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use std::path::PathBuf;
+
+/// Every file format, one line each: a new format is its file and a line
+/// here.
+pub const FILE_FORMATS: &[FileFormat] = &[csv::FORMAT, jsonl::FORMAT];
 
 /// Output flags, flattened into each command's arguments.
 #[derive(Debug, Clone, Default)]
