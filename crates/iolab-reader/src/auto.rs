@@ -69,7 +69,7 @@ fn warn_device_once(profile: &Profile, src: &Src) {
     }
     if let Some(w) = profile.device_warning(&src.path) {
         static ONCE: std::sync::Once = std::sync::Once::new();
-        ONCE.call_once(|| eprintln!("{w}"));
+        ONCE.call_once(|| super::warn::emit(&w));
     }
 }
 

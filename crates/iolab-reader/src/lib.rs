@@ -43,6 +43,7 @@ mod technique;
 mod thesis;
 pub mod tune;
 mod uring;
+pub mod warn;
 pub mod whole;
 pub mod xor;
 
