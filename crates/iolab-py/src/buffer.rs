@@ -5,7 +5,7 @@
 //! of the package is here.
 
 use iolab::sys::alloc::AlignedAlloc;
-use iolab::sys::hugebuf::HugeBuf;
+use iolab::sys::hugebuf::AnonMap;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyBufferError, PyMemoryError, PyTypeError};
 use pyo3::prelude::*;
@@ -20,7 +20,7 @@ const HUGE_FROM: usize = 2 << 20;
 /// Where a [`Mem`]'s bytes live. Held only to be freed on drop.
 enum Storage {
     Heap(#[allow(dead_code)] AlignedAlloc),
-    Huge(#[allow(dead_code)] HugeBuf),
+    Huge(#[allow(dead_code)] AnonMap),
 }
 
 /// Zeroed memory of `len` bytes, aligned to at least 4096.
@@ -47,8 +47,10 @@ impl Mem {
             let p = a.as_mut_ptr();
             (Storage::Heap(a), p)
         } else {
-            let mut h = HugeBuf::new(len).map_err(|_| no_mem())?;
-            let p = h.as_mut_slice().as_mut_ptr();
+            // Not faulted in here: the read faults each page as it fills
+            // it, on as many threads as read.
+            let mut h = AnonMap::thp_lazy(len, HUGE_FROM).map_err(|_| no_mem())?;
+            let p = h.as_mut_ptr();
             (Storage::Huge(h), p)
         };
         Ok(Mem {

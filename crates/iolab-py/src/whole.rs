@@ -10,21 +10,12 @@ use pyo3::prelude::*;
 use std::path::{Path, PathBuf};
 
 /// Reads all of `path` into `dst` (as long as the file) on the whole-file
-/// path: io_uring, O_DIRECT when the file is not cached, several threads
-/// when it is and CPUs are idle. Returns the bytes read.
+/// path, straight into `dst`: O_DIRECT io_uring when the file is not
+/// cached, preads on several threads when it is and CPUs are idle.
+/// Returns the bytes read.
 fn whole_into(path: &Path, dst: &mut [u8]) -> Result<usize, ReadError> {
     let plan = iolab_reader::plan_from(&crate::profile::current(), false);
-    let mut got = 0usize;
-    iolab_reader::read_whole_with(path, &plan, &mut |off, b| {
-        let o = off as usize;
-        if o < dst.len() {
-            let n = b.len().min(dst.len() - o);
-            dst[o..o + n].copy_from_slice(&b[..n]);
-            got = got.max(o + n);
-        }
-        true
-    })?;
-    Ok(got)
+    iolab_reader::read_into_with(path, &plan, dst)
 }
 
 /// Fills `dst` from `offset` of `path` with `technique`: the whole-file
