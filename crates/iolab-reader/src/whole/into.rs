@@ -143,7 +143,30 @@ fn direct_into(
     let chunk = plan.chunk.max(unit).div_ceil(unit) * unit;
     let body = dst.len() / unit * unit;
     let (head, tail) = dst.split_at_mut(body);
-    let mut reqs: Vec<ReadReq<'_>> = head
+    let got = ring_pieces(&fh, head, chunk, plan.depth.max(1));
+    let (mut bytes, whole) = match got {
+        Ok(Some(r)) => r,
+        Ok(None) => return Ok(None),
+        Err((at, e)) => return Err(read_err(path, at, e)),
+    };
+    if whole && !tail.is_empty() {
+        let plain = file::open(path, OpenSpec::default())?;
+        bytes += fill(&plain, tail, body as u64).map_err(|(at, e)| read_err(path, at, e))?;
+    }
+    Ok(Some(direct_stats(bytes)))
+}
+
+/// Reads `dst` from the start of `fh` in `chunk`-byte pieces, `depth` in
+/// flight: the bytes up to the first piece the file ended in, and whether
+/// every piece was whole; `None` when no ring could be set up; the first
+/// error with its offset.
+fn ring_pieces(
+    fh: &File,
+    dst: &mut [u8],
+    chunk: usize,
+    depth: u32,
+) -> std::result::Result<Option<(usize, bool)>, (u64, std::io::Error)> {
+    let mut reqs: Vec<ReadReq<'_>> = dst
         .chunks_mut(chunk)
         .enumerate()
         .map(|(i, b)| ReadReq::new((i * chunk) as u64, b))
@@ -161,38 +184,27 @@ fn direct_into(
         })
         .collect();
     let mut got = vec![0usize; reqs.len()];
-    let mut failed: Option<(u64, std::io::Error)> = None;
-    let set_up = ring::read_plan(
-        &fh,
-        &mut reqs,
-        &pieces,
-        plan.depth.max(1),
-        &mut |i, r, res| match res {
-            Ok(k) => got[i] = k,
-            Err(e) => {
-                failed.get_or_insert((r.offset, e));
-            }
-        },
-    );
+    let mut failed = None;
+    let set_up = ring::read_plan(fh, &mut reqs, &pieces, depth, &mut |i, r, res| match res {
+        Ok(k) => got[i] = k,
+        Err(e) => {
+            failed.get_or_insert((r.offset, e));
+        }
+    });
     if set_up.is_err() {
         return Ok(None);
     }
-    if let Some((at, e)) = failed {
-        return Err(read_err(path, at, e));
+    if let Some(f) = failed {
+        return Err(f);
     }
-    // Bytes up to the first piece the file ended in.
     let mut bytes = 0usize;
     for (r, &k) in reqs.iter().zip(&got) {
         bytes += k;
         if k < r.buf.len() {
-            return Ok(Some(direct_stats(bytes)));
+            return Ok(Some((bytes, false)));
         }
     }
-    if !tail.is_empty() {
-        let plain = file::open(path, OpenSpec::default())?;
-        bytes += fill(&plain, tail, body as u64).map_err(|(at, e)| read_err(path, at, e))?;
-    }
-    Ok(Some(direct_stats(bytes)))
+    Ok(Some((bytes, true)))
 }
 
 fn direct_stats(bytes: usize) -> WholeStats {
