@@ -9,7 +9,10 @@
 # command, commit and machine to docs/results/vs-python.txt.
 #
 #   scripts/vs-python.sh [DIR] [ROUNDS]        (defaults: . 5)
-#   env: ONLY="whole random small" (a subset), KEEP=1, IOLAB_PY_VENV
+#   env: ONLY="whole random small" (a subset), KEEP=1, IOLAB_PY_VENV,
+#        TUNE=1: measure DIR with iolab.tune first (about five minutes) and
+#        run with that profile (else with the user's profile, or the
+#        built-in defaults when there is none)
 #
 # Later addition: a ~2 GiB safetensors file of many tensors,
 # iolab.safetensors.load against safetensors.numpy.load_file (and torch's).
@@ -34,10 +37,19 @@ for gib in 1 4; do
   fi
   files+=("$f")
 done
-out="$ROOT/docs/results/vs-python.txt"
+suffix=""
+if [ "${TUNE:-0}" = 1 ]; then
+  suffix=-tuned
+  tuned=$(mktemp -d)
+  trap 'cleanup; rm -rf "$tuned"' EXIT
+  export IOLAB_PROFILE="$tuned/profile.json"
+  echo "vs-python: iolab.tune($DIR) into $IOLAB_PROFILE" >&2
+  "$VENV/bin/python" -c "import iolab, sys; iolab.tune(sys.argv[1], out=sys.argv[2], progress=lambda l: print(l, file=sys.stderr))" "$DIR" "$IOLAB_PROFILE"
+fi
+out="$ROOT/docs/results/vs-python$suffix.txt"
 mkdir -p "$(dirname "$out")"
 {
-  echo "command: scripts/vs-python.sh $* (ROUNDS=$ROUNDS${ONLY:+ ONLY=$ONLY})"
+  echo "command: ${suffix:+TUNE=1 }${ONLY:+ONLY=\"$ONLY\" }scripts/vs-python.sh $*"
   echo "commit: $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet || echo ' (with local changes)')"
   echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(free -g | awk '/Mem:/ {print $2}') GiB, $(uname -r), $(df -T "$DIR" | awk 'NR==2 {print $2}') on $(df "$DIR" | awk 'NR==2 {print $1}')"
   echo "python: $("$VENV/bin/python" -c 'import sys, numpy; print(sys.version.split()[0], "numpy", numpy.__version__)')"

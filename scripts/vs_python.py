@@ -18,9 +18,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import warnings
+
 import numpy as np
 
 import iolab
+
+# The profile in force is printed at the start; its warning would only
+# repeat it.
+warnings.simplefilter("ignore", iolab.ProfileWarning)
 
 CHUNK = 64 << 20
 
