@@ -1,6 +1,8 @@
 """Type stubs of iolab's native module (re-exported by ``iolab``)."""
 
 import os
+import pathlib
+import sys
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Self, final
@@ -8,8 +10,26 @@ from typing import Any, Self, final
 from typing_extensions import Buffer as _BufferLike
 
 __version__: str
+__all__ = [
+    "Buffer",
+    "ProfileWarning",
+    "Reader",
+    "__version__",
+    "_panic_for_test",
+    "profile",
+    "read",
+    "read_into",
+    "tune",
+]
 
 _Path = str | os.PathLike[str]
+
+# Any writable buffer (bytearray, memoryview, NumPy array). NumPy declares
+# its arrays buffers (PEP 688) only for Python 3.12 on.
+if sys.version_info >= (3, 12):
+    _Writable = _BufferLike
+else:
+    _Writable = Any
 
 class ProfileWarning(UserWarning):
     """Something about the profile iolab decides with: none was found (the
@@ -25,8 +45,9 @@ class Buffer:
 
     def __len__(self) -> int:
         """Bytes held."""
-    def __buffer__(self, flags: int, /) -> memoryview:
-        """A view of the bytes (writable, format ``"B"``)."""
+    if sys.version_info >= (3, 12):
+        def __buffer__(self, flags: int, /) -> memoryview:
+            """A view of the bytes (writable, format ``"B"``)."""
 
 def read(path: _Path, *, technique: str = "auto") -> memoryview:
     """Reads the whole file at ``path`` and returns a ``memoryview`` of its
@@ -43,7 +64,7 @@ def read(path: _Path, *, technique: str = "auto") -> memoryview:
     and other ``OSError``\\ s, ``ValueError`` for an unknown technique."""
 
 def read_into(
-    path: _Path, buffer: _BufferLike, offset: int = 0, *, technique: str = "auto"
+    path: _Path, buffer: _Writable, offset: int = 0, *, technique: str = "auto"
 ) -> int:
     """Reads ``path`` from file offset ``offset`` into ``buffer`` (any
     writable, C-contiguous buffer: ``bytearray``, ``memoryview``, a NumPy
@@ -63,7 +84,7 @@ class Reader:
     (and other ``OSError``\\ s) when the file cannot be opened, ``ValueError``
     for an unknown technique."""
 
-    def __init__(self, path: _Path, *, technique: str = "auto") -> None: ...
+    def __new__(cls, path: _Path, *, technique: str = "auto") -> Self: ...
     def __len__(self) -> int:
         """Length of the file when it was opened, bytes."""
     def __enter__(self) -> Self: ...
@@ -75,7 +96,7 @@ class Reader:
         /,
     ) -> bool: ...
     @property
-    def path(self) -> str:
+    def path(self) -> pathlib.Path:
         """The path it was opened with."""
     @property
     def technique(self) -> str:
@@ -88,14 +109,14 @@ class Reader:
     def read_at(self, offset: int, n: int) -> bytes:
         """Reads ``n`` bytes at ``offset`` (fewer where the file ends;
         ``b""`` at or past the end), as ``os.pread`` does."""
-    def read_into(self, offset: int, buffer: _BufferLike) -> int:
+    def read_into(self, offset: int, buffer: _Writable) -> int:
         """Reads into ``buffer`` (any writable, C-contiguous buffer) from
         file offset ``offset`` without a copy; returns the bytes read (fewer
         than the buffer holds only where the file ends)."""
     def read_many(
         self,
         requests: Sequence[tuple[int, int]] | Any,
-        out: _BufferLike | None = None,
+        out: _Writable | None = None,
     ) -> list[bytes] | list[int]:
         """Reads a batch: ``requests`` is a sequence of ``(offset, length)``
         pairs or an integer array of shape (N, 2). All are handed to the
@@ -126,3 +147,7 @@ def tune(
     ``overwrite=True``), makes it the profile of this process and returns
     it. About five minutes (one with ``quick=True``); ``progress`` is called
     with one line per step; Ctrl-C stops it (``KeyboardInterrupt``)."""
+
+def _panic_for_test(detached: bool = False) -> None:
+    """Panics inside the native module (with the GIL released when
+    ``detached``): the tests show a panic becomes an exception."""

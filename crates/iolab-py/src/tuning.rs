@@ -88,7 +88,10 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
 /// about five minutes (one with `quick=True`); `progress`, if given, is
 /// called with one line per step. Ctrl-C stops it (`KeyboardInterrupt`).
 #[pyfunction]
-#[pyo3(signature = (dir = PathBuf::from("."), *, quick = false, out = None, overwrite = false, progress = None))]
+#[pyo3(
+    signature = (dir = PathBuf::from("."), *, quick = false, out = None, overwrite = false, progress = None),
+    text_signature = "(dir='.', *, quick=False, out=None, overwrite=False, progress=None)"
+)]
 pub(crate) fn tune<'py>(
     py: Python<'py>,
     dir: PathBuf,
