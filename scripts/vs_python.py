@@ -209,13 +209,16 @@ def main():
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
     what = os.environ.get("ONLY", "whole random small").split()
     verdicts = []
-    print(f"iolab {iolab.__version__}, profile: {iolab.profile()['source']}, {rounds} rounds each, alternated\n", flush=True)
+    load = lambda: " ".join(f"{x:.1f}" for x in os.getloadavg())  # noqa: E731
+    print(f"iolab {iolab.__version__}, profile: {iolab.profile()['source']}, {rounds} rounds each, alternated")
+    print(f"load average at the start: {load()}\n", flush=True)
     if "whole" in what:
         whole_files([f1, f4], rounds, verdicts)
     if "random" in what:
         random_batch(f4, rounds, verdicts)
     if "small" in what:
         small_read_cost(f1, rounds, verdicts)
+    print(f"\nload average at the end: {load()}")
     print("\ntargets:")
     for name, r, need in verdicts:
         at_most = "at most" in name
