@@ -1,11 +1,23 @@
 //! The Python package's tests, run by pytest from `cargo test`.
 //!
-//! Builds `iolab` in the dev profile with maturin into the virtual
-//! environment `scripts/setup.sh` makes (`.venv-py` at the repository root,
-//! or `$IOLAB_PY_VENV`), mounts a fault-injecting file system whose files
-//! fail the way disks do (EIO, EACCES, short reads) and hands its path to
-//! the tests, then runs pytest. Fails on any failed test, when no test ran,
+//! Builds `iolab` in the dev profile into the virtual environment
+//! `scripts/setup.sh` makes (`.venv-py` at the repository root, or
+//! `$IOLAB_PY_VENV`), mounts a fault-injecting file system whose files fail
+//! the way disks do (EIO, EACCES, short reads) and hands its path to the
+//! tests, then runs pytest. Fails on any failed test, when no test ran,
 //! and under `CI=true` when a test was skipped.
+//!
+//! The extension is built by cargo with every workspace target selected,
+//! as `cargo test --workspace` selects them, so its dependencies (the
+//! reader, serde, libc, ...) get the same features and are the artifacts
+//! the rest of the suite built: only PyO3 and the extension itself are
+//! compiled here. (maturin builds the one crate alone, with its own feature
+//! set, and would compile the reader and its dependencies again.) The
+//! module is then installed as `maturin develop` installs a mixed project:
+//! the library beside `python/iolab/__init__.py`, and a `.pth` file that
+//! puts `python/` on the environment's path. Run alone (`cargo test -p
+//! iolab-py-tests`) on a fresh tree, the build compiles the workspace's
+//! test targets first, as the whole suite would.
 
 use iolab_faultfs::{FaultFile, Faults, Mounted};
 use std::path::{Path, PathBuf};
@@ -45,22 +57,64 @@ fn fault_files() -> Result<Mounted, String> {
     .map_err(|e| format!("mount the fault file system: {e}"))
 }
 
-/// Builds the package into the environment (dev profile, as the rest of
-/// the suite), so the tests import what this tree holds.
+/// Builds the extension (dev profile) and installs it into the
+/// environment, so the tests import what this tree holds.
 fn build(venv: &Path) {
-    let out = Command::new(venv.join("bin/maturin"))
-        .args(["develop", "--quiet"])
-        .current_dir(repo_root().join("python"))
-        .env("VIRTUAL_ENV", venv)
-        .env_remove("CONDA_PREFIX")
+    let root = repo_root();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "build",
+            "--workspace",
+            "--lib",
+            "--bins",
+            "--tests",
+            "--examples",
+        ])
+        .args(["--message-format=json-render-diagnostics", "--quiet"])
+        .current_dir(&root)
         .output()
-        .expect("run maturin");
+        .expect("run cargo build");
     assert!(
         out.status.success(),
-        "maturin develop failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
+        "cargo build failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let so = extension_path(&String::from_utf8_lossy(&out.stdout))
+        .expect("cargo built no iolab._native library");
+    let pkg = root.join("python/iolab");
+    // A new file renamed over the old one: a Python still running the old
+    // module keeps its mapping intact.
+    let tmp = pkg.join(format!("._native.{}.tmp", std::process::id()));
+    std::fs::copy(&so, &tmp).expect("copy the extension");
+    std::fs::rename(&tmp, pkg.join("_native.abi3.so")).expect("install the extension");
+    let site = Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ])
+        .output()
+        .expect("ask the environment for its site-packages");
+    let site = PathBuf::from(String::from_utf8_lossy(&site.stdout).trim());
+    let python_dir = root.join("python").canonicalize().expect("python/");
+    std::fs::write(
+        site.join("iolab_dev.pth"),
+        format!("{}\n", python_dir.display()),
+    )
+    .expect("write the .pth file");
+}
+
+/// The cdylib of `iolab-py` in cargo's JSON messages.
+fn extension_path(messages: &str) -> Option<PathBuf> {
+    messages
+        .lines()
+        .filter(|l| l.contains("\"compiler-artifact\"") && l.contains("\"cdylib\""))
+        .filter(|l| l.contains("iolab-py#") || l.contains("iolab-py "))
+        .find_map(|l| {
+            let at = l.find("\"filenames\":[\"")? + "\"filenames\":[\"".len();
+            let end = l[at..].find('"')?;
+            Some(PathBuf::from(&l[at..at + end]))
+        })
 }
 
 /// `(passed, failed, skipped)` from pytest's last summary line
@@ -92,13 +146,26 @@ fn counts(summary: &str) -> (u32, u32, u32) {
 #[test]
 fn python_package_tests_pass() {
     let venv = venv();
-    let have = venv.join("bin/python").exists() && venv.join("bin/maturin").exists();
+    let have = Command::new(venv.join("bin/python"))
+        .args(["-c", "import pytest, numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
     iolab::require!(
         have,
-        "no Python environment with maturin at {} (scripts/setup.sh makes it)",
+        "no Python environment with pytest and NumPy at {} (scripts/setup.sh makes it)",
         venv.display()
     );
     build(&venv);
+    let whence = Command::new(venv.join("bin/python"))
+        .args(["-c", "import iolab._native as n; print(n.__file__)"])
+        .current_dir("/")
+        .output()
+        .expect("import iolab");
+    let whence = String::from_utf8_lossy(&whence.stdout);
+    assert!(
+        whence.trim().starts_with(&*repo_root().join("python").canonicalize().unwrap().to_string_lossy()),
+        "the environment imports iolab from {whence:?}, not from this tree's python/ (uninstall that copy)"
+    );
     let faults = fault_files();
     let mut cmd = Command::new(venv.join("bin/python"));
     cmd.args(["-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"])
