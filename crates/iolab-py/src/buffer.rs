@@ -1,14 +1,16 @@
 //! Memory shared with Python through the buffer protocol, both ways:
 //! [`Buffer`] is memory this package allocated and Python borrows (what
 //! `iolab.read` returns a view of), [`Writable`] is a caller's buffer this
-//! package writes into (a `bytearray`, a NumPy array, ...). Every `unsafe`
-//! of the package is here.
+//! package writes into (a `bytearray`, a NumPy array, ...), and
+//! [`FreshBatch`] is new `bytes` objects a batch of reads fills. Every
+//! `unsafe` of the package is here.
 
 use iolab::sys::alloc::AlignedAlloc;
 use iolab::sys::hugebuf::AnonMap;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyBufferError, PyMemoryError, PyTypeError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
 use pyo3::{ffi, IntoPyObjectExt};
 use std::ffi::c_int;
 use std::ptr::NonNull;
@@ -199,76 +201,71 @@ pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .map_or_else(|_| "object".into(), |n| n.to_string())
 }
 
-/// A new `bytes` of `len` zero bytes and where to write them. The object
-/// is not yet shared, so it may be written (with the GIL released too)
-/// until it is handed to Python.
-pub(crate) struct FreshBytes<'py> {
-    pub(crate) obj: Bound<'py, pyo3::types::PyBytes>,
-    ptr: *mut u8,
-    len: usize,
+/// New `bytes` objects for a batch of reads: made (zeroed) with the GIL,
+/// filled through [`slices`](Self::slices) (with the GIL released too),
+/// handed to Python by [`into_list`](Self::into_list). No one else has
+/// them until then, so writing them is no one else's business.
+pub(crate) struct FreshBatch<'py> {
+    objs: Vec<Bound<'py, PyBytes>>,
+    spans: Vec<(*mut u8, usize)>,
 }
 
-// SAFETY: the pointer is into a bytes object this thread made and holds
-// (`obj`); moving the right to write it to the thread that fills it, while
-// this thread waits with the GIL released, is what `detach` is for.
-unsafe impl Send for FreshPtr {}
+impl<'py> FreshBatch<'py> {
+    /// One zeroed `bytes` per length.
+    pub(crate) fn zeroed(py: Python<'py>, lens: impl Iterator<Item = usize>) -> PyResult<Self> {
+        let mut objs = Vec::new();
+        let mut spans = Vec::new();
+        for len in lens {
+            let obj = PyBytes::new_with(py, len, |_| Ok(()))?;
+            // SAFETY: obj is a live bytes object; PyBytes_AsString returns
+            // its storage (len bytes and a terminating NUL).
+            let ptr = unsafe { ffi::PyBytes_AsString(obj.as_ptr()) }.cast::<u8>();
+            spans.push((ptr, len));
+            objs.push(obj);
+        }
+        Ok(FreshBatch { objs, spans })
+    }
 
-/// Where a [`FreshBytes`] is written, to take across `detach`.
-pub(crate) struct FreshPtr {
-    ptr: *mut u8,
-    len: usize,
+    /// Each object's bytes, to fill; they can be sent to the thread (or
+    /// the released-GIL section) that reads into them.
+    pub(crate) fn slices(&mut self) -> Vec<&mut [u8]> {
+        self.spans
+            .iter()
+            .map(|&(ptr, len)| -> &mut [u8] {
+                if len == 0 {
+                    return &mut [];
+                }
+                // SAFETY: ptr..len is the zeroed storage of a bytes object
+                // held in self.objs, distinct from every other span, and
+                // not yet shared with Python; the slices borrow self
+                // mutably, so they end before the objects are handed out.
+                unsafe { std::slice::from_raw_parts_mut(ptr, len) }
+            })
+            .collect()
+    }
+
+    /// The objects as a list, each cut to its count of bytes read.
+    pub(crate) fn into_list(
+        self,
+        py: Python<'py>,
+        counts: &[usize],
+    ) -> PyResult<Bound<'py, PyList>> {
+        let items = self
+            .objs
+            .into_iter()
+            .zip(counts)
+            .map(|(o, &n)| prefix(o, n))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
 }
 
-impl FreshPtr {
-    /// The bytes to fill.
-    ///
-    /// # Safety
-    ///
-    /// The `FreshBytes` this came from must be alive and not yet shared
-    /// with Python, and no other slice of it may be alive.
-    pub(crate) unsafe fn slice<'a>(&mut self) -> &'a mut [u8] {
-        if self.len == 0 {
-            return &mut [];
-        }
-        // SAFETY: the caller upholds the contract above; ptr..len is the
-        // bytes object's zeroed storage.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+/// `obj`, or a copy of its first `n` bytes when it holds more (a read cut
+/// short by a file that shrank since it was opened).
+pub(crate) fn prefix(obj: Bound<'_, PyBytes>, n: usize) -> PyResult<Bound<'_, PyAny>> {
+    if n >= obj.as_bytes().len() {
+        return Ok(obj.into_any());
     }
-}
-
-impl<'py> FreshBytes<'py> {
-    /// `len` zero bytes.
-    pub(crate) fn zeroed(py: Python<'py>, len: usize) -> PyResult<FreshBytes<'py>> {
-        let obj = pyo3::types::PyBytes::new_with(py, len, |_| Ok(()))?;
-        // SAFETY: obj is a live bytes object; PyBytes_AsString returns its
-        // storage (len bytes plus the terminating NUL).
-        let ptr = unsafe { ffi::PyBytes_AsString(obj.as_ptr()) }.cast::<u8>();
-        Ok(FreshBytes { obj, ptr, len })
-    }
-
-    /// Where to write it, to take across `detach`.
-    pub(crate) fn target(&self) -> FreshPtr {
-        FreshPtr {
-            ptr: self.ptr,
-            len: self.len,
-        }
-    }
-
-    /// The object, with only its first `n` bytes when fewer were read
-    /// (a copy, made only when the file shrank since it was opened).
-    pub(crate) fn finish(self, n: usize) -> PyResult<Bound<'py, PyAny>> {
-        Self::from_filled(self.obj, n)
-    }
-
-    /// `obj`, or a copy of its first `n` bytes when it holds more.
-    pub(crate) fn from_filled(
-        obj: Bound<'py, pyo3::types::PyBytes>,
-        n: usize,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        if n >= obj.as_bytes().len() {
-            return Ok(obj.into_any());
-        }
-        let py = obj.py();
-        pyo3::types::PyBytes::new(py, &obj.as_bytes()[..n]).into_bound_py_any(py)
-    }
+    let py = obj.py();
+    PyBytes::new(py, &obj.as_bytes()[..n]).into_bound_py_any(py)
 }

@@ -1,7 +1,7 @@
 //! `iolab.Reader`: one open file, read at offsets from any number of
 //! Python threads at once, every read with the GIL released.
 
-use crate::buffer::{FreshBytes, Writable};
+use crate::buffer::{prefix, FreshBatch, Writable};
 use crate::errors::{non_negative, read_error, value_error};
 use crate::requests::{self, Req};
 use crate::warn;
@@ -135,7 +135,7 @@ impl Reader {
             got = py.detach(|| r.read_at(offset, buf)).map_err(read_error)?;
             Ok(())
         })?;
-        FreshBytes::from_filled(b, got)
+        prefix(b, got)
     }
 
     /// Reads into `buffer` (any writable, C-contiguous buffer: bytearray,
@@ -218,26 +218,19 @@ fn many_bytes<'py>(
     reqs: &[Req],
 ) -> PyResult<Bound<'py, PyList>> {
     let len = r.len();
-    let fresh = reqs
+    // No bigger than what the file holds after each offset.
+    let lens = reqs
         .iter()
-        .map(|q| FreshBytes::zeroed(py, q.len.min(len.saturating_sub(q.offset) as usize)))
-        .collect::<PyResult<Vec<_>>>()?;
-    let mut targets: Vec<_> = fresh.iter().map(|f| f.target()).collect();
-    let counts = py.detach(|| {
+        .map(|q| q.len.min(len.saturating_sub(q.offset) as usize));
+    let mut fresh = FreshBatch::zeroed(py, lens)?;
+    let slices = fresh.slices();
+    let counts = py.detach(move || {
         let mut batch: Vec<ReadReq<'_>> = reqs
             .iter()
-            .zip(targets.iter_mut())
-            // SAFETY: each target is a distinct, fresh bytes object held
-            // in `fresh` until after this closure returns, shared with no
-            // one, and sliced exactly once here.
-            .map(|(q, t)| ReadReq::new(q.offset, unsafe { t.slice() }))
+            .zip(slices)
+            .map(|(q, b)| ReadReq::new(q.offset, b))
             .collect();
         run_batch(r, &mut batch)
     })?;
-    let items = fresh
-        .into_iter()
-        .zip(counts)
-        .map(|(f, n)| f.finish(n))
-        .collect::<PyResult<Vec<_>>>()?;
-    PyList::new(py, items)
+    fresh.into_list(py, &counts)
 }
