@@ -284,13 +284,13 @@ pub fn default_path() -> PathBuf {
 }
 
 /// The process-wide profile from [`default_path`], loaded once; its
-/// warning (if any) is printed once on stderr.
+/// warning (if any) is said once, through [`crate::warn`].
 pub fn process_profile() -> Arc<Profile> {
     static P: std::sync::OnceLock<Arc<Profile>> = std::sync::OnceLock::new();
     P.get_or_init(|| {
         let (p, warn) = Profile::load_or_default(&default_path());
         if let Some(w) = warn {
-            eprintln!("{w}");
+            crate::warn::emit(&w);
         }
         Arc::new(p)
     })

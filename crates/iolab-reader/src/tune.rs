@@ -12,6 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod run;
+pub use run::{run, Step};
+
 /// One configuration to measure.
 #[derive(Clone, Debug)]
 pub struct Case {

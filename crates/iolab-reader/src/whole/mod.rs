@@ -16,8 +16,11 @@ use iolab::kernel::{hugebuf::HugeBuf, ring};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+mod into;
 mod parallel;
 pub mod profiled;
+
+pub use into::read_whole_into;
 
 /// How [`read_whole`] read the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
