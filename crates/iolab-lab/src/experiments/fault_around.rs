@@ -10,7 +10,7 @@ use crate::util::*;
 use crate::verdict::{over_range, Finding};
 use crate::{Analysis, Config, Ctx, Experiment, Measured, Work};
 use iolab::engine::EngineKind;
-use iolab_bench::spec::{AccessPattern, CacheMode, StopRule};
+use iolab_bench::spec::{AccessPattern, CacheMode};
 
 /// The experiment.
 pub struct FaultAround;
@@ -78,10 +78,7 @@ impl Experiment for FaultAround {
             s.cache = CacheMode::Cold;
             s.pattern = AccessPattern::Rand;
             s.bs = bs;
-            s.stop = StopRule {
-                ops: Some((size / bs / 4).clamp(4, max_ops)),
-                ..StopRule::default()
-            };
+            s.stop = stop_after_ops((size / bs / 4).clamp(4, max_ops));
             v.push(bench(
                 &[("part", "cold touch".into()), ("bs", b(bs))],
                 s,

@@ -9,7 +9,7 @@ use crate::util::*;
 use crate::verdict::{over_range, Finding};
 use crate::{Analysis, Config, Ctx, Experiment};
 use iolab::engine::EngineKind;
-use iolab_bench::spec::{AccessPattern, CacheMode, StopRule};
+use iolab_bench::spec::{AccessPattern, CacheMode};
 use iolab_bench::stats::Stats;
 
 /// The experiment.
@@ -71,10 +71,7 @@ impl Experiment for Latency {
                 s.direct = align.is_some();
                 s.cache = CacheMode::Cold;
                 s.pattern = AccessPattern::Rand;
-                s.stop = StopRule {
-                    ops: Some((budget / bs).clamp(8, max_ops)),
-                    ..StopRule::default()
-                };
+                s.stop = stop_after_ops((budget / bs).clamp(8, max_ops));
                 v.push(bench(&[("engine", name.into()), ("bs", b(bs))], s, repeats));
                 bs *= 2;
             }

@@ -19,7 +19,7 @@ use crate::util::*;
 use crate::verdict::{over_range, Finding, Verdict};
 use crate::{Analysis, Config, Ctx, Experiment, Work};
 use iolab::engine::EngineKind;
-use iolab_bench::spec::{AccessPattern, CacheMode, StopRule, WorkloadSpec};
+use iolab_bench::spec::{AccessPattern, CacheMode, WorkloadSpec};
 
 /// The experiment.
 pub struct Readers;
@@ -92,10 +92,7 @@ fn memory_configs(ctx: &Ctx) -> Vec<Config> {
             technique(&mut s, t);
             s.pattern = AccessPattern::Rand;
             s.cache = CacheMode::Warm;
-            s.stop = StopRule {
-                time_ns: Some(time),
-                ..StopRule::default()
-            };
+            s.stop = stop_after_ns(time);
             v.push(Config::new(
                 &[
                     ("sweep", "memory".into()),
@@ -305,10 +302,7 @@ impl Experiment for Readers {
                 technique(&mut s, t);
                 s.pattern = AccessPattern::Shuffle;
                 s.cache = CacheMode::Cold;
-                s.stop = StopRule {
-                    ops: Some(((blocks as f64 * f).round() as u64).max(1)),
-                    ..StopRule::default()
-                };
+                s.stop = stop_after_ops(((blocks as f64 * f).round() as u64).max(1));
                 v.push(bench(
                     &[
                         ("sweep", "fraction".into()),
@@ -348,10 +342,7 @@ impl Experiment for Readers {
                     AccessPattern::Shuffle
                 };
                 s.cache = CacheMode::Cold;
-                s.stop = StopRule {
-                    bytes: Some((amount / r).max(1) * r),
-                    ..StopRule::default()
-                };
+                s.stop = stop_after_bytes((amount / r).max(1) * r);
                 v.push(bench(
                     &[
                         ("sweep", "request".into()),
