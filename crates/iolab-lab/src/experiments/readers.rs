@@ -20,6 +20,7 @@ use crate::verdict::{over_range, Finding, Verdict};
 use crate::{Analysis, Config, Ctx, Experiment, Work};
 use iolab::engine::EngineKind;
 use iolab_bench::spec::{AccessPattern, CacheMode, WorkloadSpec};
+use std::path::Path;
 
 /// The experiment.
 pub struct Readers;
@@ -62,6 +63,84 @@ fn crossover(pairs: &[(f64, f64, f64)]) -> f64 {
         }
     }
     f64::NAN
+}
+
+/// The fraction sweep: each technique reads a growing fraction of the
+/// file in random 4 KiB requests (each block at most once), cold.
+fn fraction_configs(ctx: &Ctx, file: &Path, size: u64, repeats: u32) -> Vec<Config> {
+    let fractions: Vec<f64> = ctx.pick(
+        vec![0.05, 0.5, 1.0],
+        vec![0.01, 0.02, 0.05, 0.1, 0.13, 0.2, 0.5, 1.0],
+        vec![0.005, 0.01, 0.02, 0.05, 0.1, 0.13, 0.2, 0.3, 0.5, 0.75, 1.0],
+    );
+    let blocks = size / 4096;
+    let mut v = Vec::new();
+    for t in ["mmap", "buffered 4 KiB", "io_uring depth 32"] {
+        for &f in &fractions {
+            let mut s = spec(file, size);
+            technique(&mut s, t);
+            s.pattern = AccessPattern::Shuffle;
+            s.cache = CacheMode::Cold;
+            s.stop = stop_after_ops(((blocks as f64 * f).round() as u64).max(1));
+            v.push(bench(
+                &[
+                    ("sweep", "fraction".into()),
+                    ("technique", t.into()),
+                    ("fraction", format!("{f}")),
+                ],
+                s,
+                repeats,
+            ));
+        }
+    }
+    v
+}
+
+/// The request-size sweep: each technique (and a buffered stream) reads
+/// the same amount of the file, cold, in requests of growing size.
+fn request_configs(ctx: &Ctx, file: &Path, size: u64, repeats: u32) -> Vec<Config> {
+    let reqs: Vec<u64> = ctx.pick(
+        vec![256, 64 * KIB],
+        vec![256, 4 * KIB, 64 * KIB, MIB, 16 * MIB],
+        vec![
+            256,
+            KIB,
+            4 * KIB,
+            16 * KIB,
+            64 * KIB,
+            256 * KIB,
+            MIB,
+            4 * MIB,
+            16 * MIB,
+            64 * MIB,
+        ],
+    );
+    let amount = size.min(ctx.pick(MIB, 64 * MIB, 256 * MIB));
+    let mut v = Vec::new();
+    for t in ["stream", "buffered 4 KiB", "mmap", "io_uring depth 32"] {
+        for &r in reqs.iter().filter(|&&r| r <= size) {
+            let mut s = spec(file, size);
+            technique(&mut s, t);
+            s.bs = r;
+            s.pattern = if t == "stream" {
+                AccessPattern::Seq
+            } else {
+                AccessPattern::Shuffle
+            };
+            s.cache = CacheMode::Cold;
+            s.stop = stop_after_bytes((amount / r).max(1) * r);
+            v.push(bench(
+                &[
+                    ("sweep", "request".into()),
+                    ("technique", t.into()),
+                    ("request", b(r)),
+                ],
+                s,
+                repeats,
+            ));
+        }
+    }
+    v
 }
 
 /// The reading-more-than-memory sweep: random 4 KiB reads (with
@@ -288,72 +367,9 @@ impl Experiment for Readers {
     fn configs(&self, ctx: &Ctx) -> Vec<Config> {
         let size = size_for(ctx, ctx.pick(2 * MIB, 128 * MIB, 1024 * MIB));
         let file = ctx.data_file(size);
-        let fractions: Vec<f64> = ctx.pick(
-            vec![0.05, 0.5, 1.0],
-            vec![0.01, 0.02, 0.05, 0.1, 0.13, 0.2, 0.5, 1.0],
-            vec![0.005, 0.01, 0.02, 0.05, 0.1, 0.13, 0.2, 0.3, 0.5, 0.75, 1.0],
-        );
         let repeats = ctx.pick(1, 1, 3);
-        let blocks = size / 4096;
-        let mut v = Vec::new();
-        for t in ["mmap", "buffered 4 KiB", "io_uring depth 32"] {
-            for &f in &fractions {
-                let mut s = spec(&file, size);
-                technique(&mut s, t);
-                s.pattern = AccessPattern::Shuffle;
-                s.cache = CacheMode::Cold;
-                s.stop = stop_after_ops(((blocks as f64 * f).round() as u64).max(1));
-                v.push(bench(
-                    &[
-                        ("sweep", "fraction".into()),
-                        ("technique", t.into()),
-                        ("fraction", format!("{f}")),
-                    ],
-                    s,
-                    repeats,
-                ));
-            }
-        }
-        let reqs: Vec<u64> = ctx.pick(
-            vec![256, 64 * KIB],
-            vec![256, 4 * KIB, 64 * KIB, MIB, 16 * MIB],
-            vec![
-                256,
-                KIB,
-                4 * KIB,
-                16 * KIB,
-                64 * KIB,
-                256 * KIB,
-                MIB,
-                4 * MIB,
-                16 * MIB,
-                64 * MIB,
-            ],
-        );
-        let amount = size.min(ctx.pick(MIB, 64 * MIB, 256 * MIB));
-        for t in ["stream", "buffered 4 KiB", "mmap", "io_uring depth 32"] {
-            for &r in reqs.iter().filter(|&&r| r <= size) {
-                let mut s = spec(&file, size);
-                technique(&mut s, t);
-                s.bs = r;
-                s.pattern = if t == "stream" {
-                    AccessPattern::Seq
-                } else {
-                    AccessPattern::Shuffle
-                };
-                s.cache = CacheMode::Cold;
-                s.stop = stop_after_bytes((amount / r).max(1) * r);
-                v.push(bench(
-                    &[
-                        ("sweep", "request".into()),
-                        ("technique", t.into()),
-                        ("request", b(r)),
-                    ],
-                    s,
-                    repeats,
-                ));
-            }
-        }
+        let mut v = fraction_configs(ctx, &file, size, repeats);
+        v.extend(request_configs(ctx, &file, size, repeats));
         v.extend(memory_configs(ctx));
         v
     }
