@@ -13,13 +13,14 @@
 //! ([`crate::squeeze`]) leaving [`LEAVE`] of memory so "more than memory"
 //! happens on a 24 GiB machine; mmap against buffered 4 KiB.
 
-use crate::figure::{self, Axis, LineSeries, Pt};
+use crate::figure::{self, Axis, Figure, LineSeries, Pt};
 use crate::record::LabRecord;
 use crate::util::*;
 use crate::verdict::{over_range, Finding, Verdict};
 use crate::{Analysis, Config, Ctx, Experiment, Work};
 use iolab::engine::EngineKind;
 use iolab_bench::spec::{AccessPattern, CacheMode, WorkloadSpec};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The experiment.
@@ -215,19 +216,30 @@ fn in_out<'a>(g: &[&'a LabRecord]) -> (Option<&'a LabRecord>, Option<&'a LabReco
     (fit.copied(), out.copied())
 }
 
+/// Records grouped by their `technique` tag.
+type ByTechnique<'a> = BTreeMap<String, Vec<&'a LabRecord>>;
+
 /// Figure, table rows and findings of the memory sweep.
 fn memory_analysis(recs: &[LabRecord], out: &mut Analysis) {
-    let mem: Vec<&LabRecord> = recs.iter().filter(|r| r.tag("sweep") == "memory").collect();
-    if mem.is_empty() {
+    let mut tech = ByTechnique::new();
+    for r in recs.iter().filter(|r| r.tag("sweep") == "memory") {
+        tech.entry(r.tag("technique").to_string())
+            .or_default()
+            .push(r);
+    }
+    if tech.is_empty() {
         return;
     }
-    let tech: std::collections::BTreeMap<String, Vec<&LabRecord>> = {
-        let mut m: std::collections::BTreeMap<String, Vec<&LabRecord>> = Default::default();
-        for r in &mem {
-            m.entry(r.tag("technique").to_string()).or_default().push(r);
-        }
-        m
-    };
+    out.figures.push(memory_figure(&tech));
+    out.table
+        .push_str("\nReading more than memory (balloon in place):\n");
+    out.table.push_str(&memory_table(&tech));
+    out.findings.extend(memory_findings(&tech));
+}
+
+/// Throughput against the data size over the memory left, a line per
+/// technique.
+fn memory_figure(tech: &ByTechnique) -> Figure {
     let series: Vec<LineSeries> = tech
         .iter()
         .map(|(t, g)| {
@@ -243,7 +255,7 @@ fn memory_analysis(recs: &[LabRecord], out: &mut Analysis) {
             }
         })
         .collect();
-    out.figures.push(figure::lines(
+    figure::lines(
         "readers-memory",
         "Random 4 KiB reads, warm, data size against the memory left (balloon)",
         Axis::new("data read / memory left (ratio)", true, |v| {
@@ -251,9 +263,14 @@ fn memory_analysis(recs: &[LabRecord], out: &mut Analysis) {
         }),
         Axis::new("throughput (MiB/s)", true, figure::num),
         &series,
-    ));
+    )
+}
+
+/// A row per technique and data size: the memory left, how much was
+/// cached before, the throughput.
+fn memory_table(tech: &ByTechnique) -> String {
     let mut rows = Vec::new();
-    for (t, g) in &tech {
+    for (t, g) in tech {
         for r in sorted(g.clone(), "data") {
             rows.push(vec![
                 t.clone(),
@@ -264,12 +281,7 @@ fn memory_analysis(recs: &[LabRecord], out: &mut Analysis) {
             ]);
         }
     }
-    out.table.push_str(
-        "
-Reading more than memory (balloon in place):
-",
-    );
-    out.table.push_str(&table(
+    table(
         &[
             "technique",
             "data",
@@ -278,13 +290,12 @@ Reading more than memory (balloon in place):
             "throughput",
         ],
         &rows,
-    ));
-    out.findings.extend(memory_findings(&tech));
+    )
 }
 
 /// The two findings of the memory sweep: mmap's collapse once the data
 /// outgrows memory, and mmap against buffered 4 KiB reads out of memory.
-fn memory_findings(tech: &std::collections::BTreeMap<String, Vec<&LabRecord>>) -> [Finding; 2] {
+fn memory_findings(tech: &ByTechnique) -> [Finding; 2] {
     let get = |t: &str| in_out(tech.get(t).map(Vec::as_slice).unwrap_or(&[]));
     let (m_in, m_out) = get("mmap");
     let (b_in, b_out) = get("buffered 4 KiB");
@@ -420,11 +431,7 @@ impl Experiment for Readers {
 }
 
 /// One line per technique: throughput against the tag `x` (times `scale`).
-fn lines_by_technique(
-    tech: &std::collections::BTreeMap<String, Vec<&LabRecord>>,
-    x: &str,
-    scale: f64,
-) -> Vec<LineSeries> {
+fn lines_by_technique(tech: &ByTechnique, x: &str, scale: f64) -> Vec<LineSeries> {
     tech.iter()
         .map(|(t, g)| LineSeries {
             name: t.clone(),
