@@ -59,6 +59,9 @@ fn read_blocks(f: &std::fs::File, buf: &mut [u8], offsets: &[u64]) -> Result<()>
     Ok(())
 }
 
+/// Time per block against file size: files of 1, 4, 16... blocks up to
+/// the scale's largest, each read (at most `cap` blocks of it) in random
+/// or consecutive order.
 fn file_reads(cfg: &Config<'_>, random: bool) -> Result<Entry> {
     let max_blocks: u64 = cfg.scale.pick(256, 4096, 65_536);
     let cap: u64 = cfg.scale.pick(256, 1024, 4096);
@@ -75,23 +78,8 @@ fn file_reads(cfg: &Config<'_>, random: bool) -> Result<Entry> {
         let mut v = Vec::new();
         for _ in 0..cfg.reps() {
             cfg.check_stop()?;
-            let n = k.min(cap);
-            let offsets: Vec<u64> = if random {
-                let mut all: Vec<u64> = (0..k).collect();
-                rng.shuffle(&mut all);
-                all.truncate(n as usize);
-                all.into_iter().map(|b| b * BLOCK).collect()
-            } else {
-                let start = rng.below(k - n + 1);
-                (start..start + n).map(|b| b * BLOCK).collect()
-            };
-            // Passes so that tiny files still give a measurable time.
-            let passes = (64 / n).max(1);
-            let t = prim::monotonic_ns();
-            for _ in 0..passes {
-                read_blocks(&f, &mut buf, &offsets)?;
-            }
-            v.push((prim::monotonic_ns() - t) as f64 / (passes * n) as f64);
+            let offsets = block_offsets(&mut rng, k, k.min(cap), random);
+            v.push(ns_per_block(&f, &mut buf, &offsets)?);
         }
         points.push(Point::of(k as f64, &v));
         last = v;
@@ -99,6 +87,44 @@ fn file_reads(cfg: &Config<'_>, random: bool) -> Result<Entry> {
     }
     drop(f);
     drop(dir);
+    Ok(file_reads_entry(random, max_blocks, cap, points, &last))
+}
+
+/// Byte offsets of `n` of a file's `k` blocks: distinct blocks in random
+/// order, or `n` consecutive ones from a random start.
+fn block_offsets(rng: &mut Rng, k: u64, n: u64, random: bool) -> Vec<u64> {
+    if random {
+        let mut all: Vec<u64> = (0..k).collect();
+        rng.shuffle(&mut all);
+        all.truncate(n as usize);
+        all.into_iter().map(|b| b * BLOCK).collect()
+    } else {
+        let start = rng.below(k - n + 1);
+        (start..start + n).map(|b| b * BLOCK).collect()
+    }
+}
+
+/// Ns per block of O_DIRECT reads of `offsets`.
+fn ns_per_block(f: &std::fs::File, buf: &mut [u8], offsets: &[u64]) -> Result<f64> {
+    let n = offsets.len() as u64;
+    // Passes so that tiny files still give a measurable time.
+    let passes = (64 / n).max(1);
+    let t = prim::monotonic_ns();
+    for _ in 0..passes {
+        read_blocks(f, buf, offsets)?;
+    }
+    Ok((prim::monotonic_ns() - t) as f64 / (passes * n) as f64)
+}
+
+/// The entry of [`file_reads`]: its series by file size, the largest
+/// file's times as the headline.
+fn file_reads_entry(
+    random: bool,
+    max_blocks: u64,
+    cap: u64,
+    points: Vec<Point>,
+    last: &[f64],
+) -> Entry {
     let (name, how) = if random {
         ("file_read_rand", "blocks in random order without repeats")
     } else {
@@ -111,7 +137,7 @@ fn file_reads(cfg: &Config<'_>, random: bool) -> Result<Entry> {
             "O_DIRECT 4 KiB preads of {how} from files of 1..{max_blocks} blocks (at most {cap} reads per file per repeat); time / block; headline = largest file"
         ),
     );
-    e.time_ns = Some(Stats::of(&last));
+    e.time_ns = Some(Stats::of(last));
     e.series.push(Series {
         name: name.into(),
         x_unit: "blocks".into(),
@@ -122,7 +148,7 @@ fn file_reads(cfg: &Config<'_>, random: bool) -> Result<Entry> {
         "O_DIRECT skips this kernel's page cache, not caches below it (a hypervisor's, a device's)"
             .into(),
     );
-    Ok(e)
+    e
 }
 
 /// Sequential O_DIRECT reads, time per block by file size.
