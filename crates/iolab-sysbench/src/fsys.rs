@@ -169,35 +169,17 @@ pub fn contention(cfg: &Config<'_>) -> Result<Entry> {
         .pick(2, (2 * cores).clamp(2, 8), (2 * cores).clamp(2, 8));
     let blocks: u64 = cfg.scale.pick(64, 512, 2048);
     let dir = temp_dir(cfg)?;
-    let mut files = Vec::new();
-    let mut bufs = Vec::new();
-    let mut rng = Rng::new(0xC0);
-    let mut offsets = Vec::new();
-    for i in 0..nmax {
-        let p = dir.path().join(format!("reader{i}"));
-        write_file(&p, blocks * BLOCK, i as u8)?;
-        files.push(open_direct(&p)?);
-        bufs.push(AlignedBuf::new(BLOCK as usize, BLOCK as usize)?);
-        let mut o: Vec<u64> = (0..blocks).map(|b| b * BLOCK).collect();
-        rng.shuffle(&mut o);
-        offsets.push(o);
-    }
+    let mut contenders = Contender::make(dir.path(), nmax, blocks)?;
     let mut points = Vec::new();
     let mut last = Vec::new();
     for n in 1..=nmax {
         let mut v = Vec::new();
         for _ in 0..cfg.reps() {
             cfg.check_stop()?;
-            let mut shares: Vec<prim::ReadShare<'_>> = files
-                .iter()
-                .zip(bufs.iter_mut())
-                .zip(&offsets)
+            let mut shares: Vec<prim::ReadShare<'_>> = contenders
+                .iter_mut()
                 .take(n)
-                .map(|((f, b), o)| prim::ReadShare {
-                    file: f,
-                    buf: &mut b[..],
-                    offsets: o,
-                })
+                .map(Contender::share)
                 .collect();
             let ns = prim::read_in_processes(&mut shares)?;
             let per: Vec<f64> = ns.iter().map(|&t| t as f64 / blocks as f64).collect();
@@ -206,7 +188,7 @@ pub fn contention(cfg: &Config<'_>) -> Result<Entry> {
         points.push(Point::of(n as f64, &v));
         last = v;
     }
-    drop(files);
+    drop(contenders);
     drop(dir);
     let first = points.first().map_or(f64::NAN, |p| p.y);
     let mut e = Entry::new(
@@ -228,6 +210,42 @@ pub fn contention(cfg: &Config<'_>) -> Result<Entry> {
         points,
     });
     Ok(e)
+}
+
+/// One contending process's file (opened O_DIRECT), its buffer and the
+/// order it reads its blocks in.
+struct Contender {
+    file: std::fs::File,
+    buf: AlignedBuf,
+    offsets: Vec<u64>,
+}
+
+impl Contender {
+    /// `n` files `reader0`.. of `blocks` blocks in `dir`, each with its
+    /// blocks shuffled (one generator, file after file).
+    fn make(dir: &Path, n: usize, blocks: u64) -> Result<Vec<Contender>> {
+        let mut rng = Rng::new(0xC0);
+        let mut v = Vec::new();
+        for i in 0..n {
+            let p = dir.join(format!("reader{i}"));
+            write_file(&p, blocks * BLOCK, i as u8)?;
+            let file = open_direct(&p)?;
+            let buf = AlignedBuf::new(BLOCK as usize, BLOCK as usize)?;
+            let mut offsets: Vec<u64> = (0..blocks).map(|b| b * BLOCK).collect();
+            rng.shuffle(&mut offsets);
+            v.push(Contender { file, buf, offsets });
+        }
+        Ok(v)
+    }
+
+    /// What one process of [`prim::read_in_processes`] reads.
+    fn share(&mut self) -> prim::ReadShare<'_> {
+        prim::ReadShare {
+            file: &self.file,
+            buf: &mut self.buf[..],
+            offsets: &self.offsets,
+        }
+    }
 }
 
 fn read_through(path: &Path, len: u64) -> Result<()> {
