@@ -115,8 +115,9 @@ pub fn resume_bench(
             "--resume needs --jsonl FILE (the records to resume from)",
         ));
     };
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+    let text = match iolab::file::read_bounded(path, iolab::file::RECORDS_MAX_BYTES, "record file")
+    {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e).with_context(|| format!("read {}", path.display())),
     };

@@ -73,7 +73,9 @@ fn files_of(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
 fn load(files: Vec<PathBuf>) -> Result<Inputs> {
     let mut inp = Inputs::default();
     for f in &files {
-        let text = std::fs::read_to_string(f).with_context(|| format!("read {}", f.display()))?;
+        let bytes = iolab::file::read_bounded(f, iolab::file::RECORDS_MAX_BYTES, "record file")
+            .map_err(|e| super::usage(format!("{}: {e}", f.display())))?;
+        let text = String::from_utf8_lossy(&bytes);
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let Ok(v) = serde_json::from_str::<Value>(line) else {
                 inp.skipped += 1;
@@ -363,8 +365,9 @@ pub fn run(a: &ReportArgs) -> Result<i32> {
         ));
     }
     let html = page(&inp);
-    write_regenerated("-o", out, &html, MARK, a.overwrite)?;
-    eprintln!("wrote {}", out.display());
+    if write_regenerated("-o", out, &html, MARK, a.overwrite)? {
+        eprintln!("wrote {}", out.display());
+    }
     Ok(0)
 }
 

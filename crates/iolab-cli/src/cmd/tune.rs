@@ -49,9 +49,8 @@ pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
         }
     }
     // Our own earlier profile may be replaced; anything else needs --overwrite.
-    let ours = std::fs::read_to_string(&out)
-        .ok()
-        .is_some_and(|s| Profile::from_json(&s).is_ok());
+    let ours = iolab::file::read_bounded(&out, profile::PROFILE_MAX_BYTES, "profile")
+        .is_ok_and(|b| Profile::from_json(&String::from_utf8_lossy(&b)).is_ok());
     let mut target = OutputTarget::check("--out", &out, a.overwrite || ours, Mode::Replace, &[])?;
     let len = tune::tune_file_len(a.quick);
     let free = iolab::file::free_space(&a.dir)?;

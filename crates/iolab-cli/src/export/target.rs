@@ -310,7 +310,6 @@ impl OutputTarget {
     }
 
     /// Whether the destination is a character device or FIFO (written in place).
-    #[cfg(test)]
     pub fn is_stream(&self) -> bool {
         self.dest == Dest::Stream
     }
