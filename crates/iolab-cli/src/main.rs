@@ -30,6 +30,7 @@ mod sweep;
 mod trace_io;
 mod vs;
 mod waker;
+mod work_dir;
 
 use clap::{Parser, Subcommand};
 use error::{exit_code, one_line};

@@ -88,7 +88,11 @@ fn bad_traces_are_refused_before_anything_is_made() {
         d.path(),
         "--threads",
     );
-    assert_refused(&["replay", "ok.csv", "--dir", "nope"], d.path(), "--dir");
+    assert_refused(
+        &["replay", "ok.csv", "--dir", "nope/deeper"],
+        d.path(),
+        "--dir",
+    );
 }
 
 // Long on purpose: one hostile trace replayed end to end, then what was

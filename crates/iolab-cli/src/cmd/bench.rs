@@ -313,6 +313,9 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         all,
         targets,
     } = plan(a)?;
+    if temp {
+        crate::work_dir::ensure("--dir", &a.dir)?;
+    }
     let Some(targets) = targets else {
         if a.fio_job {
             return crate::vs::print_job_files(&all, temp);

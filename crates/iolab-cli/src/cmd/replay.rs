@@ -378,7 +378,10 @@ fn place_files(
         place::in_place(t).map_err(trace_err)?
     } else {
         let dir = match &a.dir {
-            Some(d) => d.clone(),
+            Some(d) => {
+                crate::work_dir::ensure("--dir", d)?;
+                d.clone()
+            }
             None => {
                 let d = tempfile::Builder::new()
                     .prefix(".iolab-replay-")

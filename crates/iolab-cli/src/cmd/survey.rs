@@ -178,6 +178,7 @@ fn survey_specs(plans: &[Plan], file: &Path, size: u64, time: u64) -> Vec<Worklo
 pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
     check(a)?;
     let file = temp_path(&a.dir)?;
+    crate::work_dir::ensure("--dir", &a.dir)?;
     let size = survey_size(&a.dir, a.size)?;
     let time = a.time.map(|t| t.as_nanos() as u64).unwrap_or(4_000_000_000);
     let plans = plans();

@@ -87,13 +87,12 @@ pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
         list
     };
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    if !dir.is_dir() {
-        return bad(&format!("--dir {}: not a directory", dir.display()));
-    }
+    crate::work_dir::check("--dir", &dir)?;
     let mut out = SysOut {
         exporters: Exporters::new(args.out.check(&[])?),
         done: 0,
     };
+    crate::work_dir::ensure("--dir", &dir)?;
     let scale = if args.quick {
         Scale::Quick
     } else {

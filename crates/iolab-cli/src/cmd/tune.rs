@@ -30,17 +30,7 @@ pub struct TuneArgs {
 
 /// Runs `iolab tune`.
 pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
-    if !a.dir.is_dir() {
-        let what = if a.dir.exists() {
-            "not a directory"
-        } else {
-            "no such directory"
-        };
-        return Err(super::usage(format!(
-            "tune: --dir {}: {what}; name an existing directory on the storage to measure",
-            a.dir.display()
-        )));
-    }
+    crate::work_dir::check("--dir", &a.dir)?;
     let out = a.out.clone().unwrap_or_else(profile::default_path);
     if a.out.is_none() {
         if let Some(parent) = out.parent() {
@@ -53,6 +43,7 @@ pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
         .is_ok_and(|b| Profile::from_json(&String::from_utf8_lossy(&b)).is_ok());
     let mut target = OutputTarget::check("--out", &out, a.overwrite || ours, Mode::Replace, &[])?;
     let len = tune::tune_file_len(a.quick);
+    crate::work_dir::ensure("--dir", &a.dir)?;
     let free = iolab::file::free_space(&a.dir)?;
     if free < len * 2 {
         return Err(super::usage(format!(
