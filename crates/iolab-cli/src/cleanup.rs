@@ -1,8 +1,10 @@
 //! Signals and the files this run made.
 //!
 //! The first SIGINT/SIGTERM asks the run to stop (what was measured is
-//! still printed and written); a second one ends the process at once (the
-//! thread-free handler lives in [`iolab::stop`]). Files are registered
+//! still printed and written); a second one changes nothing, and a run
+//! still going a second later is ended by the watchdog, which removes the
+//! files this run made first (the thread-free handlers live in
+//! [`iolab::stop`]). Files are registered
 //! with the identity (device, inode) they had when iolab created them, and
 //! [`remove_all`] removes a name only while it still refers to that file:
 //! never a path iolab found existing, never a file another run put there.

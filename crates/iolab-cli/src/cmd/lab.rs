@@ -225,6 +225,10 @@ fn data_dir(a: &RunArgs) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
                 .tempdir_in(".")
                 .context("create a temporary data folder here (or give --dir)")?;
             let p = t.path().to_path_buf();
+            // Removed on every way out, a forced one included.
+            if let Some(id) = iolab::file::FileIdent::of_path(&p) {
+                crate::cleanup::register_created(&p, id);
+            }
             temp = Some(t);
             p
         }

@@ -387,6 +387,10 @@ fn place_files(
                     .prefix(".iolab-replay-")
                     .tempdir_in(".")?;
                 let p = d.path().to_path_buf();
+                // Removed on every way out, a forced one included.
+                if let Some(id) = iolab::file::FileIdent::of_path(&p) {
+                    crate::cleanup::register_created(&p, id);
+                }
                 temp = Some(d);
                 p
             }

@@ -43,6 +43,20 @@ pub struct SysArgs {
     pub connect: Option<String>,
 }
 
+/// The folder the measurements make their files in, under `dir`: removed
+/// at the end, and by the watchdog too if a measurement blocked in the
+/// kernel keeps the run from ending after Ctrl-C.
+fn scratch_dir(dir: &std::path::Path) -> anyhow::Result<tempfile::TempDir> {
+    let t = tempfile::Builder::new()
+        .prefix(".iolab-sys-")
+        .tempdir_in(dir)
+        .with_context(|| format!("create a temporary folder in {}", dir.display()))?;
+    if let Some(id) = iolab::file::FileIdent::of_path(t.path()) {
+        crate::cleanup::register_created(t.path(), id);
+    }
+    Ok(t)
+}
+
 fn bad(msg: &str) -> anyhow::Result<i32> {
     eprintln!("iolab sys: {msg}");
     Ok(2)
@@ -99,10 +113,11 @@ pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
         Scale::Full
     };
     let repeat = args.repeat.unwrap_or(if args.quick { 3 } else { 5 }) as usize;
+    let scratch = scratch_dir(&dir)?;
     let cfg = Config {
         scale,
         repeat,
-        dir: dir.clone(),
+        dir: scratch.path().to_path_buf(),
         stop,
     };
     if let Some(addr) = args.serve {
