@@ -103,6 +103,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    quiet_on_closed_stderr();
     let stop = cleanup::install();
     cleanup::watchdog();
     let res = match cli.cmd {
@@ -144,4 +145,25 @@ fn main() -> ExitCode {
         return ExitCode::from(sig as u8);
     }
     ExitCode::from(code as u8)
+}
+
+/// A closed stderr (`iolab ... 2>&1 | head -1`) makes the next message on
+/// it panic inside the standard library. That is the reader going away,
+/// not a failure of iolab: end quietly, removing what this run made, with
+/// the status a shell shows for a process a closed pipe ended (141).
+fn quiet_on_closed_stderr() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let p = info.payload();
+        let msg = p
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| p.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to std") && msg.contains("Broken pipe") {
+            cleanup::remove_all();
+            std::process::exit(128 + 13);
+        }
+        default(info);
+    }));
 }

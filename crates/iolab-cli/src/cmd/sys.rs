@@ -68,7 +68,7 @@ fn bad(msg: &str) -> anyhow::Result<i32> {
 // write); each step is short and in order.
 pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
     if args.names.len() == 1 && args.names[0] == "list" {
-        print_list();
+        crate::export::stdout(&list_text())?;
         return Ok(0);
     }
     let net_only = args.names.is_empty() || args.names.iter().all(|n| n == "net");
@@ -190,7 +190,7 @@ fn finish(args: &SysArgs, out: &mut SysOut, report: &SysReport, code: i32) -> an
     let mut out = out.lock();
     let res = if args.out.json {
         serde_json::to_writer_pretty(&mut out, report)
-            .map_err(std::io::Error::other)
+            .map_err(std::io::Error::from)
             .and_then(|_| writeln!(out))
     } else {
         print_table(&mut out, report)
@@ -282,15 +282,19 @@ fn serve(addr: std::net::SocketAddr, stop: &AtomicBool) -> anyhow::Result<i32> {
     }
 }
 
-fn print_list() {
-    println!("{:<16} {:<7} WHAT", "NAME", "GROUP");
+/// What `iolab sys list` prints: every measurement, then the groups.
+fn list_text() -> String {
+    use std::fmt::Write as _;
+    let mut s = format!("{:<16} {:<7} WHAT\n", "NAME", "GROUP");
     for m in MEASUREMENTS {
-        println!("{:<16} {:<7} {}", m.name, m.group, m.about);
+        let _ = writeln!(s, "{:<16} {:<7} {}", m.name, m.group, m.about);
     }
-    println!(
+    let _ = writeln!(
+        s,
         "\ngroups: {} (a group name runs the whole group)",
         GROUPS.join(", ")
     );
+    s
 }
 
 fn num(v: f64) -> String {
