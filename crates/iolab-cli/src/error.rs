@@ -37,8 +37,12 @@ pub fn exit_code(e: &anyhow::Error) -> i32 {
             return iolab_bench::BenchError::exit_code_of(i);
         }
         if let Some(io) = c.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::BrokenPipe {
-                return 0;
+            match io.kind() {
+                std::io::ErrorKind::BrokenPipe => return 0,
+                // A file this user may not read or write is bad input, as
+                // the library's errors say too: name another file.
+                std::io::ErrorKind::PermissionDenied => return 2,
+                _ => {}
             }
         }
     }
