@@ -99,10 +99,11 @@ fn a_sample_of_the_corpus_is_refused_by_the_binary() {
                     .args
                     .first()
                     .is_some_and(|a| binary_only.iter().any(|b| a == b))
-                    && (path
-                        .as_deref()
-                        .is_some_and(|p| !p.is_empty() && l.contains(p))
-                        || l.contains("UTF-8")
+                    && (path.as_deref().is_some_and(|p| {
+                        // A long path is quoted by its start only.
+                        let start: String = p.chars().take(40).collect();
+                        !p.is_empty() && (l.contains(p) || l.contains(&start))
+                    }) || l.contains("UTF-8")
                         || l.contains("'<")))
         };
         let ok = o.status.code() == Some(2)
