@@ -393,5 +393,32 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
     if let Some(e) = failed {
         return Err(e.into());
     }
-    Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 })
+    if stop.load(Ordering::Relaxed) {
+        return Ok(130);
+    }
+    if let Some(line) = failed_ops(&records) {
+        eprintln!("error: {line}");
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// With --continue-on-error a run goes on past failed ops (an error, a
+/// short transfer, a verify mismatch): it still failed, and says so.
+fn failed_ops(records: &[iolab_bench::record::BenchRecord]) -> Option<String> {
+    let (mut n, mut first) = (0u64, None);
+    for r in records {
+        for m in &r.runs {
+            n += m.errors;
+            if first.is_none() {
+                first = m.first_errors.first().cloned();
+            }
+        }
+    }
+    (n > 0).then(|| {
+        format!(
+            "{n} ops failed (kept going: --continue-on-error); first: {}",
+            first.as_deref().unwrap_or("not kept")
+        )
+    })
 }

@@ -24,8 +24,9 @@ pub struct SysArgs {
     /// Smaller experiments: everything in under 45 s.
     #[arg(long)]
     pub quick: bool,
-    /// Outputs: --json, --jsonl (one record per measurement), --csv (every
-    /// series point: series,x,x_unit,y,y_unit,y_min,y_max), --overwrite.
+    /// Outputs: --json, --jsonl (one record per measurement), --csv
+    /// (series,x,x_unit,y,y_unit,y_min,y_max: every series point, then each
+    /// measurement's median as series NAME with no x), --overwrite.
     #[command(flatten)]
     pub out: OutputArgs,
     /// Repeats per measurement [default: 5, 3 with --quick].
@@ -251,7 +252,8 @@ impl Exportable for EntryLine<'_> {
     }
 
     fn csv_rows(&self) -> Vec<Vec<String>> {
-        self.entry
+        let mut rows: Vec<Vec<String>> = self
+            .entry
             .csv_rows()
             .into_iter()
             .map(|r| {
@@ -265,7 +267,20 @@ impl Exportable for EntryLine<'_> {
                     csv_num(r.y_max),
                 ]
             })
-            .collect()
+            .collect();
+        // The headline value: series = the measurement's name, no x.
+        if let Some((h, st)) = self.entry.headline() {
+            rows.push(vec![
+                self.entry.name.clone(),
+                String::new(),
+                String::new(),
+                csv_num(st.median),
+                h.unit().to_string(),
+                csv_num(st.min),
+                csv_num(st.max),
+            ]);
+        }
+        rows
     }
 }
 
