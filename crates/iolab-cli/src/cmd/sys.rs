@@ -58,9 +58,9 @@ fn scratch_dir(dir: &std::path::Path) -> anyhow::Result<tempfile::TempDir> {
     Ok(t)
 }
 
+/// Bad input: one `error:` line, exit status 2.
 fn bad(msg: &str) -> anyhow::Result<i32> {
-    eprintln!("iolab sys: {msg}");
-    Ok(2)
+    Err(super::usage(msg))
 }
 
 /// Runs `iolab sys`; returns the exit code (0 ok, 1 a measurement failed,
@@ -136,10 +136,7 @@ pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
         match net::remote(&cfg, hp) {
             Ok(es) => report.entries = es,
             Err(SysError::Cancelled) => return Ok(130),
-            Err(e) => {
-                eprintln!("iolab sys: {hp}: {e}");
-                return Ok(1);
-            }
+            Err(e) => return Err(anyhow::anyhow!("--connect {hp}: {e}")),
         }
         return finish(args, &mut out, &report, 0);
     }
@@ -290,10 +287,7 @@ fn serve(addr: std::net::SocketAddr, stop: &AtomicBool) -> anyhow::Result<i32> {
     });
     match r {
         Ok(()) => Ok(130),
-        Err(e) => {
-            eprintln!("iolab sys: --serve {addr}: {e}");
-            Ok(1)
-        }
+        Err(e) => Err(anyhow::anyhow!("--serve {addr}: {e}")),
     }
 }
 
