@@ -66,7 +66,8 @@ pub fn execute(
         };
         let mut shown = Shown {
             pb: &pb,
-            label: spec.label(),
+            label: export::table::in_words(&spec),
+            sequential: spec.pattern == iolab_bench::spec::AccessPattern::Seq,
         };
         let measured = measure::runs(&spec, &prep, &m, &mut shown)?;
         let runs = measured.runs;
@@ -151,11 +152,12 @@ pub fn resume_bench(
 struct Shown<'a> {
     pb: &'a indicatif::ProgressBar,
     label: String,
+    sequential: bool,
 }
 
 impl measure::Hooks for Shown<'_> {
     fn after(&mut self, m: &iolab_bench::record::RunMetrics) {
-        for w in export::table::warnings(m) {
+        for w in export::table::warnings(m, self.sequential) {
             say(self.pb, format!("warning: {}: {w}", self.label));
         }
         self.pb.inc(1);
