@@ -78,7 +78,8 @@ fn series_reach_the_csv() {
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let csv = d.path().join("r.csv");
     let o = iolab()
-        .args(["sys", "contention", "--quick", "--repeat", "1", "--dir"])
+        .args(["sys", "contention", "--quick", "--repeat", "1", "--detail"])
+        .arg("--dir")
         .arg(d.path())
         .arg("--csv")
         .arg(&csv)

@@ -29,6 +29,10 @@ pub struct SysArgs {
     /// measurement's median as series NAME with no x), --overwrite.
     #[command(flatten)]
     pub out: OutputArgs,
+    /// Show how each value was measured, its notes and every point of
+    /// each curve (the table alone is the summary).
+    #[arg(long)]
+    pub detail: bool,
     /// Repeats per measurement [default: 5, 3 with --quick].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: Option<u32>,
@@ -191,7 +195,7 @@ fn finish(args: &SysArgs, out: &mut SysOut, report: &SysReport, code: i32) -> an
             .map_err(std::io::Error::from)
             .and_then(|_| writeln!(out))
     } else {
-        print_table(&mut out, report)
+        print_table(&mut out, report, args.detail)
     };
     match res {
         Ok(()) => Ok(code),
@@ -325,7 +329,9 @@ fn bytes(b: f64) -> String {
     iolab_bench::prepare::human(b.max(0.0) as u64)
 }
 
-fn print_table(out: &mut dyn Write, r: &SysReport) -> std::io::Result<()> {
+/// The summary (one line per measurement, one per curve's plateaus), then
+/// with `detail` how each was measured and every point of every curve.
+fn print_table(out: &mut dyn Write, r: &SysReport, detail: bool) -> std::io::Result<()> {
     let e = &r.environment;
     writeln!(
         out,
@@ -349,15 +355,46 @@ fn print_table(out: &mut dyn Write, r: &SysReport) -> std::io::Result<()> {
             group = &en.group;
             writeln!(out, "-- {group}")?;
         }
-        write_entry(out, en)?;
+        write_entry(out, en, detail)?;
     }
     for en in &r.entries {
-        write_series(out, en)?;
+        if detail {
+            write_series(out, en)?;
+        } else {
+            write_plateaus_line(out, en)?;
+        }
+    }
+    if !detail && !r.entries.is_empty() {
+        writeln!(
+            out,
+            "\nhow each value was measured, notes, and every point of each curve: add --detail (or --json, --csv)"
+        )?;
     }
     Ok(())
 }
 
-fn write_entry(out: &mut dyn Write, en: &Entry) -> std::io::Result<()> {
+/// The plateaus of a curve on one line (the summary's view of it).
+fn write_plateaus_line(out: &mut dyn Write, en: &Entry) -> std::io::Result<()> {
+    if en.plateaus.is_empty() {
+        return Ok(());
+    }
+    let parts: Vec<String> = en
+        .plateaus
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {} ns ({}..{})",
+                p.name,
+                num(p.latency_ns),
+                bytes(p.from_bytes as f64),
+                bytes(p.to_bytes as f64)
+            )
+        })
+        .collect();
+    writeln!(out, "{} plateaus: {}", en.name, parts.join(", "))
+}
+
+fn write_entry(out: &mut dyn Write, en: &Entry, detail: bool) -> std::io::Result<()> {
     match en.headline() {
         Some((h, s)) => {
             let sd = if s.mean != 0.0 {
@@ -379,9 +416,11 @@ fn write_entry(out: &mut dyn Write, en: &Entry) -> std::io::Result<()> {
         }
         None => writeln!(out, "{:<16} {:>12}", en.name, "-")?,
     }
-    writeln!(out, "    method: {}", en.method)?;
-    for n in &en.notes {
-        writeln!(out, "    note: {n}")?;
+    if detail {
+        writeln!(out, "    method: {}", en.method)?;
+        for n in &en.notes {
+            writeln!(out, "    note: {n}")?;
+        }
     }
     Ok(())
 }
@@ -420,7 +459,9 @@ fn write_series(out: &mut dyn Write, en: &Entry) -> std::io::Result<()> {
             };
             writeln!(out, "  {x:>14}  {y:>10}  [{lo}..{hi}]")?;
         }
-        for p in &en.plateaus {
+        // The plateaus belong to the main curve (named as the entry), not
+        // to its comparison walks.
+        for p in en.plateaus.iter().filter(|_| s.name == en.name) {
             writeln!(
                 out,
                 "  plateau {:<4} {:>8} ns  ({}..{})",
@@ -432,4 +473,60 @@ fn write_series(out: &mut dyn Write, en: &Entry) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iolab_sysbench::result::{Plateau, Point, Series};
+
+    fn curve(name: &str, ys: &[f64]) -> Series {
+        Series {
+            name: name.into(),
+            x_unit: "bytes".into(),
+            y_unit: "ns".into(),
+            points: ys
+                .iter()
+                .enumerate()
+                .map(|(i, &y)| Point::of((1024u64 << i) as f64, &[y]))
+                .collect(),
+        }
+    }
+
+    fn report() -> SysReport {
+        let mut e = Entry::new("mem_latency", "memory", "a random cycle".to_string());
+        e.series.push(curve("mem_latency", &[1.0, 1.1, 120.0]));
+        e.series
+            .push(curve("mem_latency.stride64", &[0.5, 0.6, 7.0]));
+        e.plateaus.push(Plateau {
+            name: "RAM".into(),
+            from_bytes: 4096,
+            to_bytes: 4096,
+            latency_ns: 120.0,
+        });
+        SysReport {
+            entries: vec![e],
+            ..SysReport::default()
+        }
+    }
+
+    #[test]
+    fn plateaus_sit_under_the_curve_they_describe_and_detail_is_asked_for() {
+        let mut out = Vec::new();
+        print_table(&mut out, &report(), true).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.matches("plateau RAM").count(), 1, "{text}");
+        let plateau = text.find("plateau RAM").unwrap();
+        let stride = text.find("mem_latency.stride64 (").unwrap();
+        assert!(plateau < stride, "under the main curve only: {text}");
+        let mut out = Vec::new();
+        print_table(&mut out, &report(), false).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("mem_latency plateaus: RAM 120 ns"), "{text}");
+        assert!(
+            !text.contains("stride64") && !text.contains("method:"),
+            "{text}"
+        );
+        assert!(text.contains("add --detail"), "{text}");
+    }
 }
