@@ -51,20 +51,24 @@ enum Cmd {
     Survey(cmd::survey::SurveyArgs),
     /// Run one measurement, or a sweep over comma-separated values.
     Bench(Box<cmd::bench::BenchArgs>),
-    /// Print the XOR of a file's 4-byte little-endian words.
+    /// Print the XOR of a file's 4-byte little-endian words as 0x and 8 hex
+    /// digits (a final partial word zero-padded).
     Xor(cmd::xor::XorArgs),
     /// The cost of the operating system's basic operations (syscalls,
     /// context switches, memory, page faults, loopback network, file cache).
     Sys(cmd::sys::SysArgs),
     /// Read whole files as fast as this machine can (to stdout or -o OUT).
     Cat(cmd::cat::CatArgs),
-    /// XOR of a whole file's 4-byte words (final partial word dropped), as 8 hex digits.
+    /// XOR of a whole file's 4-byte words (final partial word dropped), as 8
+    /// bare hex digits (the course's format, unlike xor's 0x...).
     Fast(cmd::cat::FastArgs),
-    /// The course's reader/writer: `run FILE -r|-w BLOCK_SIZE BLOCK_COUNT`.
+    /// The course's reader/writer: `run FILE -r|-w BLOCK_SIZE BLOCK_COUNT`
+    /// (-r prints 8 bare hex digits, the course's format).
     Run(cmd::run::RunArgs),
     /// The course's block-count search: double until one read takes 5 s.
     Run2(cmd::run::Run2Args),
-    /// Measure how this machine reads and write the profile `Auto` uses.
+    /// Measure how this machine reads, and write the profile the adaptive
+    /// reader (`Auto`, `iolab cat`) uses.
     Tune(cmd::tune::TuneArgs),
     /// One pass of the mixed workload (adaptive against fixed techniques).
     Mixed(cmd::mixed::MixedArgs),

@@ -33,7 +33,10 @@ pub fn summary(t: &Trace) -> String {
     );
     if !t.skipped.is_empty() {
         let left: Vec<String> = t.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        s.push_str(&format!("; left out: {}", left.join(", ")));
+        s.push_str(&format!(
+            "; reads left out (not of regular files), by kind: {}",
+            left.join(", ")
+        ));
     }
     s
 }

@@ -17,7 +17,9 @@ pub struct MixedArgs {
     /// (about 6.3 GiB; created if missing).
     #[arg(long)]
     pub dir: PathBuf,
-    /// Technique: stream, buffered\[:4m\], mapped, direct, uring\[:32\], thesis, auto.
+    /// Technique: stream, buffered\[:4m\], mapped, direct, uring\[:32\],
+    /// thesis (the fixed rules of the study iolab reproduces), auto (the
+    /// adaptive reader).
     #[arg(long, default_value = "auto")]
     pub technique: Technique,
     /// Profile for auto: a file, or "none" for the built-in defaults

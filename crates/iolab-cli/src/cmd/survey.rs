@@ -313,14 +313,8 @@ fn render(recs: &[BenchRecord], groups: &[Group]) -> String {
             .filter(|(_, m)| m.cache_held != Some(false))
             .max_by(|a, b| a.1.mib_per_s.total_cmp(&b.1.mib_per_s))
     };
-    let gbs = |m: f64| {
-        let b = m * (1 << 20) as f64;
-        if b >= 1e9 {
-            format!("{:.2} GB/s", b / 1e9)
-        } else {
-            format!("{:.0} MB/s", b / 1e6)
-        }
-    };
+    // In the table's unit.
+    let gbs = |m: f64| format!("{m:.0} MiB/s");
     if let Some((r, m)) = best(Group::SeqCold) {
         let _ = writeln!(
             o,
