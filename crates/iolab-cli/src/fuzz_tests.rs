@@ -1,4 +1,4 @@
-//! Issue 13 §2: a corpus of bad command lines, generated from the flag
+//! A corpus of bad command lines, generated from the flag
 //! table (every flag that takes a value × zero, negative, huge, overflowing,
 //! non-numeric, empty, wrong-unit values), conflicting combinations, and
 //! every kind of wrong path. Each line is parsed and checked in process (the

@@ -1,4 +1,4 @@
-//! Checks of `iolab bench`'s values that the fuzz corpus (issue 13 §2)
+//! Checks of `iolab bench`'s values that the corpus of bad command lines
 //! found missing: zero amounts, depths beyond the ring, a completion batch
 //! deeper than the queue, blocks larger than the file, and paths that
 //! cannot be created. All before anything is made or measured.

@@ -1,7 +1,7 @@
-//! Issue 13 §2, the binary half: a sample (every 12th, ≥ 50, and every
-//! line for the commands not checked in process) of the corpus
-//! of bad command lines that `src/fuzz_tests.rs` checks in process, run
-//! through the real `iolab` with `--json`: no panic (exit 101), exit 2,
+//! The binary half of the corpus of bad command lines: a sample (every
+//! 12th, ≥ 50, and every line for the commands not checked in process) of
+//! what `src/fuzz_tests.rs` checks in process, run through the real
+//! `iolab` with `--json`: no panic (exit 101), exit 2,
 //! exactly one line on stderr naming the flag, nothing on stdout, and
 //! nothing in the scratch directory created or changed. The flag table
 //! comes from the binary's own `--help`.

@@ -1,4 +1,4 @@
-//! Issue 13 §1: faults injected for real, through the FUSE file system of
+//! Faults injected for real, through the FUSE file system of
 //! `iolab-faultfs`, and what `iolab bench` does about them: every failed op
 //! named with its file and offset, short reads completed or reported and
 //! never counted as full blocks, a shrunken file a clear error, `mmap` never

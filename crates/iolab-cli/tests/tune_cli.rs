@@ -1,4 +1,4 @@
-//! `iolab tune` end to end (issue 9 §5): it measures a real file under
+//! `iolab tune` end to end: it measures a real file under
 //! `--dir`, writes a profile the reading library then loads without a
 //! warning, refuses a missing directory, and does not replace a file that
 //! is not a profile. One scenario: the quick tune takes ~15 s of real I/O.

@@ -90,7 +90,7 @@ pub fn build_readers(
         let r: Box<dyn ReplayReader> = if n == "pread" {
             Box::new(rp::PreadReader)
         } else {
-            // Accept the spellings too: buffered4k, mmap, uring32.
+            // Accept the short spellings too: buffered4k, mmap, uring32.
             let alias = match n.as_str() {
                 "mmap" => "mapped".to_string(),
                 s if s.starts_with("buffered") && !s.contains(':') && s.len() > 8 => {
