@@ -31,7 +31,7 @@ pub fn check(specs: &[WorkloadSpec]) -> Result<()> {
         fio::command(s).map_err(|why| {
             crate::error::usage(format!(
                 "--vs fio: {} cannot be expressed in fio: {why}",
-                s.label()
+                crate::export::table::in_words(s)
             ))
         })?;
     }
@@ -49,7 +49,12 @@ pub fn print_commands(specs: &[WorkloadSpec], fair: bool) -> Result<i32> {
             let len = std::fs::metadata(&s.file).map(|m| m.len()).unwrap_or(0);
             s.file_size = len.saturating_sub(s.offset);
         }
-        let why = |w: String| crate::error::usage(format!("--print-fio: {}: {w}", s.label()));
+        let why = |w: String| {
+            crate::error::usage(format!(
+                "--print-fio: {}: {w}",
+                crate::export::table::in_words(&s)
+            ))
+        };
         // As --vs runs it: the null engine's pinned pair unless --cpus pins.
         let null = (s.engine == iolab::engine::EngineKind::Null)
             .then(|| fio::null_commands(&s, fio::null_cpu()).ok())
@@ -479,7 +484,7 @@ pub fn print_job_files(specs: &[iolab_bench::spec::WorkloadSpec], temp: bool) ->
         let job = iolab_fio::translate::job_file(s).map_err(|why| {
             crate::error::usage(format!(
                 "--fio-job: {} cannot be expressed in fio: {why}",
-                s.label()
+                crate::export::table::in_words(s)
             ))
         })?;
         text.push_str(&job);

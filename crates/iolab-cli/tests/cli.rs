@@ -591,7 +591,7 @@ fn most_threads_while(args: &[&str]) -> usize {
     most
 }
 
-/// Issue 11 §4: a one-worker run is a single-threaded process (no worker
+/// A one-worker run is a single-threaded process (no worker
 /// spawned, no signal or watchdog thread), as fio's job and lmbench are;
 /// with two workers the sampling does see the threads.
 #[test]

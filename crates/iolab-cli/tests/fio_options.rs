@@ -1,4 +1,4 @@
-//! The fio options issue 12 added to iolab's runner, through the real
+//! fio options in iolab's runner, through the real
 //! binary, in `iolab bench` and `iolab fio` alike: `offset`, `rw=randread:N`,
 //! `cpus_allowed`, filename lists and `nrfiles`. Each test checks what the
 //! run did (bytes, ops, files, offsets verified against the pattern), not

@@ -181,7 +181,7 @@ impl Reader {
                     .err("not a regular file; name a job file".to_string()));
             }
         }
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = read_job_file(path).map_err(|e| {
             Loc::new(path.display().to_string(), 0).err(format!("cannot read the job file: {e}"))
         })?;
         self.read_text(&text, path, 0)
@@ -225,8 +225,8 @@ impl Reader {
                     } else {
                         p
                     };
-                    let body = std::fs::read_to_string(&p)
-                        .map_err(|e| loc.err(format!("include {inc}: {e}")))?;
+                    let body =
+                        read_job_file(&p).map_err(|e| loc.err(format!("include {inc}: {e}")))?;
                     self.read_text(&body, &p, depth + 1)?;
                     continue;
                 }
@@ -276,6 +276,21 @@ impl Reader {
     pub fn cli_globals(&self) -> &[RawOpt] {
         &self.cli_globals
     }
+}
+
+/// The most bytes of a job file (or a file it includes) read: job files
+/// are a few KiB of text.
+const JOB_FILE_MAX_BYTES: u64 = 1 << 20;
+
+/// A job file's text, read only from a regular file and with a size limit.
+fn read_job_file(p: &Path) -> std::io::Result<String> {
+    let b = iolab::file::read_bounded(p, JOB_FILE_MAX_BYTES, "job file")?;
+    String::from_utf8(b).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
 }
 
 #[cfg(test)]

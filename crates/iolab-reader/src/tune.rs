@@ -462,9 +462,9 @@ fn derive_random_cold(ms: &[Measurement], p: &mut Profile, rec: &mut Vec<String>
         _ => false,
     };
     rec.push(if p.mmap_small_cold {
-        "Small random reads of data not cached: the mapping's read-around pays off here.".to_string()
+        "Small random reads of data not cached: the mapping's read-around (a page fault reads the pages around it too) pays off here.".to_string()
     } else {
-        "Small random reads of data not cached: pread, not the mapping (its read-around reads more than asked).".to_string()
+        "Small random reads of data not cached: pread, not the mapping (a page fault reads the pages around it too, more than asked).".to_string()
     });
 }
 

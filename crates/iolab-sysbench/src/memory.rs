@@ -140,7 +140,15 @@ fn plateaus_of(
         if idx.is_empty() {
             continue;
         }
-        let med: Vec<f64> = idx.iter().map(|&i| Stats::of(&ys[i]).median).collect();
+        let mut med: Vec<f64> = idx.iter().map(|&i| Stats::of(&ys[i]).median).collect();
+        let mut idx = idx;
+        if name != "RAM" {
+            // A cache's plateau is flat: it ends where the latency leaves
+            // it (a VM or a shared cache may hold less than sysfs says).
+            let keep = flat_prefix(&med);
+            med.truncate(keep);
+            idx.truncate(keep);
+        }
         plateaus.push(Plateau {
             name: name.clone(),
             from_bytes: sizes[idx[0]],
@@ -154,6 +162,19 @@ fn plateaus_of(
         }
     }
     (plateaus, ram_per_rep)
+}
+
+/// How many of `med` (latencies by growing size) form a plateau: each
+/// within 1.5x of the lowest before it. At least one.
+fn flat_prefix(med: &[f64]) -> usize {
+    let mut low = f64::INFINITY;
+    for (i, &m) in med.iter().enumerate() {
+        if i > 0 && m > 1.5 * low {
+            return i;
+        }
+        low = low.min(m);
+    }
+    med.len()
 }
 
 /// A latency series: the repeats' ns at each working-set size.
@@ -462,6 +483,13 @@ pub fn bw_copy_all(cfg: &Config<'_>) -> Result<Entry> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plateau_ends_where_the_latency_leaves_it() {
+        assert_eq!(flat_prefix(&[20.0, 21.0, 22.0, 97.0, 155.0]), 3);
+        assert_eq!(flat_prefix(&[20.0, 25.0, 29.0]), 3);
+        assert_eq!(flat_prefix(&[90.0]), 1);
+    }
 
     #[test]
     fn sizes_parse_and_windows() {

@@ -73,7 +73,9 @@ fn files_of(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
 fn load(files: Vec<PathBuf>) -> Result<Inputs> {
     let mut inp = Inputs::default();
     for f in &files {
-        let text = std::fs::read_to_string(f).with_context(|| format!("read {}", f.display()))?;
+        let bytes = iolab::file::read_bounded(f, iolab::file::RECORDS_MAX_BYTES, "record file")
+            .map_err(|e| super::usage(format!("{}: {e}", f.display())))?;
+        let text = String::from_utf8_lossy(&bytes);
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let Ok(v) = serde_json::from_str::<Value>(line) else {
                 inp.skipped += 1;
@@ -302,11 +304,11 @@ fn findings_table(h: &mut String, findings: &[Finding]) {
 /// The `iolab bench` records, one row each.
 fn bench_table(h: &mut String, inp: &Inputs) {
     if !inp.bench.is_empty() {
-        h.push_str("<h2>Bench records</h2>\n<table><tr><th>label</th><th>engine</th><th>op</th><th>pattern</th><th>block</th><th>qd</th><th>threads</th><th>cache</th><th>MiB/s (median)</th><th>p99 (ns)</th><th>runs</th></tr>\n");
+        h.push_str("<h2>Bench records</h2>\n<table><tr><th>label</th><th>engine</th><th>op</th><th>pattern</th><th>block</th><th>qd</th><th>threads</th><th>cache</th><th>MiB/s (median)</th><th>p99 (ns)</th><th>runs</th><th>failed ops</th></tr>\n");
         for b in &inp.bench {
             let s = &b.spec;
             h.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.0}</td><td>{}</td></tr>\n",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.0}</td><td>{}</td>{}</tr>\n",
                 esc(&b.label),
                 s.engine,
                 esc(&s.op.name()),
@@ -317,11 +319,26 @@ fn bench_table(h: &mut String, inp: &Inputs) {
                 s.cache.name(),
                 b.summary.mib_per_s.median,
                 b.summary.p99_ns.median,
-                b.runs.len()
+                b.runs.len(),
+                failed_ops_cell(b)
             ));
         }
         h.push_str("</table>\n");
     }
+}
+
+/// A bench record's failed ops (errors, short transfers, verify
+/// mismatches): a run that had any did not measure what it claims.
+fn failed_ops_cell(b: &BenchRecord) -> String {
+    let n: u64 = b.runs.iter().map(|r| r.errors).sum();
+    if n == 0 {
+        return "<td>0</td>".into();
+    }
+    let first = b.runs.iter().find_map(|r| r.first_errors.first());
+    format!(
+        "<td style=\"color:#b00;font-weight:bold\">{n} failed{}</td>",
+        first.map_or(String::new(), |f| format!(": {}", esc(f)))
+    )
 }
 
 /// The `iolab sys` records, one row each.
@@ -363,8 +380,9 @@ pub fn run(a: &ReportArgs) -> Result<i32> {
         ));
     }
     let html = page(&inp);
-    write_regenerated("-o", out, &html, MARK, a.overwrite)?;
-    eprintln!("wrote {}", out.display());
+    if write_regenerated("-o", out, &html, MARK, a.overwrite)? {
+        eprintln!("wrote {}", out.display());
+    }
     Ok(0)
 }
 
