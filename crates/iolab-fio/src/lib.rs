@@ -4,6 +4,7 @@
 //! terse, bw/lat/iops logs).
 //!
 //! - [`parse`]: the job-file language into raw options with file:line;
+//! - [`expr`]: arithmetic in values (fio's expressions and its `bc` path);
 //! - [`value`]: fio's sizes, times and booleans;
 //! - [`options`]: which of fio's options iolab maps, refuses, or tolerates;
 //! - [`map`]: raw options into [`map::FioJob`]s (a [`iolab_bench::spec::WorkloadSpec`] each);
@@ -11,6 +12,7 @@
 //! - [`json`], [`report`], [`log`]: fio's output formats from iolab's runs.
 #![forbid(unsafe_code)]
 
+pub mod expr;
 pub mod group;
 pub mod json;
 pub mod log;
