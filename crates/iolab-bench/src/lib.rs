@@ -32,5 +32,6 @@ pub mod skew;
 pub mod spec;
 pub mod stats;
 pub mod units;
+pub mod zones;
 
 pub use error::{BenchError, Result};

@@ -117,9 +117,13 @@ impl OffsetGen {
                     self.next_block();
                 }
             }
-            AccessPattern::Rand | AccessPattern::Skewed(_) | AccessPattern::RandRun(_) => {
+            AccessPattern::Rand
+            | AccessPattern::Skewed(_)
+            | AccessPattern::RandRun(_)
+            | AccessPattern::Zoned(_) => {
                 self.rng = Rng::new(self.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             }
+            AccessPattern::Sequence(_) => self.pos = n,
         }
     }
 
@@ -163,6 +167,11 @@ impl OffsetGen {
     fn next_block(&mut self) -> u64 {
         match self.pattern {
             AccessPattern::Rand => self.rng.below(self.blocks),
+            AccessPattern::Zoned(z) => z.next_block(self.blocks, &mut self.rng),
+            AccessPattern::Sequence(q) => {
+                self.pos += 1;
+                q.block(self.pos - 1, self.blocks)
+            }
             AccessPattern::Skewed(_) => match &self.skew {
                 Some(g) => g.next_block(&mut self.rng),
                 None => self.rng.below(self.blocks),

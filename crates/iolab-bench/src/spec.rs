@@ -38,6 +38,12 @@ pub enum AccessPattern {
     /// random map (every block once), runs starting at multiples of N.
     #[serde(rename = "shuffle-run")]
     ShuffleRun(u32),
+    /// Random with replacement, each zone of the range taking its share
+    /// of the accesses (fio's `random_distribution=zoned`).
+    Zoned(crate::zones::Zones),
+    /// A fixed order of block indices, repeated (fio's
+    /// `random_distribution=sequence`).
+    Sequence(crate::zones::BlockSeq),
 }
 
 impl AccessPattern {
@@ -52,6 +58,8 @@ impl AccessPattern {
             AccessPattern::Back(_) => "back",
             AccessPattern::RandRun(_) => "rand-run",
             AccessPattern::ShuffleRun(_) => "shuffle-run",
+            AccessPattern::Zoned(_) => "zoned",
+            AccessPattern::Sequence(_) => "sequence",
         }
     }
 
@@ -60,7 +68,11 @@ impl AccessPattern {
     pub fn with_replacement(self) -> bool {
         matches!(
             self,
-            AccessPattern::Rand | AccessPattern::Skewed(_) | AccessPattern::RandRun(_)
+            AccessPattern::Rand
+                | AccessPattern::Skewed(_)
+                | AccessPattern::RandRun(_)
+                | AccessPattern::Zoned(_)
+                | AccessPattern::Sequence(_)
         )
     }
 

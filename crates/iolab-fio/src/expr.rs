@@ -268,7 +268,7 @@ pub fn wants_bc(value: &str) -> bool {
 /// starts with no number).
 pub fn leading(value: &str) -> Option<&str> {
     let t = value.trim();
-    if !t.contains(['*', '/', '+', '^']) || t.starts_with('(') {
+    if !t.contains(['*', '+', '^']) || t.contains([':', ',']) || t.starts_with('(') {
         return None;
     }
     let digits = t

@@ -549,7 +549,6 @@ impl<'a> Worker<'a> {
             self.sh.fail(e.into());
             return Wait::Finished;
         }
-        self.depths.reaped(self.done.len());
         Wait::Reaped
     }
 
@@ -586,6 +585,7 @@ impl<'a> Worker<'a> {
     /// Accounts for the completions in `done`, reaped at `t` ns.
     fn complete(&mut self, t: u64) {
         self.end = t;
+        self.depths.reaped(self.done.len());
         if let Some(g) = self.gate.as_mut() {
             let started = &self.started;
             g.completed(
