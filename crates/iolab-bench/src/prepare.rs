@@ -277,7 +277,12 @@ pub fn prepare(
                 .unwrap_or(Path::new("."))
                 .to_path_buf()
         };
-        let a = file::dio_alignment(&probe)?;
+        let mut a = file::dio_alignment(&probe)?;
+        if spec.direct_logical {
+            // fio's rule: the kernel's alignment, whatever the device's
+            // physical block.
+            a.required = a.kernel.max(1);
+        }
         if !spec.bs.is_multiple_of(a.required as u64) {
             return Err(usage(format!(
                 "--bs {}: O_DIRECT on {} needs a multiple of {} bytes (device physical block {}, kernel minimum {})",

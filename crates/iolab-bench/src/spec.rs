@@ -429,6 +429,10 @@ pub struct WorkloadSpec {
     /// Trims among the writes (fio's trim workloads).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trim: Option<TrimMix>,
+    /// O_DIRECT I/O need only follow the kernel's alignment (the logical
+    /// block), as fio's does, rather than iolab's (the physical block).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub direct_logical: bool,
     /// Record every I/O (its time, latencies, direction, length and
     /// offset) for fio's logs.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -483,6 +487,7 @@ impl Default for WorkloadSpec {
             content: Default::default(),
             open_sync: None,
             trim: None,
+            direct_logical: false,
             log_ops: false,
             no_files: false,
         }

@@ -68,6 +68,30 @@ fn sum_hists<'a>(hs: impl Iterator<Item = Option<&'a Histogram<u64>>>) -> Option
     })
 }
 
+/// Adds what [`merge_runs`] does not sum itself of run `r` to `m`:
+/// interval samples by position, the largest CPU (the windows overlap),
+/// errors, bytes read, trims and depths.
+fn add_run(m: &mut RunMetrics, r: &RunMetrics) {
+    for (a, b) in m.intervals.iter_mut().zip(&r.intervals) {
+        a.mib_per_s += b.mib_per_s;
+        a.iops += b.iops;
+    }
+    let c = &r.cpu;
+    let mc = &mut m.cpu;
+    mc.user_pct = mc.user_pct.max(c.user_pct);
+    mc.sys_pct = mc.sys_pct.max(c.sys_pct);
+    mc.vol_csw = mc.vol_csw.max(c.vol_csw);
+    mc.invol_csw = mc.invol_csw.max(c.invol_csw);
+    mc.minor_faults = mc.minor_faults.max(c.minor_faults);
+    mc.major_faults = mc.major_faults.max(c.major_faults);
+    m.first_errors.extend(r.first_errors.iter().cloned());
+    m.interrupted |= r.interrupted;
+    m.read_bytes += r.read_bytes;
+    m.trim_ops += r.trim_ops;
+    m.trim_bytes += r.trim_bytes;
+    m.depths.add(&r.depths);
+}
+
 /// Runs of jobs that ran at the same time, as one: I/O summed over the
 /// longest of their times, histograms merged per direction, interval
 /// samples summed by position. CPU is measured for the whole process over
@@ -102,24 +126,7 @@ pub fn merge_runs(members: &[(&FioJob, &RunMetrics)]) -> RunMetrics {
             }
         }
         if i > 0 {
-            for (a, b) in m.intervals.iter_mut().zip(&r.intervals) {
-                a.mib_per_s += b.mib_per_s;
-                a.iops += b.iops;
-            }
-            let c = &r.cpu;
-            let mc = &mut m.cpu;
-            mc.user_pct = mc.user_pct.max(c.user_pct);
-            mc.sys_pct = mc.sys_pct.max(c.sys_pct);
-            mc.vol_csw = mc.vol_csw.max(c.vol_csw);
-            mc.invol_csw = mc.invol_csw.max(c.invol_csw);
-            mc.minor_faults = mc.minor_faults.max(c.minor_faults);
-            mc.major_faults = mc.major_faults.max(c.major_faults);
-            m.first_errors.extend(r.first_errors.iter().cloned());
-            m.interrupted |= r.interrupted;
-            m.read_bytes += r.read_bytes;
-            m.trim_ops += r.trim_ops;
-            m.trim_bytes += r.trim_bytes;
-            m.depths.add(&r.depths);
+            add_run(&mut m, r);
         }
     }
     m.trim_hist = sum_hists(members.iter().map(|(_, r)| r.trim_hist.as_ref()));

@@ -481,7 +481,7 @@ pub fn extras(r: &JobResult) -> Value {
 pub fn disk_util(results: &[JobResult]) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
-    for r in results {
+    for r in results.iter().filter(|r| !r.job.spec.no_files) {
         let Some(v) = &r.run.device else { continue };
         for d in &v.devices {
             if seen.contains(&d.device) {
@@ -539,8 +539,10 @@ pub fn document(results: &[JobResult], started_unix_ms: u64, plus: bool) -> Valu
         })
         .collect();
     o.insert("jobs".into(), Value::Array(jobs));
-    if results.iter().any(|r| r.job.report.disk_util) {
-        o.insert("disk_util".into(), Value::Array(disk_util(results)));
+    // fio has the key only when its jobs used a block device.
+    let disks = disk_util(results);
+    if results.iter().any(|r| r.job.report.disk_util) && !disks.is_empty() {
+        o.insert("disk_util".into(), Value::Array(disks));
     }
     Value::Object(o)
 }

@@ -173,6 +173,16 @@ fn pattern_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String
     if let Some(e) = spec.sync_every {
         a.push(format!("--{}={}", e.call(), e.writes));
     }
+    random_args(spec, a, notes);
+    if !seq {
+        // iolab's offsets are a function of --seed: the same every run.
+        a.push("--randrepeat=1".into());
+        notes.push("random offsets repeat from run to run on both sides (iolab --seed, fio --randrepeat=1)".into());
+    }
+}
+
+/// How random offsets are drawn: the random map, the law.
+fn random_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String>) {
     match spec.pattern {
         AccessPattern::Rand => {
             a.push("--norandommap".into());
@@ -204,11 +214,6 @@ fn pattern_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String
             }
         }
         AccessPattern::Seq | AccessPattern::Stride(_) | AccessPattern::Back(_) => {}
-    }
-    if !seq {
-        // iolab's offsets are a function of --seed: the same every run.
-        a.push("--randrepeat=1".into());
-        notes.push("random offsets repeat from run to run on both sides (iolab --seed, fio --randrepeat=1)".into());
     }
 }
 

@@ -59,6 +59,31 @@ impl Drop for FlowState {
     }
 }
 
+/// The spec's pacing, with its `rate_iops` (over all workers) and
+/// `thinktime_ns` folded into fio's forms.
+fn pacing_of(spec: &crate::spec::WorkloadSpec) -> Pacing {
+    let mut p: Pacing = spec.pacing.clone();
+    if let (None, Some(r)) = (p.rate, spec.rate_iops.filter(|r| *r > 0)) {
+        p.rate = Some(Rate {
+            per_sec: (r / spec.workers() as u64).max(1),
+            bytes: false,
+            poisson: false,
+            quiesce: false,
+            ignore_think: false,
+        });
+    }
+    if let (None, Some(ns)) = (p.think, spec.thinktime_ns.filter(|t| *t > 0)) {
+        p.think = Some(Think {
+            ns,
+            spin_ns: 0,
+            blocks: 1,
+            on_complete: false,
+            iotime_ns: 0,
+        });
+    }
+    p
+}
+
 /// The latency target's search (fio's `latency_qd`, `_low`, `_high`).
 struct Search {
     cfg: LatTarget,
@@ -106,25 +131,7 @@ impl Gate {
     /// The spec's `rate_iops` (over all workers) and `thinktime_ns` are
     /// folded into fio's forms.
     pub fn of(spec: &crate::spec::WorkloadSpec, worker: u32) -> Option<Gate> {
-        let mut p: Pacing = spec.pacing.clone();
-        if let (None, Some(r)) = (p.rate, spec.rate_iops.filter(|r| *r > 0)) {
-            p.rate = Some(Rate {
-                per_sec: (r / spec.workers() as u64).max(1),
-                bytes: false,
-                poisson: false,
-                quiesce: false,
-                ignore_think: false,
-            });
-        }
-        if let (None, Some(ns)) = (p.think, spec.thinktime_ns.filter(|t| *t > 0)) {
-            p.think = Some(Think {
-                ns,
-                spin_ns: 0,
-                blocks: 1,
-                on_complete: false,
-                iotime_ns: 0,
-            });
-        }
+        let p = pacing_of(spec);
         if p.is_none() {
             return None;
         }

@@ -20,6 +20,7 @@
 
 mod clock;
 mod control;
+mod extras;
 mod gate;
 mod intervals;
 mod merge;

@@ -10,12 +10,10 @@
 
 use super::clock::OpClock;
 use super::control::{Shared, Watch};
-use super::gate::Gate;
+use super::extras::Extras;
 use super::intervals::{Part, Sampler};
-use super::pick::Picker;
 use super::plan::Plan;
 use super::split::Splitter;
-use super::trim::Trimmer;
 use crate::error::BenchError;
 use crate::metrics::new_histogram;
 use crate::spec::OpMix;
@@ -172,19 +170,9 @@ struct Worker<'a> {
     sqpoll0: Option<u64>,
     usage_at_start: Option<Usage>,
     cpu: crate::cpu::WorkerCpu,
-    /// Paced runs only (fio's rates, thinktime, iodepth_low, flow,
-    /// latency target).
-    gate: Option<Gate>,
-    /// Runs over several files or of varying sizes only.
-    pick: Option<Picker>,
-    /// Each slot's length, when sizes vary.
-    lens: Vec<u32>,
-    /// Trimming runs only.
-    trims: Option<Trimmer>,
-    /// How deep the queue was.
-    depths: crate::depths::Depths,
-    /// Every measured I/O, when the spec logs them.
-    oplog: Option<Vec<crate::oplog::OpRecord>>,
+    /// fio's extras: pacing, files and sizes per op, trims, depth
+    /// counts, the per-op log (each costs nothing when not asked for).
+    x: Extras,
     /// Mixed jobs and timed submits only (fio's per-direction, slat, clat).
     split: Option<Box<Splitter>>,
     /// fsync/fdatasync every N writes, when asked.
@@ -216,14 +204,7 @@ impl<'a> Worker<'a> {
             sh.fail(e);
             None
         });
-        let paths = plan.files.iter().map(|f| f.path.as_path());
-        let trims = Trimmer::of(spec.trim, paths).unwrap_or_else(|e| {
-            sh.fail(e);
-            None
-        });
-        let per_file = plan.files.iter().map(|f| f.gen.positions()).collect();
-        let pick = Picker::of(spec, per_file, spec.seed ^ plan.worker as u64);
-        let gate = Gate::of(spec, plan.worker);
+        let x = Extras::new(sh, &plan);
         Worker {
             sh,
             stop,
@@ -267,16 +248,7 @@ impl<'a> Worker<'a> {
                 .then(|| iolab::usage::sqpoll_cpu_ns().unwrap_or(0)),
             usage_at_start: None,
             cpu: crate::cpu::WorkerCpu::start(spec.engine == iolab::engine::EngineKind::Uring),
-            gate,
-            lens: if spec.sizes.is_some() {
-                vec![spec.bs as u32; qd]
-            } else {
-                Vec::new()
-            },
-            pick,
-            trims,
-            depths: Default::default(),
-            oplog: spec.log_ops.then(Vec::new),
+            x,
             split: Splitter::of(spec),
             syncer,
             evict_each_pass: spec.cache == crate::spec::CacheMode::Cold && !spec.direct,
@@ -327,7 +299,7 @@ impl<'a> Worker<'a> {
         let exhausted = !self.budget_left();
         let full = self.free.is_empty();
         // A paced worker hands over what it has when the next op must wait.
-        let held = self.gate.as_ref().is_some_and(|g| g.held());
+        let held = self.x.gate.as_ref().is_some_and(|g| g.held());
         if self.pending.is_empty()
             || !(self.pending.len() >= self.batch || full || exhausted || held)
         {
@@ -361,7 +333,7 @@ impl<'a> Worker<'a> {
                     s.submitted(&self.pending[..n], t, t1);
                 }
                 self.inflight += n;
-                self.depths.submitted(n, self.inflight);
+                self.x.depths.submitted(n, self.inflight);
                 self.pending.drain(..n);
             }
             Err(e) => {
@@ -376,7 +348,7 @@ impl<'a> Worker<'a> {
     /// always, with no clock read.
     #[inline]
     fn released(&mut self) -> bool {
-        let Some(g) = self.gate.as_mut() else {
+        let Some(g) = self.x.gate.as_mut() else {
             return true;
         };
         g.released(self.clock.now_ns(), self.inflight + self.pending.len())
@@ -385,7 +357,7 @@ impl<'a> Worker<'a> {
     /// Paced runs: waits towards the next release when nothing else is to
     /// be done.
     fn wait_for_release(&self) {
-        if let Some(g) = &self.gate {
+        if let Some(g) = &self.x.gate {
             g.wait(self.clock.now_ns(), self.inflight);
         }
     }
@@ -393,7 +365,7 @@ impl<'a> Worker<'a> {
     /// The next op's file: each in turn, or as the file service says.
     #[inline]
     fn next_file(&mut self) -> usize {
-        if let Some(p) = self.pick.as_mut() {
+        if let Some(p) = self.x.pick.as_mut() {
             return p.file();
         }
         let k = self.next_file;
@@ -426,7 +398,7 @@ impl<'a> Worker<'a> {
     /// region (a sequential one then skips the blocks it covers).
     #[inline]
     fn len_at(&mut self, k: usize, off: u64, dir: usize) -> u32 {
-        let Some(l) = self.pick.as_mut().and_then(|p| p.len(dir)) else {
+        let Some(l) = self.x.pick.as_mut().and_then(|p| p.len(dir)) else {
             return self.bs;
         };
         let bs = self.bs as u64;
@@ -445,7 +417,7 @@ impl<'a> Worker<'a> {
     /// false, so the caller looks at the clock and the stop flag again.
     #[inline]
     fn queue_op(&mut self, slot: u32) -> bool {
-        let again = self.trims.as_mut().and_then(|t| t.take_write());
+        let again = self.x.trims.as_mut().and_then(|t| t.take_write());
         let (k, off) = match again {
             Some(at) => at,
             None => {
@@ -459,7 +431,7 @@ impl<'a> Worker<'a> {
         } else {
             OpKind::Write
         };
-        let trim = self.trims.is_some() && again.is_none();
+        let trim = self.x.trims.is_some() && again.is_none();
         let dir = if trim {
             2
         } else {
@@ -484,7 +456,7 @@ impl<'a> Worker<'a> {
             }
         }
         self.meta[slot as usize] = (off, kind, k as u32);
-        if let Some(l) = self.lens.get_mut(slot as usize) {
+        if let Some(l) = self.x.lens.get_mut(slot as usize) {
             *l = len;
         }
         self.pending.push(Op {
@@ -496,7 +468,7 @@ impl<'a> Worker<'a> {
             buf: BufId(slot),
         });
         self.issued += 1;
-        if let Some(g) = self.gate.as_mut() {
+        if let Some(g) = self.x.gate.as_mut() {
             g.issued(len as u64, self.inflight + self.pending.len());
         }
         true
@@ -507,7 +479,7 @@ impl<'a> Worker<'a> {
     fn trim(&mut self, slot: u32, k: usize, off: u64, len: u32) {
         self.free.push(slot);
         self.issued += 1;
-        let t = self.trims.as_mut().expect("a trimming worker");
+        let t = self.x.trims.as_mut().expect("a trimming worker");
         let r = t.trim(k, off, len as u64);
         self.end = self.clock.now_ns();
         if !self.measuring && self.end >= self.ramp_end {
@@ -541,6 +513,7 @@ impl<'a> Worker<'a> {
         // A paced worker may have to wait for more (a pause, a rate's
         // sleep, iodepth_low).
         let min = self
+            .x
             .gate
             .as_ref()
             .map_or(min, |g| min.max(g.must_reap(self.inflight)));
@@ -566,13 +539,13 @@ impl<'a> Worker<'a> {
         if let Some(s) = self.syncer.as_mut() {
             s.hist.reset();
         }
-        if let Some(t) = self.trims.as_mut() {
+        if let Some(t) = self.x.trims.as_mut() {
             t.reset();
         }
-        if let Some(l) = self.oplog.as_mut() {
+        if let Some(l) = self.x.oplog.as_mut() {
             l.clear();
         }
-        self.depths = Default::default();
+        self.x.depths = Default::default();
         self.iv.clear();
         // Ops already handed out complete in the measured phase and count.
         self.issued = (self.inflight + self.pending.len()) as u64;
@@ -585,16 +558,7 @@ impl<'a> Worker<'a> {
     /// Accounts for the completions in `done`, reaped at `t` ns.
     fn complete(&mut self, t: u64) {
         self.end = t;
-        self.depths.reaped(self.done.len());
-        if let Some(g) = self.gate.as_mut() {
-            let started = &self.started;
-            g.completed(
-                t,
-                self.done
-                    .iter()
-                    .map(|d| t.saturating_sub(started[d.tag as usize])),
-            );
-        }
+        self.x.completed(t, &self.done, &self.started);
         if !self.measuring && t >= self.ramp_end {
             self.start_measuring();
         }
@@ -622,18 +586,6 @@ impl<'a> Worker<'a> {
             if let Some(s) = self.split.as_mut() {
                 s.completed(slot, self.meta[slot].1, t, lat);
             }
-            if let Some(l) = self.oplog.as_mut() {
-                let (off, kind, _) = self.meta[slot];
-                let slat = self.split.as_ref().map_or(0, |s| s.slat_of(slot));
-                l.push(crate::oplog::OpRecord {
-                    t_ns: t.saturating_sub(self.ramp_end),
-                    lat_ns: lat,
-                    slat_ns: slat,
-                    dir: (kind != OpKind::Read) as u8,
-                    len: n,
-                    offset: off,
-                });
-            }
             if self.meta[slot].1 == OpKind::Read {
                 tl.reads += 1;
                 tl.read_bytes += n as u64;
@@ -643,7 +595,26 @@ impl<'a> Worker<'a> {
                     s.wrote(self.meta[slot].2 as usize);
                 }
             }
+            if self.x.oplog.is_some() {
+                self.log_op(slot, t, lat, n);
+            }
             self.iv.record(lat, n as u64);
+        }
+    }
+
+    /// Logs the op in `slot`, completed at `t` after `lat` ns, `n` bytes.
+    fn log_op(&mut self, slot: usize, t: u64, lat: u64, n: u32) {
+        let (offset, kind, _) = self.meta[slot];
+        let slat_ns = self.split.as_ref().map_or(0, |s| s.slat_of(slot));
+        if let Some(l) = self.x.oplog.as_mut() {
+            l.push(crate::oplog::OpRecord {
+                t_ns: t.saturating_sub(self.ramp_end),
+                lat_ns: lat,
+                slat_ns,
+                dir: (kind != OpKind::Read) as u8,
+                len: n,
+                offset,
+            });
         }
     }
 
@@ -657,7 +628,7 @@ impl<'a> Worker<'a> {
         } else {
             "write"
         };
-        let len = self.lens.get(d.tag as usize).copied().unwrap_or(self.bs);
+        let len = self.x.lens.get(d.tag as usize).copied().unwrap_or(self.bs);
         let path = &file.path;
         let n = d.res.map_err(|errno| BenchError::OpFailed {
             kind: kname,
@@ -728,10 +699,10 @@ impl<'a> Worker<'a> {
             split: self.split.map(|s| s.hists),
             syncs: self.syncer.map(|s| s.hist),
             read_bytes: self.tally.read_bytes,
-            trims: self.trims.map(|t| (t.hist, t.ops, t.bytes)),
-            depths: self.depths,
-            latency_depth: self.gate.as_ref().and_then(|g| g.depth()),
-            oplog: self.oplog,
+            trims: self.x.trims.map(|t| (t.hist, t.ops, t.bytes)),
+            depths: self.x.depths,
+            latency_depth: self.x.gate.as_ref().and_then(|g| g.depth()),
+            oplog: self.x.oplog,
         }
     }
 }

@@ -245,50 +245,8 @@ fn run_jobs(c: &Cli, jobs: Vec<FioJob>, stop: &AtomicBool) -> Result<i32> {
     let wakers = wakers(c, &jobs)?;
     let waker = wakers.as_ref().map(|w| &w.info);
     let started = unix_ms();
-    let board = Board::new(jobs.len());
-    let mut done: Vec<(FioJob, Measured)> = Vec::new();
-    for b in group::batches(&jobs) {
-        if stop.load(Ordering::Relaxed) || board.all_done.load(Ordering::Relaxed) {
-            break;
-        }
-        let runs = batch::run_batch(&jobs, &b, c, stop, &board)?;
-        done.extend(b.iter().map(|&i| jobs[i].clone()).zip(runs));
-    }
-    // Logs are per job, as fio writes them; the summary follows group_reporting.
-    for (job, m) in &done {
-        let r = JobResult {
-            job,
-            run: &m.run,
-            verify: m.verify.as_ref(),
-            waker,
-        };
-        for l in log::logs(&r) {
-            if let Some((_, t)) = log_targets.iter_mut().find(|(n, _)| *n == l.name) {
-                t.write_all_atomically(l.text.as_bytes())?;
-            }
-        }
-    }
-    if c.bandwidth_log {
-        let all: Vec<JobResult> = done
-            .iter()
-            .map(|(job, m)| JobResult {
-                job,
-                run: &m.run,
-                verify: m.verify.as_ref(),
-                waker,
-            })
-            .collect();
-        for l in log::aggregate(&all) {
-            let mut t = OutputTarget::check(
-                "--bandwidth-log",
-                Path::new(&l.name),
-                c.overwrite,
-                Mode::Replace,
-                &measured,
-            )?;
-            t.write_all_atomically(l.text.as_bytes())?;
-        }
-    }
+    let done = run_all(&jobs, c, stop)?;
+    write_logs(c, &done, waker, &mut log_targets, &measured)?;
     let failed: Vec<String> = done
         .iter()
         .filter_map(|(j, m)| {
@@ -297,19 +255,16 @@ fn run_jobs(c: &Cli, jobs: Vec<FioJob>, stop: &AtomicBool) -> Result<i32> {
                 .map(|f| format!("{}: job '{}': {f}", j.loc, j.name))
         })
         .collect();
-    let pairs: Vec<(FioJob, iolab_fio::group::Run)> = done
-        .into_iter()
-        .map(|(j, m)| {
-            (
-                j,
-                iolab_fio::group::Run {
-                    run: m.run,
-                    verify: m.verify,
-                },
-            )
-        })
-        .collect();
-    let reported = group::report_groups(pairs);
+    let runs = done.into_iter().map(|(j, m)| {
+        (
+            j,
+            group::Run {
+                run: m.run,
+                verify: m.verify,
+            },
+        )
+    });
+    let reported = group::report_groups(runs.collect());
     let results: Vec<JobResult> = reported
         .iter()
         .map(|(job, r)| JobResult {
@@ -327,13 +282,67 @@ fn run_jobs(c: &Cli, jobs: Vec<FioJob>, stop: &AtomicBool) -> Result<i32> {
     for f in &failed {
         eprintln!("error: {f}");
     }
-    Ok(if stop.load(Ordering::Relaxed) {
-        130
-    } else if failed.is_empty() {
-        0
-    } else {
-        1
+    Ok(match (stop.load(Ordering::Relaxed), failed.is_empty()) {
+        (true, _) => 130,
+        (false, true) => 0,
+        (false, false) => 1,
     })
+}
+
+/// Runs every batch of jobs in turn (until Ctrl-C, or an `exitall`
+/// that ends everything); each job with what it measured.
+fn run_all(jobs: &[FioJob], c: &Cli, stop: &AtomicBool) -> Result<Vec<(FioJob, Measured)>> {
+    let board = Board::new(jobs.len());
+    let mut done = Vec::new();
+    for b in group::batches(jobs) {
+        if stop.load(Ordering::Relaxed) || board.all_done.load(Ordering::Relaxed) {
+            break;
+        }
+        let runs = batch::run_batch(jobs, &b, c, stop, &board)?;
+        done.extend(b.iter().map(|&i| jobs[i].clone()).zip(runs));
+    }
+    Ok(done)
+}
+
+/// The logs the jobs ask for, per job as fio writes them, and
+/// `--bandwidth-log`'s aggregate logs.
+fn write_logs(
+    c: &Cli,
+    done: &[(FioJob, Measured)],
+    waker: Option<&iolab_bench::env::WakerInfo>,
+    targets: &mut [(String, OutputTarget)],
+    measured: &[PathBuf],
+) -> Result<()> {
+    let all: Vec<JobResult> = done
+        .iter()
+        .map(|(job, m)| JobResult {
+            job,
+            run: &m.run,
+            verify: m.verify.as_ref(),
+            waker,
+        })
+        .collect();
+    for r in &all {
+        for l in log::logs(r) {
+            if let Some((_, t)) = targets.iter_mut().find(|(n, _)| *n == l.name) {
+                t.write_all_atomically(l.text.as_bytes())?;
+            }
+        }
+    }
+    if c.bandwidth_log {
+        for l in log::aggregate(&all) {
+            let path = Path::new(&l.name);
+            let mut t = OutputTarget::check(
+                "--bandwidth-log",
+                path,
+                c.overwrite,
+                Mode::Replace,
+                measured,
+            )?;
+            t.write_all_atomically(l.text.as_bytes())?;
+        }
+    }
+    Ok(())
 }
 
 /// fio's supervisor process wakes every 10 ms beside its jobs, and on

@@ -93,14 +93,13 @@ fn content(
         content = WriteContent::Pattern;
     }
     let once = !refill;
-    if !writes {
-    } else if once {
+    if writes && once {
         notes.push(if g.flag("scramble_buffers", true)? {
             "writes: each buffer is filled once and reused, as fio does by default (fio also scrambles a few bytes per write; iolab does not)"
         } else {
             "writes: each buffer is filled once and reused (scramble_buffers=0)"
         }.into());
-    } else if g.flag("refill_buffers", false)? {
+    } else if writes && g.flag("refill_buffers", false)? {
         notes.push("refill_buffers: every write is filled afresh".into());
     }
     Ok((content, once))

@@ -541,17 +541,7 @@ pub(super) fn queue(
             "iodepth_low={l}: once {qd} I/Os are in flight, the next goes when {l} are left"
         ));
     }
-    let offload = match g.val("io_submit_mode") {
-        None => false,
-        Some((v, _)) => match v.trim() {
-            "inline" => false,
-            "offload" => {
-                notes.push("io_submit_mode=offload: I/O is still submitted from the job's thread, but a rate no longer waits for the I/O in flight, as fio's offload mode".into());
-                true
-            }
-            _ => return Err(g.refuse("io_submit_mode", "one of inline, offload")),
-        },
-    };
+    let offload = offload(g, notes)?;
     Ok(Queue {
         qd,
         batch_submit,
@@ -559,6 +549,21 @@ pub(super) fn queue(
         low,
         offload,
     })
+}
+
+/// `io_submit_mode`: whether I/O is offloaded (fio's `offload`).
+fn offload(g: &Given, notes: &mut Vec<String>) -> Result<bool, FioJobError> {
+    match g.val("io_submit_mode") {
+        None => Ok(false),
+        Some((v, _)) => match v.trim() {
+            "inline" => Ok(false),
+            "offload" => {
+                notes.push("io_submit_mode=offload: I/O is still submitted from the job's thread, but a rate no longer waits for the I/O in flight, as fio's offload mode".into());
+                Ok(true)
+            }
+            _ => Err(g.refuse("io_submit_mode", "one of inline, offload")),
+        },
+    }
 }
 
 /// `direct`/`buffered`, `invalidate`, `pre_read` and `fadvise_hint`.

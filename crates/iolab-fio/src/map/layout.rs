@@ -270,6 +270,21 @@ fn filesize(
     resolve_size(g, existing, "filesize")
 }
 
+/// `fill_device`: the free space of `file`'s file system (at most
+/// `size`), as fio fills it.
+fn fill_device(file: &Path, size: Option<u64>, notes: &mut Vec<String>) -> u64 {
+    let dir = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let free = iolab::file::free_space(dir).unwrap_or(0);
+    notes.push(format!(
+        "fill_device: size is the {free} bytes free on {}'s file system (fio writes until it is full)",
+        dir.display()
+    ));
+    size.map_or(free, |s| s.min(free))
+}
+
 /// `size` and `filesize` from `offset`: the bytes of each file the job
 /// covers (`size` shared by its `nfiles` files as fio shares it, the free
 /// space with `fill_device`, or the rest of the file when no size is
@@ -296,16 +311,7 @@ fn region(
     }
     let mut size = resolve_size(g, existing, "size")?.map(|s| s / nfiles);
     if g.flag("fill_device", false)? {
-        let dir = file
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        let free = iolab::file::free_space(dir).unwrap_or(0);
-        notes.push(format!(
-            "fill_device: size is the {free} bytes free on {}'s file system (fio writes until it is full)",
-            dir.display()
-        ));
-        size = Some(size.map_or(free, |s| s.min(free)) / nfiles);
+        size = Some(fill_device(file, size, notes) / nfiles);
     }
     // The file's bytes from `offset` on, when a size is not given.
     let after = |len: u64| len.saturating_sub(offset);

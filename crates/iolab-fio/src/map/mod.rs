@@ -253,6 +253,7 @@ fn map_job(job: &RawJob, at: Place) -> Result<FioJob, FioJobError> {
         cpus: pace::cpus(g, &mut notes)?,
         placement: iolab_bench::spec::Placement::Irq,
         log_ops: logs.any(),
+        direct_logical: true,
         ..WorkloadSpec::default()
     };
     if let Err(e) = iolab_bench::prepare::validate(&spec) {

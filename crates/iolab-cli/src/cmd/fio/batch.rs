@@ -120,6 +120,33 @@ fn verify_spec(spec: &WorkloadSpec) -> WorkloadSpec {
     }
 }
 
+/// The job's files with the pattern its writes carried: iolab's own
+/// file's, or (a file iolab did not make) the one its writes fill with,
+/// when they covered the whole region once; otherwise the bytes outside
+/// what was written are unknown, and the read-back is refused.
+fn patterned(j: &FioJob, r: &Ready) -> Result<prepare::Prepared> {
+    let mut prep = r.prep.clone();
+    let s = &r.spec;
+    let only = j.verify.as_ref().is_some_and(|v| v.only);
+    let whole = !only
+        && matches!(s.pattern, AccessPattern::Seq | AccessPattern::Shuffle)
+        && s.stop.time_ns.is_none()
+        && s.stop.bytes.unwrap_or(0) >= s.file_size * s.files().len() as u64;
+    for f in &mut prep.files {
+        if f.pattern.is_none() {
+            if !whole {
+                return Err(crate::error::usage(format!(
+                    "verify: {} was not made by iolab and job '{}' does not write all of it once, so what it should hold is unknown (remove it and iolab lays it out)",
+                    f.path.display(),
+                    j.name
+                )));
+            }
+            f.pattern = Some(iolab::pattern::Pattern::new(0));
+        }
+    }
+    Ok(prep)
+}
+
 /// Waits the job's `startdelay`, then measures it (and reads back what it
 /// wrote when it verifies).
 fn measure(j: &FioJob, r: &Ready, stop: &AtomicBool) -> Result<Measured> {
@@ -142,9 +169,14 @@ fn measure(j: &FioJob, r: &Ready, stop: &AtomicBool) -> Result<Measured> {
     let verify = match verify {
         Some(v) if (v.after_writes || v.only) && !stop.load(Ordering::Relaxed) => {
             let spec = verify_spec(&r.spec);
-            let resident = prepare::set_cache(&spec, &r.prep, spec.file_size)?;
+            let back = Ready {
+                spec: spec.clone(),
+                prep: patterned(j, r)?,
+                resident: 0.0,
+            };
+            let resident = prepare::set_cache(&spec, &back.prep, spec.file_size)?;
             Some(
-                once(&spec, r, resident, stop)
+                once(&spec, &back, resident, stop)
                     .context("verify: reading back what the job wrote")?,
             )
         }
