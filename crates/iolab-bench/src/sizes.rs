@@ -131,7 +131,7 @@ mod tests {
         };
         for _ in 0..1000 {
             let b = range.pick(&mut rng);
-            assert!((4096..=16384).contains(&b) && b % 4096 == 0, "{b}");
+            assert!((4096..=16384).contains(&b) && b.is_multiple_of(4096), "{b}");
         }
         assert_eq!(SizeLaw::Fixed(512).pick(&mut rng), 512);
         assert_eq!(split.mean(), 4096.0 * 0.6 + 65536.0 * 0.4);

@@ -373,7 +373,7 @@ fn logs_are_read_by_fio2gnuplot() {
     let terse = text(&o.stdout);
     // 121 fields, then 9 per disk the run used, as fio 3.33 writes them.
     let n = terse.trim_end().split(';').count();
-    assert!(n >= 121 && (n - 121) % 9 == 0, "{n}: {terse}");
+    assert!(n >= 121 && (n - 121).is_multiple_of(9), "{n}: {terse}");
     for f in [
         "lg_bw.1.log",
         "lg_iops.1.log",

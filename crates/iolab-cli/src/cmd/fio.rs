@@ -255,26 +255,7 @@ fn run_jobs(c: &Cli, jobs: Vec<FioJob>, stop: &AtomicBool) -> Result<i32> {
                 .map(|f| format!("{}: job '{}': {f}", j.loc, j.name))
         })
         .collect();
-    let runs = done.into_iter().map(|(j, m)| {
-        (
-            j,
-            group::Run {
-                run: m.run,
-                verify: m.verify,
-            },
-        )
-    });
-    let reported = group::report_groups(runs.collect());
-    let results: Vec<JobResult> = reported
-        .iter()
-        .map(|(job, r)| JobResult {
-            job,
-            run: &r.run,
-            verify: r.verify.as_ref(),
-            waker,
-        })
-        .collect();
-    let text = crate::export::fio::render(&c.formats, &results, started)?;
+    let text = render(c, done, waker, started)?;
     match out.as_mut() {
         Some(t) => t.write_all_atomically(text.as_bytes())?,
         None => crate::export::stdout(&text)?,
@@ -287,6 +268,34 @@ fn run_jobs(c: &Cli, jobs: Vec<FioJob>, stop: &AtomicBool) -> Result<i32> {
         (false, true) => 0,
         (false, false) => 1,
     })
+}
+
+/// The jobs' results in the formats asked for, as `group_reporting` groups
+/// them.
+fn render(
+    c: &Cli,
+    done: Vec<(FioJob, Measured)>,
+    waker: Option<&iolab_bench::env::WakerInfo>,
+    started: u64,
+) -> Result<String> {
+    let runs = done.into_iter().map(|(j, m)| {
+        let r = group::Run {
+            run: m.run,
+            verify: m.verify,
+        };
+        (j, r)
+    });
+    let reported = group::report_groups(runs.collect());
+    let results: Vec<JobResult> = reported
+        .iter()
+        .map(|(job, r)| JobResult {
+            job,
+            run: &r.run,
+            verify: r.verify.as_ref(),
+            waker,
+        })
+        .collect();
+    crate::export::fio::render(&c.formats, &results, started)
 }
 
 /// Runs every batch of jobs in turn (until Ctrl-C, or an `exitall`

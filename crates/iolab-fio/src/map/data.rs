@@ -4,8 +4,9 @@
 //! `fsync`, `fdatasync`), with the layout options that only say how files
 //! are made (`fallocate`, `overwrite`, `openfiles`).
 
+use super::given::Given;
 use super::io::Direction;
-use super::{FioJobError, Given};
+use crate::FioJobError;
 use iolab_bench::content::WriteContent;
 use iolab_bench::spec::{OpenSync, SyncEvery};
 

@@ -1,9 +1,10 @@
 //! The engine, the direction of I/O, its sizes and the order of its
 //! offsets, the queue, and caching.
 
-use super::{FioJobError, Given};
+use super::given::Given;
 use crate::parse::RawJob;
 use crate::value;
+use crate::FioJobError;
 use iolab::engine::{EngineKind, EngineOpts};
 use iolab_bench::sizes::{BlockSizes, SizeLaw};
 use iolab_bench::spec::{AccessPattern, CacheMode, OpMix, TrimMix};
@@ -311,7 +312,7 @@ pub(super) fn direction(g: &Given, notes: &mut Vec<String>) -> Result<Direction,
             (align.max(1), Some(BlockSizes { read, write, trim }))
         }
     };
-    let pattern = super::io::pattern_of(g, random, gap, notes)?;
+    let pattern = pattern_of(g, random, gap, notes)?;
     Ok(Direction {
         op,
         random,
@@ -573,7 +574,7 @@ pub(super) fn caching(
 ) -> Result<(bool, CacheMode), FioJobError> {
     let mut direct = g.flag("direct", false)?;
     if let Some(b) = g.get("buffered") {
-        let buffered = value::boolean(b.value.as_deref()).map_err(|e| super::bad(b, &e))?;
+        let buffered = value::boolean(b.value.as_deref()).map_err(|e| super::given::bad(b, &e))?;
         if g.pos("direct") < g.pos("buffered") {
             direct = !buffered;
         }

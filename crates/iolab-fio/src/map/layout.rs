@@ -2,10 +2,11 @@
 //! `filename_format`, `nrfiles`, `file_service_type`, `offset`,
 //! `offset_increment`, `size`, `filesize`, `fill_device`.
 
+use super::given::Given;
 use super::io::Direction;
-use super::{FioJobError, Given};
 use crate::parse::RawJob;
 use crate::value::{self, Size};
+use crate::FioJobError;
 use iolab::engine::EngineKind;
 use iolab_bench::service::FileService;
 use std::path::{Path, PathBuf};

@@ -3,10 +3,11 @@
 //! `rate`, `rate_iops`, `rate_min`, `thinktime`, `iodepth_low`, `flow`,
 //! `latency_target`; `exitall`; `cpus_allowed`; `continue_on_error`.
 
+use super::given::Given;
 use super::io::{Direction, Queue};
 use super::layout::Files;
-use super::{FioJobError, Given};
 use crate::value;
+use crate::FioJobError;
 use iolab_bench::pacing::{Flow, LatTarget, Pacing, Rate, Think};
 use iolab_bench::pin::CpuPin;
 use iolab_bench::spec::{OpMix, StopRule};

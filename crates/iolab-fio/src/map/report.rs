@@ -4,8 +4,9 @@
 //! (`write_*_log`, `log_avg_msec`, `log_window_value`, `log_offset`,
 //! `log_alternate_epoch`, `per_job_logs`).
 
-use super::{FioJobError, Given};
+use super::given::Given;
 use crate::parse::RawJob;
+use crate::FioJobError;
 use iolab::engine::EngineKind;
 
 /// fio's default percentile list.
