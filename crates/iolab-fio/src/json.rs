@@ -405,6 +405,9 @@ pub fn job_obj(r: &JobResult, plus: bool, aggs: [f64; 3]) -> Value {
     let secs = run.duration_ns + r.verify.map_or(0, |v| v.duration_ns);
     o.insert("elapsed".into(), json!(secs.div_ceil(1_000_000_000)));
     o.insert("job options".into(), Value::Object(opts));
+    if let Some(d) = &job.description {
+        o.insert("desc".into(), json!(d));
+    }
     for (d, agg) in Dir::ALL.into_iter().zip(aggs) {
         o.insert(d.name().into(), side_obj(r, d, plus, agg));
     }

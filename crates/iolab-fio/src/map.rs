@@ -80,6 +80,8 @@ pub struct FioJob {
     pub rate_min: Option<RateMin>,
     /// `max_latency`: the job fails when an I/O takes longer, ns.
     pub max_latency_ns: Option<u64>,
+    /// `description`: text fio prints with the job (`desc` in JSON).
+    pub description: Option<String>,
     /// What the output shows, and how.
     pub report: Report,
     /// Logs.
@@ -194,6 +196,12 @@ fn map_job(job: &RawJob, at: Place) -> Result<FioJob, FioJobError> {
         verify: data.verify,
         rate_min: pace::rate_min(g, &dir)?,
         max_latency_ns: g.parse("max_latency", |v| value::time_ns(v, 1_000))?,
+        description: job
+            .opts
+            .iter()
+            .rev()
+            .find(|o| o.key == "description")
+            .and_then(|o| o.value.clone()),
         report,
         logs,
         job_options: job.opts[job.n_global..].iter().map(opt_string).collect(),

@@ -284,6 +284,9 @@ pub fn job_text(r: &JobResult, pid: u32, started_secs: u64, aggs: [f64; 3]) -> S
         job.numjobs,
         ctime(started_secs)
     );
+    if let Some(d) = &job.description {
+        let _ = writeln!(o, "  Description  : [{d}]");
+    }
     for (d, agg) in Dir::ALL.into_iter().zip(aggs) {
         side_text(&mut o, r, d, agg);
     }

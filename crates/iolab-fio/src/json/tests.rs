@@ -66,9 +66,10 @@ pub(crate) fn job(text: &str) -> FioJob {
 
 #[test]
 fn fields_and_units_are_fio_s() {
-    let j = job("[r]\nfilename=/x\nsize=1m\npercentile_list=50:99\n");
+    let j = job("[r]\nfilename=/x\nsize=1m\npercentile_list=50:99\ndescription=a job\n");
     let run = run_with(&[1000, 2000, 3000, 4000], 1024, 0);
     let d = doc_of(&j, &run, 1_700_000_000_000, true);
+    assert_eq!(d["jobs"][0]["desc"], "a job");
     let r = &d["jobs"][0]["read"];
     assert_eq!(r["io_bytes"], 1024 * 4096);
     assert_eq!(r["io_kbytes"], 4096);
