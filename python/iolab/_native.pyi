@@ -214,7 +214,10 @@ class DeviceMemory:
 
 def _load_safetensors(
     path: _Path, device: int | None = None
-) -> tuple[Buffer | DeviceMemory, list[tuple[str, Tensor]], dict[str, str]]:
+) -> tuple[
+    Buffer | DeviceMemory, list[tuple[str, Tensor]], dict[str, str], dict[str, Any]
+]:
     """Reads a checkpoint into host memory (``device=None``) or GPU
     ``device``: the memory, ``(name, Tensor)`` pairs in order, the
-    ``__metadata__``. :func:`iolab.safetensors.load` is the public face."""
+    ``__metadata__``, how it was read. :func:`iolab.safetensors.load` is the
+    public face."""

@@ -106,12 +106,19 @@ class Tensors(dict):  # type: ignore[type-arg]
         device: ``"cpu"`` or ``"cuda:N"``, where the tensors are.
         memory: the one allocation every tensor views (an
             :class:`iolab.Buffer`, or a :class:`DeviceMemory`).
+        stats: how the data was read: ``technique`` (``"ring"``: O_DIRECT
+            io_uring, for data not in the page cache; ``"threads"``:
+            parallel copies out of it), ``bytes``, ``seconds`` and
+            ``gb_per_s`` (wall time), ``read_s``/``copy_s``/``wait_s``
+            (summed over the ``threads``), ``chunk``, ``depth``,
+            ``direct``, ``pinned``.
     """
 
     dtypes: dict[str, str]
     metadata: dict[str, str]
     device: str
     memory: Buffer | DeviceMemory | None
+    stats: dict[str, Any]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -119,6 +126,7 @@ class Tensors(dict):  # type: ignore[type-arg]
         self.metadata = {}
         self.device = "cpu"
         self.memory = None
+        self.stats = {}
 
 
 def load(
@@ -178,9 +186,10 @@ def load(
     lib = _import(fw)
     if gpu == "current":
         gpu = _current_gpu(fw, lib)
-    memory, tensors, metadata = _load_safetensors(path, gpu)
+    memory, tensors, metadata, stats = _load_safetensors(path, gpu)
     out = Tensors()
     out.metadata = metadata
+    out.stats = stats
     out.device = "cpu" if gpu is None else f"cuda:{gpu}"
     out.memory = memory
     out.dtypes = {name: t.dtype for name, t in tensors}

@@ -75,6 +75,9 @@ def test_every_numpy_dtype_equals_the_reference_byte_for_byte(checkpoint, cold):
     assert got.metadata == {"format": "np", "step": "7"}
     assert got.device == "cpu"
     assert got.dtypes["embed.weight"] == "F32" and got.dtypes["mask"] == "BOOL"
+    # Cold data goes in with O_DIRECT io_uring, cached data by copies.
+    assert got.stats["technique"] == ("ring" if cold else "threads")
+    assert got.stats["bytes"] >= sum(a.nbytes for a in want.values())
 
 
 def test_every_array_is_a_view_of_one_allocation(checkpoint):

@@ -11,11 +11,11 @@ use crate::buffer::{Buffer, Mem};
 use crate::dlpack::{self, code, DataType, Export};
 use crate::errors::{read_error, value_error};
 use crate::warn;
-use iolab_reader::gpu::{DeviceBuffer, GpuError, GpuOptions};
+use iolab_reader::gpu::{DeviceBuffer, GpuError, GpuOptions, Stats};
 use iolab_reader::safetensors::{Checkpoint, Dtype, LoadError, TensorEntry};
 use pyo3::exceptions::{PyBufferError, PyMemoryError, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use pyo3::IntoPyObjectExt;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -281,8 +281,13 @@ impl Tensor {
 }
 
 /// A loaded checkpoint as Python gets it: the memory, `(name, Tensor)`
-/// pairs in the file's order, the `__metadata__`.
-type Loaded<'py> = (Py<PyAny>, Bound<'py, PyList>, BTreeMap<String, String>);
+/// pairs in the file's order, the `__metadata__`, how it was read.
+type Loaded<'py> = (
+    Py<PyAny>,
+    Bound<'py, PyList>,
+    BTreeMap<String, String>,
+    Bound<'py, PyDict>,
+);
 
 /// Reads the checkpoint at `path` (a `.safetensors` file, a sharded
 /// checkpoint's index JSON, or a directory holding either) into host
@@ -304,18 +309,18 @@ pub(crate) fn _load_safetensors(
 }
 
 fn load_host<'py>(py: Python<'py>, path: PathBuf, opts: &GpuOptions) -> PyResult<Loaded<'py>> {
-    let r = py.detach(|| -> PyResult<(Mem, Checkpoint)> {
+    let r = py.detach(|| -> PyResult<(Mem, Checkpoint, Stats)> {
         let ck = Checkpoint::open(&path).map_err(load_error)?;
         ck.check_fits_host(&path).map_err(load_error)?;
         let mut mem = Mem::zeroed(ck.size as usize)?;
-        ck.read_into(mem.as_mut_slice(), opts).map_err(load_error)?;
-        Ok((mem, ck))
+        let stats = ck.read_into(mem.as_mut_slice(), opts).map_err(load_error)?;
+        Ok((mem, ck, stats))
     });
-    let (mem, ck) = warn::after(py, r)?;
+    let (mem, ck, stats) = warn::after(py, r)?;
     let base = mem.addr();
     let owner = Bound::new(py, Buffer::new(mem))?.into_any().unbind();
     let list = tensors(py, &owner, base, Place::Cpu, ck.tensors)?;
-    Ok((owner, list, ck.metadata))
+    Ok((owner, list, ck.metadata, stats_dict(py, &stats)?))
 }
 
 fn load_device<'py>(
@@ -331,7 +336,29 @@ fn load_device<'py>(
     let base = ck.buffer.device_ptr();
     let owner = DeviceMemory { buf: ck.buffer }.into_py_any(py)?;
     let list = tensors(py, &owner, base, Place::Cuda(device), ck.tensors)?;
-    Ok((owner, list, ck.metadata))
+    Ok((owner, list, ck.metadata, stats_dict(py, &ck.stats)?))
+}
+
+/// How the data was read, for `Tensors.stats`: the technique, bytes,
+/// seconds (the wall time, and read/copy/wait summed over the threads),
+/// GB/s, threads, piece size, depth, O_DIRECT, pinned staging.
+fn stats_dict<'py>(py: Python<'py>, st: &Stats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let secs = |ns: u64| ns as f64 / 1e9;
+    d.set_item("technique", st.technique.name())?;
+    d.set_item("bytes", st.bytes)?;
+    d.set_item("seconds", secs(st.elapsed_ns))?;
+    d.set_item("gb_per_s", st.gb_per_s())?;
+    d.set_item("setup_s", secs(st.setup_ns))?;
+    d.set_item("read_s", secs(st.read_ns))?;
+    d.set_item("copy_s", secs(st.copy_ns))?;
+    d.set_item("wait_s", secs(st.wait_ns))?;
+    d.set_item("threads", st.threads)?;
+    d.set_item("chunk", st.chunk)?;
+    d.set_item("depth", st.depth)?;
+    d.set_item("direct", st.direct)?;
+    d.set_item("pinned", st.pinned)?;
+    Ok(d)
 }
 
 /// `(name, Tensor)` pairs viewing `owner`, whose first byte is at `base`.
