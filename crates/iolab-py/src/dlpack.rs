@@ -194,6 +194,49 @@ fn strides(shape: &[i64]) -> Box<[i64]> {
     s.into_boxed_slice()
 }
 
+/// The managed struct (legacy, or versioned at `version`) holding
+/// `tensor` and what it points into, moved to the heap and leaked: its
+/// address and the capsule name it goes under.
+fn leak(
+    tensor: DLTensor,
+    keep: Keep,
+    version: Option<(u32, u32)>,
+    read_only: bool,
+) -> (*mut c_void, &'static CStr) {
+    // The boxed slices in `keep` do not move when it does: the tensor's
+    // pointers into them stay valid for as long as the allocation.
+    match version {
+        None => {
+            let b = Box::into_raw(Box::new(Legacy {
+                managed: DLManagedTensor {
+                    dl_tensor: tensor,
+                    manager_ctx: std::ptr::null_mut(),
+                    deleter: Some(delete_legacy),
+                },
+                keep,
+            }));
+            // SAFETY: b is the live allocation just leaked.
+            unsafe { (*b).managed.manager_ctx = b.cast() };
+            (b.cast(), LEGACY_NAME)
+        }
+        Some((major, minor)) => {
+            let b = Box::into_raw(Box::new(Versioned {
+                managed: DLManagedTensorVersioned {
+                    version: [major, minor],
+                    manager_ctx: std::ptr::null_mut(),
+                    deleter: Some(delete_versioned),
+                    flags: if read_only { READ_ONLY } else { 0 },
+                    dl_tensor: tensor,
+                },
+                keep,
+            }));
+            // SAFETY: b is the live allocation just leaked.
+            unsafe { (*b).managed.manager_ctx = b.cast() };
+            (b.cast(), VERSIONED_NAME)
+        }
+    }
+}
+
 /// A DLPack capsule for `e`: versioned at `version` (a `(1, minor)` the
 /// consumer asked for), legacy when `None`.
 pub(crate) fn capsule<'py>(
@@ -220,38 +263,7 @@ pub(crate) fn capsule<'py>(
         _strides: strides,
         _owner: OwnerRef(e.owner.into_ptr()),
     };
-    // The boxed slices do not move when `keep` does: the pointers above
-    // stay valid for as long as the allocation below.
-    let (ptr, name): (*mut c_void, &CStr) = match version {
-        None => {
-            let b = Box::into_raw(Box::new(Legacy {
-                managed: DLManagedTensor {
-                    dl_tensor: tensor,
-                    manager_ctx: std::ptr::null_mut(),
-                    deleter: Some(delete_legacy),
-                },
-                keep,
-            }));
-            // SAFETY: b is the live allocation just leaked.
-            unsafe { (*b).managed.manager_ctx = b.cast() };
-            (b.cast(), LEGACY_NAME)
-        }
-        Some((major, minor)) => {
-            let b = Box::into_raw(Box::new(Versioned {
-                managed: DLManagedTensorVersioned {
-                    version: [major, minor],
-                    manager_ctx: std::ptr::null_mut(),
-                    deleter: Some(delete_versioned),
-                    flags: if e.read_only { READ_ONLY } else { 0 },
-                    dl_tensor: tensor,
-                },
-                keep,
-            }));
-            // SAFETY: b is the live allocation just leaked.
-            unsafe { (*b).managed.manager_ctx = b.cast() };
-            (b.cast(), VERSIONED_NAME)
-        }
-    };
+    let (ptr, name) = leak(tensor, keep, version, e.read_only);
     // SAFETY: ptr is the struct made above and name a static C string; on
     // success the capsule owns ptr (freed by capsule_destructor or by the
     // consumer through the deleter), on failure nothing does yet, so it is
