@@ -145,9 +145,9 @@ def load(
             (``"pt"``) for PyTorch tensors; ``"cupy"`` for CuPy arrays (GPU
             only); ``"dlpack"`` for :class:`Tensor` objects, which any
             library takes with its ``from_dlpack``.
-        device: ``"cpu"``; ``"cuda:N"`` (or ``N``) to read the data
-            straight into GPU ``N``'s memory through pinned staging buffers;
-            ``"cuda"`` for the framework's current GPU.
+        device: ``"cpu"``; ``"cuda:N"`` (or ``N``, or a ``torch.device``)
+            to read the data straight into GPU ``N``'s memory through pinned
+            staging buffers; ``"cuda"`` for the framework's current GPU.
 
     Every array is a view of one allocation and keeps it alive: the memory
     is freed when the last of them is gone. Dtypes NumPy (or CuPy) lacks
