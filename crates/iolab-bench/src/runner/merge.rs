@@ -56,13 +56,10 @@ pub(super) fn metrics(mut c: Collected, resident_before: f64, errors: Vec<String
         trim_ops: trims().map(|t| t.1).sum(),
         trim_bytes: trims().map(|t| t.2).sum(),
         trim_hist: sum_hists(trims().map(|t| &t.0)),
-        depths: c
-            .outs
-            .iter()
-            .fold(Default::default(), |mut acc: crate::depths::Depths, o| {
-                acc.add(&o.depths);
-                acc
-            }),
+        depths: c.outs.iter().fold(Default::default(), |mut acc, o| {
+            crate::depths::Depths::add(&mut acc, &o.depths);
+            acc
+        }),
         latency_depth: c.outs.iter().find_map(|o| o.latency_depth),
         oplog: merged_oplog(&mut c.outs),
         ..RunMetrics::default()
