@@ -16,6 +16,7 @@ mod export;
 mod fuzz_corpus;
 #[cfg(test)]
 mod fuzz_tests;
+mod gpu_bench;
 mod lab_files;
 mod lab_progress;
 mod lab_ranks;

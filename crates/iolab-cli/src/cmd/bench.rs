@@ -78,6 +78,7 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
             .map_err(|e| super::usage(format!("--cpus {}: {e}", p.list())))?;
     }
     crate::limits::check_bench(a)?;
+    crate::gpu_bench::check(a)?;
     if a.time.is_some_and(|t| t.is_zero()) {
         return Err(super::usage(
             "--time 0: give a positive duration (e.g. 10s)",
@@ -149,7 +150,7 @@ fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
         mmap_touch: a.mmap_touch,
         access: Default::default(),
         pool_threads: a.pool_threads.unwrap_or(0),
-        mem: a.mem,
+        mem: a.mem.host,
         buf_offset: a.buf_offset,
         uring: UringOpts {
             // SQPOLL always registers the files (as fio does): say so in the record.
@@ -200,6 +201,7 @@ fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
             .map(|(writes, data_only)| SyncEvery { writes, data_only }),
         cpus: cpu_pin(a),
         placement: a.placement,
+        copy_to_gpu: a.mem.gpu,
         ..WorkloadSpec::default()
     }
 }

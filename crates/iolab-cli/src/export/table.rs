@@ -126,6 +126,12 @@ pub fn detail(rec: &BenchRecord) -> String {
             ("max", l.max_ns as f64)
         ])
     );
+    if let Some(n) = rec.spec.copy_to_gpu {
+        let _ = writeln!(
+            o,
+            "  latency covers   the read and the copy of its bytes into GPU {n} (an op ends once they are in GPU memory)"
+        );
+    }
     if let (Some(y), Some(e)) = (&r.sync_latency, rec.spec.sync_every) {
         let _ = writeln!(
             o,
@@ -242,6 +248,9 @@ pub fn sweep(recs: &[BenchRecord]) -> String {
             ns(r.latency.p99_9_ns as f64),
             r.cpu.user_pct + r.cpu.sys_pct
         );
+    }
+    if recs.iter().any(|r| r.spec.copy_to_gpu.is_some()) {
+        o.push_str("Labels ending >G N: an op's latency covers the read and the copy of its bytes into GPU N.\n");
     }
     o
 }
