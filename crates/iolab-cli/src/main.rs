@@ -28,6 +28,7 @@ mod prop_tests;
 mod ranks;
 mod session;
 mod sweep;
+mod to_gpu;
 mod trace_io;
 mod vs;
 mod waker;

@@ -41,6 +41,8 @@ pub struct CatArgs {
     /// Say on stderr how each file was read.
     #[arg(short, long)]
     pub verbose: bool,
+    #[command(flatten)]
+    pub gpu: crate::to_gpu::GpuCatArgs,
 }
 
 /// Arguments of `iolab fast`.
@@ -74,6 +76,16 @@ fn plan(a: &CatArgs, ordered: bool) -> Result<WholePlan> {
 
 /// Runs `iolab cat`.
 pub fn run(a: &CatArgs, stop: &AtomicBool) -> Result<i32> {
+    if a.gpu.gpu.is_some() {
+        let f = crate::to_gpu::CatFlags {
+            block: a.block,
+            depth: a.depth,
+            direct: &a.direct,
+            xor: a.xor,
+            output: a.output.is_some(),
+        };
+        return crate::to_gpu::cat(&a.gpu, &a.files, f, stop);
+    }
     for f in &a.files {
         check_input("cat", f)?;
     }
