@@ -50,6 +50,7 @@ mod stats;
 mod target;
 mod technique;
 mod threads;
+pub mod tune;
 mod workers;
 
 #[cfg(feature = "cuda")]
