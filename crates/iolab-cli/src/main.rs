@@ -30,6 +30,7 @@ mod session;
 mod sweep;
 mod to_gpu;
 mod trace_io;
+mod tune_gpu;
 mod vs;
 mod waker;
 

@@ -26,6 +26,10 @@ pub struct TuneArgs {
     /// Replace OUT if it exists and is not an iolab profile.
     #[arg(long)]
     pub overwrite: bool,
+    /// The GPU whose host → device path is measured too (skipped, with one
+    /// line saying why, where there is none).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub gpu: u32,
 }
 
 /// Runs `iolab tune`.
@@ -84,13 +88,19 @@ pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
             .ok(),
         Err(_) => None,
     };
+    let gpu = (res.is_ok())
+        .then(|| crate::tune_gpu::run(a.gpu, &path, len, a.quick, stop))
+        .flatten();
     crate::cleanup::remove(&path);
     let ms = res?;
     let device = iolab::file::block_device_of(&a.dir).map(|d| d.name);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let p = tune::derive(&ms, offset, Machine::this(), device, now);
+    let p = Profile {
+        gpu,
+        ..tune::derive(&ms, offset, Machine::this(), device, now)
+    };
     let text = summary(&p);
     crate::export::stdout(&text)?;
     target.write_all_atomically(p.to_json().as_bytes())?;
