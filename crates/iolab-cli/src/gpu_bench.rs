@@ -1,5 +1,5 @@
 //! `iolab bench --mem cuda[:N]`: file → GPU per op, for any engine. The
-//! flag's value ([`MemArg`]), its checks before anything is made, and the
+//! flag's checks before anything is made, and the
 //! engine factory that wraps each worker's engine so every completed read
 //! is copied into GPU N before the runner sees its completion
 //! (`iolab_reader::gpu::copy_each_read`): an op's latency then covers the
@@ -9,58 +9,9 @@ use crate::bench_args::BenchArgs;
 use crate::error::usage;
 use anyhow::Result;
 use iolab::engine::{Engine, EngineConfig};
-use iolab::mem::MemKind;
 use iolab_bench::runner::{EngineFactory, RealEngines};
 use iolab_bench::spec::WorkloadSpec;
-use std::fmt;
-use std::str::FromStr;
 use std::sync::Arc;
-
-/// The value of `--mem`: the host memory of the engine's buffers, and the
-/// GPU each read is copied on to (`cuda[:N]`, buffers in huge pages).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MemArg {
-    /// Memory the engine's buffers live in.
-    pub host: MemKind,
-    /// `cuda:N`: the GPU every read's bytes are copied into.
-    pub gpu: Option<u32>,
-}
-
-impl FromStr for MemArg {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let gpu = match s.strip_prefix("cuda") {
-            Some("") => Some(0),
-            Some(n) => Some(
-                n.strip_prefix(':')
-                    .and_then(|n| n.parse::<u32>().ok())
-                    .ok_or_else(|| {
-                        format!("'{s}': a GPU is named cuda or cuda:N (N its number, e.g. cuda:0)")
-                    })?,
-            ),
-            None => None,
-        };
-        let host = match gpu {
-            Some(_) => MemKind::Thp,
-            None => s.parse().map_err(|e: String| {
-                e.replace(
-                    "hugetlb)",
-                    "hugetlb, or cuda[:N] to copy each read into a GPU)",
-                )
-            })?,
-        };
-        Ok(MemArg { host, gpu })
-    }
-}
-
-impl fmt::Display for MemArg {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.gpu {
-            Some(n) => write!(f, "cuda:{n}"),
-            None => write!(f, "{}", self.host),
-        }
-    }
-}
 
 /// Refuses `--mem cuda:N` where it cannot be honoured, before anything is
 /// made: with a side-by-side fio run or fio job output (fio has no such
@@ -186,20 +137,6 @@ mod tests {
     use iolab_reader::gpu::{CopyEach, GpuError, OpCopy};
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use std::time::Duration;
-
-    #[test]
-    fn mem_names_a_host_memory_or_a_gpu_and_a_bad_one_lists_them_all() {
-        let m = |s: &str| s.parse::<MemArg>();
-        assert_eq!(m("hugetlb").unwrap().host, MemKind::Hugetlb);
-        assert_eq!(m("cuda").unwrap().gpu, Some(0));
-        assert_eq!(m("cuda:3").unwrap().gpu, Some(3));
-        assert_eq!(m("cuda:3").unwrap().to_string(), "cuda:3");
-        assert_eq!(m("thp").unwrap().gpu, None);
-        let e = m("cuda:x").unwrap_err();
-        assert!(e.contains("cuda:N"), "{e}");
-        let e = m("gpu").unwrap_err();
-        assert!(e.contains("malloc, thp, hugetlb, or cuda[:N]"), "{e}");
-    }
 
     /// A copier that takes its time and counts the bytes it was given.
     struct Slow {

@@ -21,6 +21,7 @@ mod lab_files;
 mod lab_progress;
 mod lab_ranks;
 mod limits;
+mod mem_arg;
 mod parse;
 mod progress;
 #[cfg(test)]
