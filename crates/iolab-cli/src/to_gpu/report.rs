@@ -61,7 +61,7 @@ pub(super) fn text(l: &Loaded, checked: Option<&Checked>) -> String {
     );
     let _ = writeln!(
         o,
-        "  time, threads'   reading {:.3} s, copying {:.3} s, waiting for copies {:.3} s, setting up {:.3} s (summed over {} thread{})",
+        "  thread time      reading {:.3} s, copying {:.3} s, waiting for copies {:.3} s, setting up {:.3} s (summed over {} thread{})",
         secs(s.read_ns),
         secs(s.copy_ns),
         secs(s.wait_ns),

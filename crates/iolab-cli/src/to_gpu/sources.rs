@@ -3,7 +3,7 @@
 //! first (the driver's once-per-process start is timed apart), then the
 //! clock runs from the headers' check to the last byte in device memory.
 
-use super::{CatFlags, GpuCatArgs, LoadAs};
+use super::args::{CatFlags, GpuCatArgs, LoadAs};
 use crate::error::usage;
 use anyhow::Result;
 use iolab_reader::gpu::{
@@ -197,9 +197,9 @@ mod tests {
         assert!(looks_like_checkpoint(&st) && looks_like_checkpoint(&idx));
         assert!(looks_like_checkpoint(d.path()) && !looks_like_checkpoint(&raw));
         let one = |a: LoadAs, f: &[PathBuf]| what(a, f).map(|w| matches!(w, What::Checkpoint(_)));
-        assert!(one(LoadAs::Auto, &[st.clone()]).unwrap());
-        assert!(!one(LoadAs::Bytes, &[st.clone()]).unwrap());
-        assert!(one(LoadAs::Safetensors, &[raw.clone()]).unwrap());
+        assert!(one(LoadAs::Auto, std::slice::from_ref(&st)).unwrap());
+        assert!(!one(LoadAs::Bytes, std::slice::from_ref(&st)).unwrap());
+        assert!(one(LoadAs::Safetensors, std::slice::from_ref(&raw)).unwrap());
         assert!(!one(LoadAs::Auto, &[raw.clone(), raw.clone()]).unwrap());
         let e = one(LoadAs::Auto, &[raw.clone(), st.clone()]).unwrap_err();
         let e = crate::error::one_line(&e);

@@ -3,8 +3,8 @@
 //! end and evenly between) or all of it, in pieces of at most 64 MiB so
 //! host memory stays small whatever the file.
 
+use super::args::VerifyWhat;
 use super::sources::Loaded;
-use super::VerifyWhat;
 use anyhow::{Context, Result};
 use std::os::unix::fs::FileExt;
 
