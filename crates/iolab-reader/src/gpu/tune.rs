@@ -110,21 +110,12 @@ pub fn choose(cases: &[GpuCase], pinned_wins: bool, depth: u32, slots: usize) ->
     })
 }
 
-/// The median of `v` (0 when empty).
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 #[cfg(feature = "cuda")]
 pub use measuring::measure;
 
 #[cfg(feature = "cuda")]
 mod measuring {
-    use super::{choose, grid, median, GpuCase, GpuTune};
+    use super::{choose, grid, GpuCase, GpuTune};
     use crate::gpu::{
         load_file, Device, DeviceBuffer, GpuError, GpuOptions, GpuTechnique, PinnedBuf,
     };
@@ -132,6 +123,15 @@ mod measuring {
     use std::path::Path;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Instant;
+
+    /// The median of `v` (0 when empty).
+    fn median(mut v: Vec<f64>) -> f64 {
+        if v.is_empty() {
+            return 0.0;
+        }
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    }
 
     /// Measures GPU `device` with the `len`-byte file at `path` (see the
     /// module documentation); `quick` measures fewer settings and copies
