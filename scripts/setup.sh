@@ -18,15 +18,19 @@ command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 [ -e /usr/include/fuse3/fuse.h ] || need+=(libfuse3-dev)
+# The Python package's tests build it into a virtual environment (below),
+# which needs venv's ensurepip; its permission test drops capabilities with
+# setpriv (util-linux).
+if [ "$(command -v python3 || true)" = /usr/bin/python3 ] && command -v dpkg >/dev/null 2>&1; then
+  dpkg -s python3-venv >/dev/null 2>&1 || need+=(python3-venv)
+fi
+command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 # MPI scale-out (`cargo test --workspace` builds the `mpi` feature): Open MPI
 # to build against and to launch ranks, libclang for rsmpi's bindings.
 command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
 [ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || [ -e /usr/include/mpi.h ] \
   || dpkg -s libopenmpi-dev >/dev/null 2>&1 || need+=(libopenmpi-dev)
 dpkg -s libclang-dev >/dev/null 2>&1 || need+=(libclang-dev)
-# The safetensors loader's tests read files the reference Python package
-# writes (installed with pip below).
-python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need[*]}" >&2
@@ -36,10 +40,23 @@ if [ ${#need[@]} -gt 0 ]; then
     echo "setup: missing ${need[*]} (install them with your package manager)" >&2
   fi
 fi
-if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import safetensors.numpy, numpy' >/dev/null 2>&1; then
-  echo "setup: installing the Python packages safetensors and numpy" >&2
-  # Debian's own python3 refuses pip installs outside a venv unless told.
-  python3 -m pip install --quiet safetensors numpy 2>/dev/null \
-    || python3 -m pip install --quiet --break-system-packages safetensors numpy \
-    || echo "setup: could not install safetensors and numpy with pip" >&2
+
+# The Python package (python/, crates/iolab-py): a virtual environment at
+# .venv-py with maturin to build it and what its tests compare against.
+# `cargo test -p iolab-py-tests` builds the package into it and runs pytest.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="${IOLAB_PY_VENV:-$root/.venv-py}"
+py_need=('maturin>=1.9.4,<2' pytest numpy safetensors)
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "setup: no python3, so no Python environment for the Python package's tests" >&2
+  exit 0
+fi
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: making the Python environment $venv" >&2
+  python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c 'import maturin, pytest, numpy, safetensors' >/dev/null 2>&1 \
+   || [ ! -x "$venv/bin/maturin" ]; then
+  echo "setup: installing ${py_need[*]} into $venv" >&2
+  "$venv/bin/python" -m pip install -q "${py_need[@]}"
 fi

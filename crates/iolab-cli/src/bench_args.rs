@@ -162,7 +162,10 @@ pub struct BenchArgs {
     /// With --cache cold: also drop the whole page cache (root).
     #[arg(long)]
     pub drop_caches: bool,
-    /// Stop after this long (e.g. 10s); sequential runs wrap around.
+    /// Stop after this long (e.g. 10s); sequential runs wrap around. A cold
+    /// read through the page cache stops sooner rather than read from
+    /// memory (after one pass in order, or a few percent of the pages at
+    /// random); --ops or --io-size sets the count instead.
     #[arg(long, value_parser = parse::duration)]
     pub time: Option<Duration>,
     /// Stop after this many ops (all threads).

@@ -45,7 +45,9 @@ impl Bar {
     }
 
     /// Time left: what is left of the estimate, scaled by how the estimate
-    /// has fared so far (elapsed ÷ expected of what is done).
+    /// has fared so far (elapsed ÷ expected of what is done), trusted in
+    /// proportion to how much is done: one slow first configuration (it
+    /// made the files) does not make the ETA leap and fall back.
     fn eta(&self) -> String {
         self.eta_after(self.started.map_or(Duration::ZERO, |t| t.elapsed()))
     }
@@ -56,6 +58,8 @@ impl Bar {
         match self.started {
             Some(_) if self.done_ms > 0 => {
                 let pace = elapsed.as_secs_f64() / (self.done_ms as f64 / 1e3);
+                let done = self.done_ms as f64 / self.expected_ms.max(1) as f64;
+                let pace = 1.0 + (pace - 1.0) * done.min(1.0).sqrt();
                 format!("ETA {}", human(Duration::from_secs_f64(left * pace)))
             }
             _ => format!("ETA ~{} (estimated)", human(Duration::from_secs_f64(left))),
@@ -125,9 +129,27 @@ mod tests {
         assert!(b.eta().contains("~10s (estimated)"), "{}", b.eta());
         b.begin("a", 1.0);
         b.done();
-        // 1 s of 10 expected done; whatever the pace, 9 s are left at it.
+        // 1 s of 10 expected done, twice as slow as estimated: 9 s are
+        // left, at a pace trusted as far as a tenth done allows.
         let eta = b.eta_after(Duration::from_secs(2));
-        assert_eq!(eta, "ETA 18s", "twice as slow as estimated");
+        assert_eq!(eta, "ETA 11s", "1 + (2 - 1) x sqrt(0.1) = 1.32 x 9 s");
+        // All but the last second done at twice the estimate: the pace is
+        // trusted almost whole.
+        b.begin("b", 8.0);
+        b.done();
+        assert_eq!(b.eta_after(Duration::from_secs(18)), "ETA 1s");
+    }
+
+    #[test]
+    fn a_slow_start_does_not_make_the_eta_leap() {
+        let mut b = Bar::default();
+        b.start("x", 10, 0, 10.0);
+        b.begin("first", 1.0);
+        b.done();
+        // The first configuration took 3 s instead of 1 (it made the files):
+        // 9 s of estimate left, shown as well under 3 x 9 s.
+        let eta = b.eta_after(Duration::from_secs(3));
+        assert_eq!(eta, "ETA 14s", "{eta}");
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Checks of `iolab bench`'s values that the fuzz corpus (issue 13 §2)
+//! Checks of `iolab bench`'s values that the corpus of bad command lines
 //! found missing: zero amounts, depths beyond the ring, a completion batch
 //! deeper than the queue, blocks larger than the file, and paths that
 //! cannot be created. All before anything is made or measured.
@@ -31,6 +31,7 @@ pub fn check_bench(a: &BenchArgs) -> Result<()> {
             "--io-size 0: give a positive amount (e.g. --io-size 1g)",
         ));
     }
+    check_lists(a)?;
     let max_qd = a.qd.iter().copied().max().unwrap_or(1);
     if a.batch_complete > max_qd {
         return Err(usage(format!(
@@ -61,6 +62,28 @@ pub fn check_bench(a: &BenchArgs) -> Result<()> {
     };
     for f in a.named_files().unwrap_or_default() {
         check_named(a, flag, &f)?;
+    }
+    Ok(())
+}
+
+/// A depth of 0 among --qd's values, an empty name among --files'.
+fn check_lists(a: &BenchArgs) -> Result<()> {
+    if a.qd.contains(&0) {
+        return Err(usage("--qd 0: give 1 or more ops in flight (e.g. --qd 32)"));
+    }
+    if let Some(list) = &a.files {
+        use std::os::unix::ffi::OsStrExt;
+        if list
+            .as_os_str()
+            .as_bytes()
+            .split(|b| *b == b':')
+            .any(<[u8]>::is_empty)
+        {
+            return Err(usage(format!(
+                "--files {}: an empty name; list files as A:B:C",
+                list.display()
+            )));
+        }
     }
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! Issue 13 §2: property tests (proptest, 10,000 cases each) of every
+//! Property tests (proptest, 10,000 cases each) of every
 //! parser of the command line and of the one file iolab reads back (a
 //! `--jsonl` file it is asked to append to). None may panic on any input,
 //! and valid inputs round-trip.

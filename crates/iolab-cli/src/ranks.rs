@@ -322,14 +322,10 @@ fn report_root(
         exporters.finish()?;
     }
     if a.out.json {
-        println!(
-            "{}",
-            serde_json::to_string(&rec).context("encode the record")?
-        );
-        return Ok(());
+        let line = serde_json::to_string(&rec).context("encode the record")?;
+        return crate::export::stdout(&format!("{line}\n"));
     }
-    print!("{}", table(spec, &agg, reports, &world.library()));
-    Ok(())
+    crate::export::stdout(&table(spec, &agg, reports, &world.library()))
 }
 
 /// A multi-rank run as the file formats write it: the record as JSON, and

@@ -59,13 +59,9 @@ pub fn prepare_files(spec: &WorkloadSpec, ses: &Session, temp: bool) -> Result<P
     Ok(prep)
 }
 
-/// A temporary file path in `dir` (not yet created).
+/// A temporary file path in `dir` (not yet created; `dir` may be missing,
+/// to be made by [`crate::work_dir::ensure`]).
 pub fn temp_path(dir: &Path) -> Result<PathBuf> {
-    if !dir.is_dir() {
-        return Err(crate::error::usage(format!(
-            "--dir {}: no such directory",
-            dir.display()
-        )));
-    }
+    crate::work_dir::check("--dir", dir)?;
     Ok(dir.join(format!(".iolab-{}.tmp", std::process::id())))
 }

@@ -67,7 +67,8 @@ pub fn execute(
         };
         let mut shown = Shown {
             pb: &pb,
-            label: spec.label(),
+            label: export::table::in_words(&spec),
+            sequential: spec.pattern == iolab_bench::spec::AccessPattern::Seq,
         };
         let measured = measure::runs(&spec, &prep, &m, &mut shown)?;
         let runs = measured.runs;
@@ -116,8 +117,9 @@ pub fn resume_bench(
             "--resume needs --jsonl FILE (the records to resume from)",
         ));
     };
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
+    let text = match iolab::file::read_bounded(path, iolab::file::RECORDS_MAX_BYTES, "record file")
+    {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e).with_context(|| format!("read {}", path.display())),
     };
@@ -151,11 +153,12 @@ pub fn resume_bench(
 struct Shown<'a> {
     pb: &'a indicatif::ProgressBar,
     label: String,
+    sequential: bool,
 }
 
 impl measure::Hooks for Shown<'_> {
     fn after(&mut self, m: &iolab_bench::record::RunMetrics) {
-        for w in export::table::warnings(m) {
+        for w in export::table::warnings(m, self.sequential) {
             say(self.pb, format!("warning: {}: {w}", self.label));
         }
         self.pb.inc(1);

@@ -3,9 +3,14 @@
 
 use iolab_trace::{Trace, TraceError, TraceFormat};
 
-/// A trace error as the binary reports it (usage errors exit 2).
+/// A trace error as the binary reports it (usage errors exit 2). A trace
+/// that cannot be read because of what it is (missing, not a regular file,
+/// too large, not this user's to read) is bad input too.
 pub fn trace_err(e: TraceError) -> anyhow::Error {
-    if e.is_usage() {
+    use std::io::ErrorKind::*;
+    let unreadable = matches!(&e, TraceError::Io { source, .. }
+        if matches!(source.kind(), NotFound | PermissionDenied | InvalidInput | InvalidData));
+    if e.is_usage() || unreadable {
         crate::error::usage(e.to_string())
     } else {
         anyhow::Error::new(e)
@@ -28,7 +33,10 @@ pub fn summary(t: &Trace) -> String {
     );
     if !t.skipped.is_empty() {
         let left: Vec<String> = t.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        s.push_str(&format!("; left out: {}", left.join(", ")));
+        s.push_str(&format!(
+            "; reads left out (not of regular files), by kind: {}",
+            left.join(", ")
+        ));
     }
     s
 }

@@ -47,6 +47,7 @@ mod technique;
 mod thesis;
 pub mod tune;
 mod uring;
+pub mod warn;
 pub mod whole;
 pub mod xor;
 
@@ -56,7 +57,9 @@ pub(crate) use backend::{check_kind, Backend, Src};
 pub use backend::{mem_available, Hints, Options};
 pub use request::ReadReq;
 pub use technique::{ParseTechniqueError, Technique};
-pub use whole::profiled::{plan_from, read_all, read_into, read_whole_with, WholePlan};
+pub use whole::profiled::{
+    plan_from, read_all, read_into, read_into_with, read_whole_with, WholePlan,
+};
 
 use std::path::Path;
 use std::sync::Arc;

@@ -11,6 +11,10 @@ use std::sync::Arc;
 /// Environment variable naming the profile file (overrides the default path).
 pub const PROFILE_ENV: &str = "IOLAB_PROFILE";
 
+/// The most bytes read of a file said to be a profile (a few KiB of JSON):
+/// a larger one is not a profile.
+pub const PROFILE_MAX_BYTES: u64 = 1 << 20;
+
 /// The machine a profile was measured on.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Machine {
@@ -234,7 +238,9 @@ impl Profile {
     /// Loads `path`; on a missing or corrupt file returns the built-in
     /// defaults and the one-line warning to print.
     pub fn load_or_default(path: &Path) -> (Profile, Option<String>) {
-        match std::fs::read_to_string(path) {
+        match iolab::file::read_bounded(path, PROFILE_MAX_BYTES, "profile")
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+        {
             Ok(s) => match Profile::from_json(&s) {
                 Ok(p) => (p, None),
                 Err(e) => (
@@ -302,13 +308,13 @@ pub fn default_path() -> PathBuf {
 }
 
 /// The process-wide profile from [`default_path`], loaded once; its
-/// warning (if any) is printed once on stderr.
+/// warning (if any) is said once, through [`crate::warn`].
 pub fn process_profile() -> Arc<Profile> {
     static P: std::sync::OnceLock<Arc<Profile>> = std::sync::OnceLock::new();
     P.get_or_init(|| {
         let (p, warn) = Profile::load_or_default(&default_path());
         if let Some(w) = warn {
-            eprintln!("{w}");
+            crate::warn::emit(&w);
         }
         Arc::new(p)
     })

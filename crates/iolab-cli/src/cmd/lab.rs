@@ -131,7 +131,7 @@ fn run_experiments(a: &RunArgs, stop: &'static AtomicBool) -> Result<i32> {
         j => j,
     };
     let exps = select(&a.names)?;
-    make_out_dir(&a.out)?;
+    prepare_dirs(a)?;
     // Check every record file before measuring anything.
     let mut targets = Vec::new();
     for e in &exps {
@@ -185,6 +185,15 @@ fn run_experiments(a: &RunArgs, stop: &'static AtomicBool) -> Result<i32> {
     Ok(0)
 }
 
+/// Checks `--dir` (made later, if missing, only once nothing else is
+/// wrong), then makes `--out`.
+fn prepare_dirs(a: &RunArgs) -> Result<()> {
+    if let Some(d) = &a.dir {
+        crate::work_dir::check("--dir", d)?;
+    }
+    make_out_dir(&a.out)
+}
+
 /// `--out`: made if missing (a directory, never a file).
 fn make_out_dir(out: &Path) -> Result<()> {
     match std::fs::metadata(out) {
@@ -207,12 +216,7 @@ fn data_dir(a: &RunArgs) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
     let mut temp = None;
     let dir = match &a.dir {
         Some(d) => {
-            if !d.is_dir() {
-                return Err(super::usage(format!(
-                    "--dir {}: no such directory",
-                    d.display()
-                )));
-            }
+            crate::work_dir::ensure("--dir", d)?;
             d.clone()
         }
         None => {
@@ -221,6 +225,10 @@ fn data_dir(a: &RunArgs) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
                 .tempdir_in(".")
                 .context("create a temporary data folder here (or give --dir)")?;
             let p = t.path().to_path_buf();
+            // Removed on every way out, a forced one included.
+            if let Some(id) = iolab::file::FileIdent::of_path(&p) {
+                crate::cleanup::register_created(&p, id);
+            }
             temp = Some(t);
             p
         }

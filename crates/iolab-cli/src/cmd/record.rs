@@ -63,6 +63,8 @@ pub fn run(a: &RecordArgs, _stop: &AtomicBool) -> Result<i32> {
             (r.trace, Some(r.status))
         }
     };
+    let mut t = t;
+    clip_mappings(&mut t);
     out.write_all_atomically(&t.to_csv())?;
     eprintln!("recorded {} into {}", summary(&t), a.output.display());
     if let Some(st) = status {
@@ -73,4 +75,27 @@ pub fn run(a: &RecordArgs, _stop: &AtomicBool) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// `mmap` lengths are whole pages, so a mapping of a file's end reaches
+/// past it; the program can read only the file's bytes. Each mapping of a
+/// file that is here is cut to them, so the trace says what was read and
+/// `replay --in-place` accepts the very files it was recorded from.
+fn clip_mappings(t: &mut trace::Trace) {
+    let lens: Vec<Option<u64>> = t
+        .files
+        .iter()
+        .map(|f| {
+            std::fs::metadata(f)
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+        })
+        .collect();
+    for m in &mut t.mappings {
+        if let Some(Some(len)) = lens.get(m.file as usize) {
+            m.len = m.len.min(len.saturating_sub(m.offset));
+        }
+    }
+    t.mappings.retain(|m| m.len > 0);
 }

@@ -27,7 +27,10 @@ pub struct ReplayArgs {
     /// The trace's format (default: detected from the first line).
     #[arg(long, value_parser = crate::trace_io::parse_format)]
     pub format: Option<TraceFormat>,
-    /// Readers to compare, comma-separated, or `all`.
+    /// Readers to compare, comma-separated, or `all`: stream, buffered\[:4m\],
+    /// mapped, direct, uring\[:32\], thesis (the fixed rules of the study
+    /// that iolab reproduces: per-file hints from the trace), auto (the
+    /// adaptive reader), pread (a plain pread loop).
     #[arg(long, default_value = "all", value_name = "LIST")]
     pub reader: String,
     /// Page-cache state before each replay.
@@ -50,8 +53,8 @@ pub struct ReplayArgs {
     /// Read the trace's own paths, read-only, instead of files under --dir.
     #[arg(long, conflicts_with = "dir")]
     pub in_place: bool,
-    /// Merge adjacent reads of one thread into requests of up to SIZE (the
-    /// thesis's preprocessing); SIZE defaults to 1m.
+    /// Merge adjacent reads of one thread into requests of up to SIZE (as
+    /// the study iolab reproduces prepared its traces); SIZE defaults to 1m.
     #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "1m", value_parser = crate::parse::size)]
     pub coalesce: Option<u64>,
     /// Check every byte read against the pattern iolab filled the file with.
@@ -87,7 +90,7 @@ pub fn build_readers(
         let r: Box<dyn ReplayReader> = if n == "pread" {
             Box::new(rp::PreadReader)
         } else {
-            // Accept the spellings too: buffered4k, mmap, uring32.
+            // Accept the short spellings too: buffered4k, mmap, uring32.
             let alias = match n.as_str() {
                 "mmap" => "mapped".to_string(),
                 s if s.starts_with("buffered") && !s.contains(':') && s.len() > 8 => {
@@ -136,18 +139,21 @@ struct Doc<'a> {
 
 fn table(d: &Doc) -> String {
     let mut o = String::new();
-    let _ =
-        writeln!(
+    let _ = writeln!(
         o,
-        "replay of {}: {} requests, {}, {} files, {} threads; cache {}, timing {}, {} rounds asked",
+        "replay of {}: {}, {}, {}, {}; cache {}, timing {}, {} asked",
         d.trace,
-        d.requests,
+        plural(d.requests as u64, "request"),
         iolab_bench::prepare::human(d.bytes),
-        d.files,
-        d.threads,
-        if d.cache == Cache::Cold { "cold" } else { "warm" },
+        plural(d.files as u64, "file"),
+        plural(d.threads as u64, "thread"),
+        if d.cache == Cache::Cold {
+            "cold"
+        } else {
+            "warm"
+        },
         d.timing,
-        d.repeat
+        plural(d.repeat, "round")
     );
     let _ = writeln!(
         o,
@@ -174,6 +180,15 @@ fn table(d: &Doc) -> String {
         "time = median over the runs; * winner (shortest median time); x best = time / winner's time"
     );
     o
+}
+
+/// "1 file", "2 files".
+fn plural(n: u64, one: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {one}s")
+    }
 }
 
 /// One reader's result as the file formats write it: a JSON line with the
@@ -250,21 +265,9 @@ impl Exportable for ReplayRow<'_> {
 pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
     let (t, threads) = load_checked(a)?;
     // Outputs are checked before any file is made.
-    let measured: Vec<PathBuf> = match (&a.dir, a.in_place) {
-        (Some(d), _) => t.files.iter().map(|f| place::map_path(d, f)).collect(),
-        (None, true) => t.files.iter().map(PathBuf::from).collect(),
-        _ => Vec::new(),
-    };
-    let targets = a.out.check(&measured)?;
+    let targets = a.out.check(&measured_paths(a, &t))?;
     let (placed, temp) = place_files(a, &t, stop)?;
-    if a.verify {
-        if let Some(i) = placed.patterns.iter().position(|p| p.is_none()) {
-            return Err(super::usage(format!(
-                "--verify: {} was not made by iolab, so the bytes it should hold are unknown",
-                placed.paths[i].display()
-            )));
-        }
-    }
+    check_verifiable(a, &placed)?;
     let hints = readers::hints_for(&t, &placed.paths);
     let readers = build_readers(&a.reader, &hints)?;
     let plan = rp::plan(&t, threads, a.coalesce);
@@ -308,6 +311,30 @@ pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
     };
     write_outputs(a, &doc, &results, targets)?;
     Ok(0)
+}
+
+/// The paths the replay will read, where they are known before placing
+/// (`--dir` or `--in-place`), so that no output may overwrite them.
+fn measured_paths(a: &ReplayArgs, t: &tr::Trace) -> Vec<PathBuf> {
+    match (&a.dir, a.in_place) {
+        (Some(d), _) => t.files.iter().map(|f| place::map_path(d, f)).collect(),
+        (None, true) => t.files.iter().map(PathBuf::from).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// With `--verify`, refuses files iolab did not make: the bytes they
+/// should hold are unknown.
+fn check_verifiable(a: &ReplayArgs, placed: &Placed) -> Result<()> {
+    if a.verify {
+        if let Some(i) = placed.patterns.iter().position(|p| p.is_none()) {
+            return Err(super::usage(format!(
+                "--verify: {} was not made by iolab, so the bytes it should hold are unknown",
+                placed.paths[i].display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The flags checked and the trace loaded: refused before any file is
@@ -378,12 +405,19 @@ fn place_files(
         place::in_place(t).map_err(trace_err)?
     } else {
         let dir = match &a.dir {
-            Some(d) => d.clone(),
+            Some(d) => {
+                crate::work_dir::ensure("--dir", d)?;
+                d.clone()
+            }
             None => {
                 let d = tempfile::Builder::new()
                     .prefix(".iolab-replay-")
                     .tempdir_in(".")?;
                 let p = d.path().to_path_buf();
+                // Removed on every way out, a forced one included.
+                if let Some(id) = iolab::file::FileIdent::of_path(&p) {
+                    crate::cleanup::register_created(&p, id);
+                }
                 temp = Some(d);
                 p
             }

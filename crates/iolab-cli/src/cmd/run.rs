@@ -41,7 +41,15 @@ pub struct RunArgs {
     /// Number of blocks (e.g. 1000, 10k).
     #[arg(value_name = "BLOCK_COUNT", value_parser = crate::parse::count, allow_negative_numbers = true)]
     pub block_count: u64,
+    /// With -w: allow replacing an existing file iolab did not write.
+    #[arg(long)]
+    pub overwrite: bool,
 }
+
+/// The seed of the pattern `run -w` writes; the file it makes is marked
+/// with it, as iolab's other test files are, so a later `run -w` may
+/// replace it without --overwrite.
+const RUN_SEED: u64 = 6233;
 
 /// Arguments of `iolab run2`.
 #[derive(clap::Args, Debug)]
@@ -157,7 +165,6 @@ fn check_write(a: &RunArgs, bs: usize) -> Result<WritePlan> {
             a.block_count
         ))
     })?;
-    let target = OutputTarget::check("run -w", &a.file, true, Mode::Replace, &[])?;
     let dir = match a.file.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -170,6 +177,9 @@ fn check_write(a: &RunArgs, bs: usize) -> Result<WritePlan> {
             )));
         }
     }
+    // Only a file iolab made is replaced without --overwrite.
+    let ours = old.is_some() && iolab::file::iolab_seed(&a.file).is_some();
+    let target = OutputTarget::check("run -w", &a.file, a.overwrite || ours, Mode::Replace, &[])?;
     Ok(WritePlan { target, total, old })
 }
 
@@ -197,7 +207,7 @@ fn plan(a: &RunArgs) -> Result<(usize, Option<WritePlan>)> {
 
 fn write(a: &RunArgs, bs: usize, mut w: WritePlan, stop: &AtomicBool) -> Result<i32> {
     let mut buf = buffer("run -w", bs)?;
-    let pattern = iolab::pattern::Pattern::new(6233);
+    let pattern = iolab::pattern::Pattern::new(RUN_SEED);
     w.target.write_streamed(&mut |sink| {
         for i in 0..a.block_count {
             if stop.load(Ordering::Relaxed) {
@@ -208,6 +218,7 @@ fn write(a: &RunArgs, bs: usize, mut w: WritePlan, stop: &AtomicBool) -> Result<
         }
         Ok(())
     })?;
+    mark_ours(&a.file);
     if let Some(n) = w.old {
         eprintln!(
             "run -w: replaced the existing file {} ({n} bytes) with {} bytes",
@@ -216,6 +227,17 @@ fn write(a: &RunArgs, bs: usize, mut w: WritePlan, stop: &AtomicBool) -> Result<
         );
     }
     Ok(0)
+}
+
+/// Marks the regular file `run -w` wrote as iolab's (best effort: a file
+/// system without user extended attributes gets an unmarked file).
+fn mark_ours(p: &Path) {
+    if let Ok(f) = std::fs::File::open(p) {
+        if f.metadata().is_ok_and(|m| m.is_file()) {
+            let seed = RUN_SEED.to_string();
+            let _ = iolab::kernel::fs::set_xattr(&f, iolab::file::SEED_XATTR, seed.as_bytes());
+        }
+    }
 }
 
 /// Runs `iolab run`.

@@ -2,7 +2,6 @@
 //! all are in.
 
 use super::{Exportable, Exporter};
-use std::io::Write;
 
 /// Collects records; prints `{"schema_version": N, "records": [...]}`.
 pub struct Json {
@@ -31,10 +30,9 @@ impl Exporter for Json {
             "schema_version": self.schema_version,
             "records": self.records,
         });
-        let mut out = std::io::stdout().lock();
-        serde_json::to_writer_pretty(&mut out, &doc)?;
-        writeln!(out)?;
-        out.flush()?;
-        Ok(())
+        // Written as text: a closed stdout then surfaces as the plain
+        // `BrokenPipe` the binary ends quietly on.
+        let text = serde_json::to_string_pretty(&doc)?;
+        super::stdout(&format!("{text}\n"))
     }
 }

@@ -218,6 +218,49 @@ pub fn detail(rec: &BenchRecord) -> String {
     o
 }
 
+/// A configuration in words, for messages (tables use its label): e.g.
+/// "io_uring, random 4 KiB reads, depth 32, O_DIRECT".
+pub fn in_words(s: &iolab_bench::spec::WorkloadSpec) -> String {
+    use iolab_bench::spec::{AccessPattern, OpMix};
+    let pattern = match s.pattern {
+        AccessPattern::Seq => "sequential".to_string(),
+        AccessPattern::Rand => "random".to_string(),
+        p => p.to_string(),
+    };
+    let op = match s.op {
+        OpMix::Read => "reads".to_string(),
+        OpMix::Write => "writes".to_string(),
+        OpMix::Rw { read_pct } => format!("ops ({read_pct} % reads)"),
+    };
+    let mut d = format!("{}, {pattern} {} {op}", s.engine, human(s.bs));
+    if !s.engine.is_sync() {
+        let _ = write!(d, ", depth {}", s.qd);
+    }
+    if s.workers() > 1 {
+        let _ = write!(d, ", {} threads", s.workers());
+    }
+    d.push_str(if s.direct { ", O_DIRECT" } else { ", buffered" });
+    d
+}
+
+/// What the letters of a sweep's labels mean (under its table).
+pub fn label_legend() -> String {
+    use iolab::engine::{Label, ENGINES};
+    let engines: Vec<String> = ENGINES
+        .iter()
+        .map(|e| {
+            let l = match e.label {
+                Label::Plain(l) | Label::Depth(l) | Label::DepthBatch(l) | Label::Pool(l) => l,
+            };
+            format!("{l} {}", e.name)
+        })
+        .collect();
+    format!(
+        "label: the engine ({}), its depth and submit batch (U32B1: 32 in flight, submitted 1 at a time; W16P4: 4 helper threads), then T2 2 threads, D O_DIRECT, M fixed buffers, F registered files, S SQPOLL, H hipri.\n",
+        engines.join(", ")
+    )
+}
+
 /// The compact table of a sweep.
 pub fn sweep(recs: &[BenchRecord]) -> String {
     let mut o = String::new();
@@ -249,6 +292,7 @@ pub fn sweep(recs: &[BenchRecord]) -> String {
             r.cpu.user_pct + r.cpu.sys_pct
         );
     }
+    o.push_str(&label_legend());
     if recs.iter().any(|r| r.spec.copy_to_gpu.is_some()) {
         o.push_str("Labels ending >G N: an op's latency covers the read and the copy of its bytes into GPU N.\n");
     }
@@ -276,12 +320,20 @@ pub fn interval_line(s: &iolab_bench::record::IntervalSample) -> String {
     )
 }
 
-/// Whether a run looks suspicious enough to warn about it.
-pub fn warnings(r: &RunMetrics) -> Vec<String> {
+/// Whether a run looks suspicious enough to warn about it; `sequential`:
+/// the run visits blocks in order (the advice differs).
+pub fn warnings(r: &RunMetrics, sequential: bool) -> Vec<String> {
     let mut w = Vec::new();
     if r.cache_held == Some(false) {
+        let advice = if r.resident_before > iolab_bench::residency::COLD_MAX_RESIDENT_AFTER {
+            "the file was already cached when the run began (--cache cold could not evict it)"
+        } else if sequential {
+            "after one pass the file is read from memory: use --io-size of at most the file, a larger --size, or --direct"
+        } else {
+            "random reads came back to pages read earlier: use --direct, a larger --size, or fewer --ops"
+        };
         w.push(format!(
-            "the cache state asked for did not hold: {:.1} % of the data resident before, {:.1} % after, so some reads may have been served from memory (for cold random reads use --direct, a larger file, or fewer --ops)",
+            "the page cache did not stay as asked: {:.1} % of the data was in memory before, {:.1} % after, so some reads may have come from memory; {advice}",
             r.resident_before * 100.0,
             r.resident_after * 100.0
         ));

@@ -17,7 +17,13 @@
 //! - a character device or FIFO (`/dev/stdout`, `/dev/null`, a named pipe)
 //!   is opened for writing in place: never created, truncated or renamed
 //!   over; a socket, a directory or a block device is refused;
-//! - a symlink is followed (its target is written), never replaced;
+//! - a symlink is followed (its target is written), never replaced, and a
+//!   link whose target does not exist is refused: no file is created
+//!   through a link;
+//! - an existing file is written only if this user may write that file
+//!   itself (replacing by rename needs only the directory's permission),
+//!   and replacing never gives a file to another owner;
+//! - `-` is stdout;
 //! - a missing parent directory, no write permission or a read-only file
 //!   system is reported before measuring;
 //! - the output may not be a file the run measures (same inode, or the
@@ -161,6 +167,135 @@ fn is_record_line(line: &[u8]) -> bool {
     )
 }
 
+/// What `path` names now, followed as open(2) follows it (`/dev/stdout` is
+/// a link to a link to a pipe that has no name); None if nothing.
+fn existing(flag: &str, given: &Path, path: &Path) -> anyhow::Result<Option<std::fs::Metadata>> {
+    match std::fs::metadata(path) {
+        Ok(m) => Ok(Some(m)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            refuse_dangling_link(flag, given, path)?;
+            Ok(None)
+        }
+        Err(e) => Err(usage(format!(
+            "{flag} {}: {}",
+            given.display(),
+            one_line_io(&e)
+        ))),
+    }
+}
+
+/// Refuses a symbolic link whose target does not exist: no output file is
+/// created through a link (whoever made the link chose where it points).
+fn refuse_dangling_link(flag: &str, given: &Path, path: &Path) -> anyhow::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        let to = std::fs::read_link(path).unwrap_or_default();
+        return Err(usage(format!(
+            "{flag} {}: a symbolic link to {}, which does not exist; iolab creates no file through a link (name the file itself)",
+            given.display(),
+            to.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses an output that is one of the files the run measures (same
+/// inode, or the same path for a file still to be created).
+fn refuse_measured(
+    flag: &str,
+    given: &Path,
+    real: &Path,
+    measured: &[PathBuf],
+) -> anyhow::Result<()> {
+    let out_norm = normalize(real);
+    let out_id = FileIdent::of_target(real);
+    for m in measured {
+        let same_inode = out_id.is_some() && out_id == FileIdent::of_target(m);
+        let same_name = out_norm.is_some() && out_norm == normalize(m);
+        if same_inode || same_name {
+            return Err(usage(format!(
+                "{flag} {}: that is the file being measured ({}); choose another name",
+                given.display(),
+                m.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What an existing destination is, refusing what iolab may not write: a
+/// directory, socket or block device; a file that exists without
+/// `--overwrite`; a file this user could not write itself, or one that
+/// replacing would give to another owner.
+fn classify(
+    flag: &str,
+    given: &Path,
+    real: &Path,
+    m: &std::fs::Metadata,
+    mode: Mode,
+    overwrite: bool,
+) -> anyhow::Result<Dest> {
+    let shown = given.display();
+    let t = m.file_type();
+    let refuse = |why: &str| Err(usage(format!("{flag} {shown}: {why}")));
+    if t.is_dir() {
+        return refuse("is a directory; name a file");
+    } else if t.is_socket() {
+        return refuse(
+            "is a socket; iolab writes results only to files, FIFOs and character devices",
+        );
+    } else if t.is_block_device() {
+        return refuse("is a block device; iolab never writes to block devices");
+    }
+    // Replacing by rename needs only the directory's permission: the file's
+    // own is checked here, as writing into it would.
+    if !iolab::file::may_write(real) {
+        return refuse("permission denied (this user may not write that file)");
+    }
+    if t.is_char_device() || t.is_fifo() {
+        return Ok(Dest::Stream);
+    }
+    if mode == Mode::Replace {
+        if !overwrite {
+            return refuse("the file exists; choose a new name or pass --overwrite");
+        }
+        let me = iolab::kernel::proc::euid();
+        if me != 0 && m.uid() != me {
+            return refuse(&format!(
+                "belongs to user {}; replacing it would make it yours (choose a new name)",
+                m.uid()
+            ));
+        }
+    }
+    Ok(Dest::Existing)
+}
+
+/// The directory a file is made or replaced in: it exists, is writable and
+/// not on a read-only file system.
+fn check_dir(flag: &str, given: &Path, real: &Path, dest: Dest, mode: Mode) -> anyhow::Result<()> {
+    let shown = given.display();
+    let dir = parent_of(real);
+    if !dir.is_dir() {
+        return Err(usage(format!(
+            "{flag} {shown}: directory {} does not exist",
+            dir.display()
+        )));
+    }
+    if iolab::file::on_read_only_fs(&dir) {
+        return Err(usage(format!(
+            "{flag} {shown}: {} is on a read-only file system",
+            dir.display()
+        )));
+    }
+    // Replace renames into the directory; a new file is created there.
+    if (dest == Dest::New || mode == Mode::Replace) && !iolab::file::may_write(&dir) {
+        return Err(usage(format!(
+            "{flag} {shown}: permission denied: cannot create files in {}",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Checks an existing regular file for appending, reading it line by line.
 fn check_jsonl_file(flag: &str, given: &Path, path: &Path) -> anyhow::Result<bool> {
     let f = File::open(path)
@@ -190,13 +325,28 @@ fn check_jsonl_file(flag: &str, given: &Path, path: &Path) -> anyhow::Result<boo
     Ok(!ends_with_newline)
 }
 
+/// Gives the file about to replace another that file's owner, group and
+/// permissions: replacing a file's contents does not change whose it is.
+/// (The check refused another user's file unless this process is root,
+/// which may give it any owner; a group is kept where this user may.)
+fn keep_owner_and_mode(f: &File, old: &std::fs::Metadata) {
+    if let Ok(new) = f.metadata() {
+        if new.uid() != old.uid() {
+            let _ = std::os::unix::fs::fchown(f, Some(old.uid()), Some(old.gid()));
+        } else if new.gid() != old.gid() {
+            let _ = std::os::unix::fs::fchown(f, None, Some(old.gid()));
+        }
+    }
+    // After chown, which clears set-id bits.
+    let _ = f.set_permissions(std::fs::Permissions::from_mode(old.mode() & 0o7777));
+}
+
 impl OutputTarget {
     /// Checks `path` as the destination of `flag` (e.g. `"--csv"`) before
     /// anything is measured. `overwrite` is the user's `--overwrite`;
     /// `measured` are the files the run reads or writes (an output may not
-    /// be one of them). Errors are usage errors (exit status 2), one line.
-    // Long on purpose: one branch per kind of destination (missing, regular,
-    // device, FIFO, socket, directory, symlink), each a rule of issue 13 §0.
+    /// be one of them). `-` means stdout. Errors are usage errors (exit
+    /// status 2), one line.
     pub fn check(
         flag: &'static str,
         path: &Path,
@@ -208,86 +358,27 @@ impl OutputTarget {
         if path.as_os_str().is_empty() {
             return Err(usage(format!("{flag}: empty path; name a file")));
         }
-        let real = resolve(flag, given)?;
-        let shown = given.display();
-        let meta = match std::fs::metadata(&real) {
-            Ok(m) => Some(m),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(usage(format!("{flag} {shown}: {}", one_line_io(&e)))),
+        let path = if path.as_os_str() == "-" {
+            Path::new("/dev/stdout")
+        } else {
+            path
         };
-        // Same file as one measured?
-        let out_norm = normalize(&real);
-        let out_id = FileIdent::of_target(&real);
-        for m in measured {
-            let same_inode = out_id.is_some() && out_id == FileIdent::of_target(m);
-            let same_name = out_norm.is_some() && out_norm == normalize(m);
-            if same_inode || same_name {
-                return Err(usage(format!(
-                    "{flag} {shown}: that is the file being measured ({}); choose another name",
-                    m.display()
-                )));
-            }
-        }
+        let meta = existing(flag, given, path)?;
+        let stream = meta
+            .as_ref()
+            .is_some_and(|m| m.file_type().is_char_device() || m.file_type().is_fifo());
+        let real = if stream {
+            path.to_path_buf()
+        } else {
+            resolve(flag, path)?
+        };
+        refuse_measured(flag, given, &real, measured)?;
         let dest = match &meta {
-            Some(m) => {
-                let t = m.file_type();
-                if t.is_dir() {
-                    return Err(usage(format!(
-                        "{flag} {shown}: is a directory; name a file"
-                    )));
-                } else if t.is_socket() {
-                    return Err(usage(format!(
-                        "{flag} {shown}: is a socket; iolab writes results only to files, FIFOs and character devices"
-                    )));
-                } else if t.is_block_device() {
-                    return Err(usage(format!(
-                        "{flag} {shown}: is a block device; iolab never writes to block devices"
-                    )));
-                } else if t.is_char_device() || t.is_fifo() {
-                    if !iolab::file::may_write(&real) {
-                        return Err(usage(format!("{flag} {shown}: permission denied")));
-                    }
-                    Dest::Stream
-                } else {
-                    match mode {
-                        Mode::Replace if !overwrite => {
-                            return Err(usage(format!(
-                                "{flag} {shown}: the file exists; choose a new name or pass --overwrite"
-                            )))
-                        }
-                        Mode::Replace => {}
-                        Mode::Append => {
-                            if !iolab::file::may_write(&real) {
-                                return Err(usage(format!("{flag} {shown}: permission denied")));
-                            }
-                        }
-                    }
-                    Dest::Existing
-                }
-            }
+            Some(m) => classify(flag, given, &real, m, mode, overwrite)?,
             None => Dest::New,
         };
         if dest != Dest::Stream {
-            let dir = parent_of(&real);
-            if !dir.is_dir() {
-                return Err(usage(format!(
-                    "{flag} {shown}: directory {} does not exist",
-                    dir.display()
-                )));
-            }
-            if iolab::file::on_read_only_fs(&dir) {
-                return Err(usage(format!(
-                    "{flag} {shown}: {} is on a read-only file system",
-                    dir.display()
-                )));
-            }
-            // Replace renames into the directory; a new file is created there.
-            if (dest == Dest::New || mode == Mode::Replace) && !iolab::file::may_write(&dir) {
-                return Err(usage(format!(
-                    "{flag} {shown}: permission denied: cannot create files in {}",
-                    dir.display()
-                )));
-            }
+            check_dir(flag, given, &real, dest, mode)?;
         }
         let needs_newline = if dest == Dest::Existing && mode == Mode::Append {
             check_jsonl_file(flag, given, &real)?
@@ -310,7 +401,6 @@ impl OutputTarget {
     }
 
     /// Whether the destination is a character device or FIFO (written in place).
-    #[cfg(test)]
     pub fn is_stream(&self) -> bool {
         self.dest == Dest::Stream
     }
@@ -422,8 +512,7 @@ impl OutputTarget {
         cleanup::register_created(&tmp, id);
         let res = (|| -> anyhow::Result<()> {
             if let Ok(m) = std::fs::metadata(&self.path) {
-                // Keep the permissions of the file being replaced.
-                let _ = f.set_permissions(std::fs::Permissions::from_mode(m.mode() & 0o7777));
+                keep_owner_and_mode(&f, &m);
             }
             fill(self, &mut f)?;
             f.sync_data().map_err(|e| self.ctx("fsync", e))?;
@@ -470,7 +559,16 @@ impl OutputTarget {
                         self.given.display()
                     )));
                 }
-                Ok(())
+                // Whatever is there now passes the same rules as at the start.
+                classify(
+                    self.flag,
+                    &self.given,
+                    &self.path,
+                    &m,
+                    self.mode,
+                    self.overwrite,
+                )
+                .map(|_| ())
             }
         }
     }
@@ -593,7 +691,14 @@ mod tests {
         let target = d.path().join("real.csv");
         let link = d.path().join("link.csv");
         symlink("real.csv", &link).unwrap();
-        let mut t = OutputTarget::check("--csv", &link, false, Mode::Replace, &no_stop()).unwrap();
+        // No file is created through a link.
+        for mode in [Mode::Replace, Mode::Append] {
+            let e = OutputTarget::check("--csv", &link, true, mode, &no_stop()).unwrap_err();
+            assert!(code(&e) && e.to_string().contains("does not exist"), "{e}");
+        }
+        assert!(!target.exists());
+        std::fs::write(&target, b"old").unwrap();
+        let mut t = OutputTarget::check("--csv", &link, true, Mode::Replace, &no_stop()).unwrap();
         t.write_all_atomically(b"h\n").unwrap();
         assert!(std::fs::symlink_metadata(&link)
             .unwrap()

@@ -1,4 +1,4 @@
-//! Issue 13 §0: iolab never harms what is not its own. Every invocation runs
+//! iolab never harms what is not its own. Every invocation runs
 //! in a scratch directory that is listed (names, file types, inodes, sizes,
 //! mtimes, link targets) before and after; the listing must not change
 //! except where the test says exactly what was meant to be written.

@@ -1,6 +1,6 @@
-//! Issue 14 through the real binary: one fio translation (scripts use it),
-//! the null-engine comparison fair and default, CPU like for like, and the
-//! record naming the machine it ran on.
+//! Comparisons with fio that are fair, through the real binary: one fio
+//! translation (scripts use it), the null-engine comparison fair and
+//! default, CPU like for like, and the record naming the machine it ran on.
 
 mod common;
 
