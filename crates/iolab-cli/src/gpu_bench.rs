@@ -51,14 +51,15 @@ pub fn check(a: &BenchArgs) -> Result<()> {
 
 /// Opens GPU `n` once, so a missing driver or GPU is found before the run.
 #[cfg(feature = "cuda")]
-fn open(n: u32) -> std::result::Result<(), String> {
+pub fn open(n: u32) -> std::result::Result<(), String> {
     iolab_reader::gpu::Device::open(n as usize)
         .map(drop)
         .map_err(|e| e.to_string())
 }
 
+/// Without the cuda feature no GPU can be opened.
 #[cfg(not(feature = "cuda"))]
-fn open(_: u32) -> std::result::Result<(), String> {
+pub fn open(_: u32) -> std::result::Result<(), String> {
     Err("this iolab was built without the cuda feature (build it with --features cuda)".into())
 }
 

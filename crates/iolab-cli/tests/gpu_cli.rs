@@ -79,3 +79,39 @@ fn bench_into_a_gpu_refuses_writes_fio_and_a_missing_gpu_before_making_a_file() 
     }
     assert!(listing(d.path()).is_empty(), "{:?}", listing(d.path()));
 }
+
+#[test]
+fn fio_libcufile_jobs_need_a_gpu_before_anything_is_made_and_cudamalloc_says_why_not() {
+    let d = tempfile::tempdir().unwrap();
+    let job = "[global]\nioengine=libcufile\ncuda_io=posix\ngpu_dev_ids=0\nbs=1m\nsize=4m\nfilename=data\n[read]\nrw=read\n";
+    std::fs::write(d.path().join("gpu.fio"), job).unwrap();
+    // Parsing needs no GPU: the job reads with pread and copies into GPU 0.
+    let o = iolab(&["fio", "--parse-only", "gpu.fio"], d.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = common::stdout(&o);
+    assert!(
+        out.contains("P>G0") && out.contains("fio's posix mode"),
+        "{out}"
+    );
+    if !gpu_here() {
+        let o = iolab(&["fio", "gpu.fio"], d.path());
+        refused(
+            &o,
+            &["gpu.fio:8: job 'read': ioengine=libcufile, GPU 0: no NVIDIA"],
+        );
+    }
+    std::fs::write(d.path().join("w.fio"), job.replace("rw=read", "rw=write")).unwrap();
+    let o = iolab(&["fio", "w.fio"], d.path());
+    refused(
+        &o,
+        &["w.fio:9: rw=write", "writes out of GPU memory are not run"],
+    );
+    std::fs::write(
+        d.path().join("m.fio"),
+        "[m]\nmem=cudamalloc\nrw=read\nsize=1m\nfilename=data\n",
+    )
+    .unwrap();
+    let o = iolab(&["fio", "m.fio"], d.path());
+    refused(&o, &["m.fio:2: mem=cudamalloc", "GPUDirect RDMA"]);
+    assert_eq!(listing(d.path()), ["gpu.fio", "m.fio", "w.fio"]);
+}

@@ -88,6 +88,8 @@ pub const MAPPED: &[&str] = &[
     "rwmixread",
     "rwmixwrite",
     "ioengine",
+    "gpu_dev_ids",
+    "cuda_io",
     "iodepth",
     "iodepth_low",
     "iodepth_batch",
