@@ -115,3 +115,20 @@ fn fio_libcufile_jobs_need_a_gpu_before_anything_is_made_and_cudamalloc_says_why
     refused(&o, &["m.fio:2: mem=cudamalloc", "GPUDirect RDMA"]);
     assert_eq!(listing(d.path()), ["gpu.fio", "m.fio", "w.fio"]);
 }
+
+#[test]
+fn tune_asked_for_a_gpu_it_cannot_open_stops_before_measuring() {
+    if gpu_here() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let o = iolab(
+        &[
+            "tune", "--quick", "--gpu", "0", "--dir", ".", "--out", "p.json",
+        ],
+        d.path(),
+    );
+    refused(&o, &["tune --gpu 0: no NVIDIA"]);
+    assert!(o.stdout.is_empty());
+    assert!(listing(d.path()).is_empty(), "{:?}", listing(d.path()));
+}

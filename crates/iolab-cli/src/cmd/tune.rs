@@ -27,15 +27,19 @@ pub struct TuneArgs {
     /// Replace OUT if it exists and is not an iolab profile.
     #[arg(long)]
     pub overwrite: bool,
-    /// The GPU whose host → device path is measured too (skipped, with one
-    /// line saying why, where there is none).
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub gpu: u32,
+    /// The GPU whose host → device path is measured too. Without --gpu,
+    /// GPU 0 where there is one (else one line says why it was skipped);
+    /// with it, GPU N must open, or tune stops before measuring anything.
+    #[arg(long, value_name = "N")]
+    pub gpu: Option<u32>,
 }
 
 /// Runs `iolab tune`.
 pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
     crate::work_dir::check("--dir", &a.dir)?;
+    if let Some(n) = a.gpu {
+        crate::gpu_bench::open(n).map_err(|why| super::usage(format!("tune --gpu {n}: {why}")))?;
+    }
     let out = a.out.clone().unwrap_or_else(profile::default_path);
     if a.out.is_none() {
         if let Some(parent) = out.parent() {
@@ -80,7 +84,7 @@ pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
         Err(_) => None,
     };
     let gpu = (res.is_ok())
-        .then(|| crate::tune_gpu::run(a.gpu, &path, len, a.quick, stop))
+        .then(|| crate::tune_gpu::run(a.gpu.unwrap_or(0), &path, len, a.quick, stop))
         .flatten();
     crate::cleanup::remove(&path);
     let ms = res?;
