@@ -15,6 +15,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+/// Every combination of flags that cannot run, refused in one line each
+/// before anything is made.
+// Long on purpose: one flat list of independent checks, each a few lines,
+// read best in the order the flags appear in --help.
 fn check_flags(a: &BenchArgs) -> Result<()> {
     let uring_only = [
         ("--reg-files", a.reg_files),
@@ -165,6 +169,8 @@ fn stay_cold(mut s: WorkloadSpec, a: &BenchArgs) -> WorkloadSpec {
 
 /// What every configuration of the sweep shares: the flags that are not
 /// swept (the swept ones are filled in by [`specs`]).
+// Long on purpose: the spec and its engine options are two struct
+// literals, one field a line.
 fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
     let op = match a.op {
         OpArg::Read => OpMix::Read,

@@ -34,12 +34,9 @@ pub struct TuneArgs {
     pub gpu: Option<u32>,
 }
 
-/// Runs `iolab tune`.
-pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
-    crate::work_dir::check("--dir", &a.dir)?;
-    if let Some(n) = a.gpu {
-        crate::gpu_bench::open(n).map_err(|why| super::usage(format!("tune --gpu {n}: {why}")))?;
-    }
+/// Where the profile goes, checked: our own earlier profile may be
+/// replaced; anything else needs --overwrite.
+fn profile_target(a: &TuneArgs) -> Result<(PathBuf, OutputTarget)> {
     let out = a.out.clone().unwrap_or_else(profile::default_path);
     if a.out.is_none() {
         if let Some(parent) = out.parent() {
@@ -47,10 +44,19 @@ pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
                 .with_context(|| format!("create {}", parent.display()))?;
         }
     }
-    // Our own earlier profile may be replaced; anything else needs --overwrite.
     let ours = iolab::file::read_bounded(&out, profile::PROFILE_MAX_BYTES, "profile")
         .is_ok_and(|b| Profile::from_json(&String::from_utf8_lossy(&b)).is_ok());
-    let mut target = OutputTarget::check("--out", &out, a.overwrite || ours, Mode::Replace, &[])?;
+    let target = OutputTarget::check("--out", &out, a.overwrite || ours, Mode::Replace, &[])?;
+    Ok((out, target))
+}
+
+/// Runs `iolab tune`.
+pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
+    crate::work_dir::check("--dir", &a.dir)?;
+    if let Some(n) = a.gpu {
+        crate::gpu_bench::open(n).map_err(|why| super::usage(format!("tune --gpu {n}: {why}")))?;
+    }
+    let (out, mut target) = profile_target(a)?;
     let len = tune::tune_file_len(a.quick);
     crate::work_dir::ensure("--dir", &a.dir)?;
     let free = iolab::file::free_space(&a.dir)?;
