@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # Builds, here where cargo is, everything a GPU machine without a Rust
-# toolchain needs for the GPU checks, into ONE git-ignored folder:
+# toolchain or network needs for the GPU checks, into ONE git-ignored
+# folder:
 #
 #   target/gpu-carry/iolab       the iolab binary (release, cuda feature, stripped)
 #   target/gpu-carry/gpu-tests   the GPU test binary of crates/iolab-cuda-tests
-#   target/gpu-carry/to_gpu      the reading library's to_gpu example
-#   target/gpu-carry/whl/        Python wheels found in .whl/ (fastsafetensors,
-#                                the Run:ai model streamer, KvikIO, ...) and
-#                                target/wheels/ (iolab's own, when built)
+#   target/gpu-carry/COMMIT      the commit it was built from (+ "-dirty")
+#   target/gpu-carry/whl/        iolab's own Python wheel (built with
+#                                .venv-py's maturin, which scripts/setup.sh
+#                                installs) and the peers' wheels found in
+#                                .whl/ (fastsafetensors, the Run:ai model
+#                                streamer, KvikIO and what they need that
+#                                the GPU machine lacks)
 #
-# and refuses a folder over 40 MB. Then carry target/gpu-carry to the GPU
-# machine with the working tree and run scripts/gpu-check.sh there.
+# The folder travels with the working tree, both within 64 MiB, so it
+# must stay under 40 MB (else this fails, naming the largest files).
+# Peers' wheels are fetched once with pip's ordinary client, e.g.
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 \
+#     --platform manylinux_2_28_x86_64 -d .whl fastsafetensors==0.5.0
+# Then carry target/gpu-carry and run scripts/gpu-check.sh there.
 #
 #   bash scripts/gpu-carry.sh
 set -euo pipefail
@@ -29,16 +37,25 @@ for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "gpu":
         print(m["executable"])')
+[ -n "$bin" ] || { echo "gpu-carry: the GPU test binary was not built" >&2; exit 1; }
 cp "$bin" "$out/gpu-tests"
-cargo build --release -p iolab-reader --features cuda --example to_gpu
-cp target/release/examples/to_gpu "$out/to_gpu"
-strip "$out/iolab" "$out/gpu-tests" "$out/to_gpu"
-for w in .whl/*.whl target/wheels/iolab*.whl; do
+strip "$out/iolab" "$out/gpu-tests"
+commit=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD -- 2>/dev/null || commit="$commit-dirty"
+echo "$commit" >"$out/COMMIT"
+
+maturin=.venv-py/bin/maturin
+if [ -x "$maturin" ]; then
+  (cd python && "../$maturin" build --quiet --release --strip --out "../$out/whl") >&2
+else
+  echo "gpu-carry: no $maturin (run scripts/setup.sh): iolab's Python wheel is not carried" >&2
+fi
+for w in .whl/*.whl; do
   [ -f "$w" ] && cp "$w" "$out/whl/"
 done
 bytes=$(du -sb "$out" | cut -f1)
-echo "gpu-carry: $out holds $(ls "$out" | tr '\n' ' ')and $(ls "$out/whl" | wc -l) wheels: $((bytes / 1000 / 1000)) MB" >&2
+echo "gpu-carry: $out ($commit): $(ls "$out" | tr '\n' ' ')and $(ls "$out/whl" | wc -l) wheels: $((bytes / 1000 / 1000)) MB" >&2
 if [ "$bytes" -gt "$limit" ]; then
-  echo "gpu-carry: $out is $bytes bytes, over the 40 MB a GPU check may carry: leave wheels out of .whl/" >&2
+  echo "gpu-carry: $out is $bytes bytes, over the 40 MB a GPU check may carry; largest: $(du -ab "$out" | sort -n | tail -4 | awk '{print $2" "$1}' | tr '\n' ';')" >&2
   exit 1
 fi

@@ -3,7 +3,8 @@
 # byte a load puts in device memory is copied back and compared with the
 # file, for every technique, cold and warm, pinned and pageable; checkpoints
 # tensor for tensor; out-of-memory and a bad GPU number; cuFile where its
-# library is found (the CUDA Python packages' libcufile is looked for too).
+# library is found (scripts/gpu-env.sh: the CUDA Python packages' libcufile,
+# its compatibility mode where nvidia-fs is not loaded).
 #
 # Where cargo is installed it first builds target/gpu-carry/ (scripts/gpu-carry.sh;
 # GPU_TESTS_NO_BUILD=1 skips that); on a GPU machine without a Rust
@@ -36,19 +37,7 @@ tmp=${GPU_TESTS_DIR:-$carry/tmp}
 mkdir -p "$tmp"
 echo "gpu-tests: kernel $(uname -r), files in $tmp ($(stat -f -c %T "$tmp"))" >&2
 command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >&2
-# libcufile.so.0 from the CUDA Python packages, where the system has none.
-cufile=$(python3 - 2>/dev/null <<'PY' || true
-import glob, importlib.util
-spec = importlib.util.find_spec("nvidia")
-for root in (spec.submodule_search_locations if spec else []):
-    for p in sorted(glob.glob(root + "/**/libcufile.so.0", recursive=True)):
-        print(p.rsplit("/", 1)[0])
-        raise SystemExit
-PY
-)
-if [ -n "$cufile" ]; then
-  export LD_LIBRARY_PATH="$cufile${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  echo "gpu-tests: libcufile from $cufile" >&2
-fi
+# libcufile and cuFile's compatibility mode where nvidia-fs is missing.
+source scripts/gpu-env.sh "$tmp"
 # Every test, the GPU ones included, one at a time (they share the GPU).
 TMPDIR=$tmp "$carry/gpu-tests" --include-ignored --test-threads=1

@@ -9,7 +9,10 @@
 # build target/gpu-carry/ here with scripts/gpu-carry.sh and carry it.
 #
 #   bash scripts/vs-gpu.sh [--rounds 3] [--size 6g] [--budget 420] ...
-#   OUT=folder bash scripts/vs-gpu.sh     # raw numbers to folder/vs-gpu.json
+#
+# The table goes to docs/results/gpu/vs-gpu.txt (GPU_RESULTS, or --out, to
+# put it elsewhere) with the command, date, commit and machine, every
+# sample to vs-gpu.json beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 carry=${GPU_CARRY:-target/gpu-carry}
@@ -22,7 +25,7 @@ if ! ls /dev/nvidia[0-9]* >/dev/null 2>&1; then
   echo "vs-gpu: no NVIDIA GPU here (no /dev/nvidia0): run it on a GPU machine" >&2
   exit 2
 fi
-if ls "$carry"/whl/*.whl >/dev/null 2>&1; then
+if [ -z "${GPU_SITE_READY:-}" ] && ls "$carry"/whl/*.whl >/dev/null 2>&1; then
   site=${TMPDIR:-/tmp}/iolab-vs-gpu-site
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target "$site" "$carry"/whl/*.whl \
@@ -31,4 +34,7 @@ if ls "$carry"/whl/*.whl >/dev/null 2>&1; then
 fi
 echo "vs-gpu: kernel $(uname -r)" >&2
 export PYTHONUNBUFFERED=1
-exec python3 scripts/vs_gpu.py --iolab "$carry/iolab" "$@"
+IOLAB_COMMIT=$(cat "$carry/COMMIT" 2>/dev/null || echo unknown)
+export IOLAB_COMMIT
+# The table and every sample go to docs/results/gpu/ unless --out says otherwise.
+exec python3 scripts/vs_gpu.py --iolab "$carry/iolab" --out "${GPU_RESULTS:-docs/results/gpu}" "$@"

@@ -362,6 +362,8 @@ def targets(run):
 def table(run, meta):
     """The final table."""
     out = [
+        f"command: {meta['command']}",
+        f"date: {meta['date']}; commit: {meta['commit']}; {meta['iolab']}; {meta['cpus']} CPUs",
         f"vs-gpu: {meta['checkpoint_bytes'] / (1 << 30):.2f} GiB checkpoint, {meta['tensors']} {meta['dtype']} tensors, "
         f"on {meta['gpu']}; kernel {meta['kernel']}; {meta['fs']} at {meta['dir']}",
         f"GB/s (10^9 bytes/s over each load), median [min-max] of {run.rounds} alternating rounds",
@@ -481,7 +483,10 @@ def main():
             "tensors": args.tensors,
             "dtype": dtype,
             "iolab": sh([args.iolab, "--version"]),
-            "command": " ".join(sys.argv),
+            "command": " ".join(["python3", "scripts/vs_gpu.py"] + sys.argv[1:]),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "commit": os.environ.get("IOLAB_COMMIT", "unknown"),
+            "cpus": os.cpu_count(),
         }
         print(f"vs-gpu: {meta['kernel']}; {meta['gpu']}; {meta['fs']}; checkpoint written ({size} bytes)", file=sys.stderr, flush=True)
         run = Run(args, tools, size)

@@ -31,14 +31,14 @@ fn without_a_gpu_every_gpu_script_says_so_in_one_line() {
         return;
     }
     let carry = tempfile::tempdir().unwrap();
-    // Nothing carried: named first.
-    let o = script("vs-gpu.sh", carry.path());
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("scripts/gpu-carry.sh"),
-        "{}",
-        stderr(&o)
-    );
+    // Nothing carried: named first, with what builds it.
+    for name in ["gpu-check.sh", "gpu-tests.sh", "vs-gpu.sh"] {
+        let o = script(name, carry.path());
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{name}: {e}");
+        assert_eq!(e.trim_end().lines().count(), 1, "{name}: {e}");
+        assert!(e.contains("scripts/gpu-carry.sh"), "{name}: {e}");
+    }
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_iolab"), carry.path().join("iolab")).unwrap();
     std::os::unix::fs::symlink("/bin/true", carry.path().join("gpu-tests")).unwrap();
     for name in ["gpu-check.sh", "gpu-tests.sh", "vs-gpu.sh"] {
@@ -47,6 +47,24 @@ fn without_a_gpu_every_gpu_script_says_so_in_one_line() {
         assert_eq!(o.status.code(), Some(2), "{name}: {e}");
         assert_eq!(e.trim_end().lines().count(), 1, "{name}: {e}");
         assert!(e.contains("no NVIDIA GPU here"), "{name}: {e}");
+    }
+}
+
+#[test]
+fn the_gpu_parts_refuse_a_missing_binary_in_one_line() {
+    for name in ["gpu-refusals.sh", "gpu-commands.sh"] {
+        let o = Command::new("bash")
+            .arg(root().join("scripts").join(name))
+            .args(["/nonexistent/iolab", "/tmp"])
+            .output()
+            .unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{name}: {e}");
+        assert_eq!(e.trim_end().lines().count(), 1, "{name}: {e}");
+        assert!(
+            e.starts_with(&format!("usage: scripts/{name} IOLAB DIR")),
+            "{name}: {e}"
+        );
     }
 }
 
@@ -85,6 +103,17 @@ fn the_comparison_alternates_rounds_and_keeps_its_numbers_with_host_stand_ins() 
     let text = stdout(&o);
     assert!(o.status.success(), "{text}\n{}", stderr(&o));
     assert!(text.contains("of 3 alternating rounds"), "{text}");
+    // The table says how it was made, and when.
+    assert!(
+        text.starts_with("command: python3 scripts/vs_gpu.py --dry"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("date: 20")),
+        "{text}"
+    );
     for row in [
         "safetensors.numpy.load_file",
         "python read()",
