@@ -33,7 +33,7 @@ mod vs;
 mod waker;
 mod work_dir;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use error::{exit_code, one_line};
 use std::process::ExitCode;
 
@@ -84,6 +84,10 @@ enum Cmd {
     Report(cmd::report::ReportArgs),
     /// Run fio job files or a fio command line with iolab's engines.
     Fio(cmd::fio::FioArgs),
+    /// Print the shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(cmd::completions::CompletionsArgs),
+    /// Print the manual page (`iolab man | man -l -`).
+    Man(cmd::man::ManArgs),
     /// One waker process of `--waker` (started by iolab itself).
     #[command(name = "__waker", hide = true)]
     Waker(waker::WakerArgs),
@@ -133,6 +137,8 @@ fn main() -> ExitCode {
         Cmd::Lab(a) => cmd::lab::run(&a, stop),
         Cmd::Report(a) => cmd::report::run(&a),
         Cmd::Fio(a) => cmd::fio::run(&a, stop),
+        Cmd::Completions(a) => cmd::completions::run(&a, Cli::command()),
+        Cmd::Man(a) => cmd::man::run(&a, Cli::command()),
         Cmd::Waker(a) => waker::run(&a, stop),
     };
     cleanup::remove_all();
