@@ -17,6 +17,7 @@ mod export;
 mod fuzz_corpus;
 #[cfg(test)]
 mod fuzz_tests;
+mod help;
 mod lab_files;
 mod lab_progress;
 mod lab_ranks;
@@ -39,7 +40,7 @@ use std::process::ExitCode;
 
 /// Measure, compare and explain file I/O on this machine.
 #[derive(Parser, Debug)]
-#[command(name = "iolab", version, about, long_about = None)]
+#[command(name = "iolab", version, about, long_about = None, help_template = help::template())]
 struct Cli {
     #[command(subcommand)]
     cmd: Option<Cmd>,
