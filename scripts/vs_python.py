@@ -1,12 +1,13 @@
 """iolab's Python package against what Python programs use today, on the
-same files in one session: whole files, a batch of random 4 KiB reads, and
-the cost of one small read. Each comparison alternates the contenders
+same files in one session: whole files, a batch of random 4 KiB reads, the
+cost of one small read, and a safetensors checkpoint loaded whole. Each comparison alternates the contenders
 (round k starts with contender k mod n), cold (the file's pages dropped
 with posix_fadvise DONTNEED before every run) and warm (read once first),
 and reports each one's median time and the median over rounds of its time
 over iolab's (above 1.00: iolab is faster). Run by scripts/vs-python.sh.
 
-    python vs_python.py FILE_1G FILE_4G [ROUNDS]
+    python vs_python.py FILE_1G FILE_4G CHECKPOINT [ROUNDS]
+    python vs_python.py --make-checkpoint CHECKPOINT [GIB]
 """
 
 import mmap
@@ -23,6 +24,7 @@ import warnings
 import numpy as np
 
 import iolab
+import iolab.safetensors
 
 # The profile in force is printed at the start; its warning would only
 # repeat it.
@@ -204,10 +206,83 @@ def small_read_cost(path, rounds, verdicts, calls=200_000):
         r_.close()
 
 
+def make_checkpoint(path, gib=2.0):
+    """A checkpoint shaped like a model's: per layer four 4 MiB F32
+    matrices, a 2 MiB F16 one, two F32 norms and an I64 counter (about
+    900 tensors for 2 GiB), written as safetensors writes it (header padded
+    to 8 bytes, data in header order) with random bytes."""
+    import json
+    import struct
+
+    layers = max(1, int(gib * 1024 / 18))
+    kinds = [("q", "F32", [1024, 1024]), ("k", "F32", [1024, 1024]), ("v", "F32", [1024, 1024]),
+             ("o", "F32", [1024, 1024]), ("mlp", "F16", [1024, 1024]), ("norm1", "F32", [1024]),
+             ("norm2", "F32", [1024]), ("steps", "I64", [1])]
+    size = {"F32": 4, "F16": 2, "I64": 8}
+    header, at = {}, 0
+    for i in range(layers):
+        for name, dtype, shape in kinds:
+            n = size[dtype] * (shape[0] * (shape[1] if len(shape) > 1 else 1))
+            header[f"layers.{i}.{name}"] = {"dtype": dtype, "shape": shape, "data_offsets": [at, at + n]}
+            at += n
+    j = json.dumps(header).encode()
+    j += b" " * (-len(j) % 8)
+    rng = np.random.default_rng(0)
+    tmp = f"{path}.part"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(struct.pack("<Q", len(j)) + j)
+            left = at
+            while left:
+                n = min(left, CHUNK)
+                f.write(rng.bytes(n))
+                left -= n
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def safetensors_load(path, rounds, verdicts):
+    """The whole checkpoint, every tensor in memory: iolab.safetensors.load
+    against the safetensors package's own load_file (NumPy, and torch's
+    when torch is importable)."""
+    from safetensors.numpy import load_file
+
+    calls = {
+        "iolab.safetensors.load": lambda: iolab.safetensors.load(path),
+        "safetensors.numpy.load_file": lambda: load_file(path),
+    }
+    try:
+        import torch  # noqa: F401
+        from safetensors.torch import load_file as torch_load_file
+
+        calls["iolab (framework=torch)"] = lambda: iolab.safetensors.load(path, framework="torch")
+        calls["safetensors.torch.load_file"] = lambda: torch_load_file(path)
+    except ImportError:
+        pass
+    size = os.path.getsize(path)
+    n = len(iolab.safetensors.load(path, framework="dlpack"))
+    for cache in ["cold", "warm"]:
+        prep = (lambda k: evict(path)) if cache == "cold" else (lambda k: None)
+        if cache == "warm":
+            warm(path)
+        t = alternate(list(calls), lambda name, k: calls[name](), rounds, prep)
+        report(f"safetensors, {size / (1 << 30):.1f} GiB, {n} tensors, {cache} (median time, speed, time / iolab's)", t, "iolab.safetensors.load", size)
+        need = 1.5 if cache == "cold" else 1.0
+        for base, other in [("iolab.safetensors.load", "safetensors.numpy.load_file"), ("iolab (framework=torch)", "safetensors.torch.load_file")]:
+            if other in t:
+                r = statistics.median(a / b for a, b in zip(t[other], t[base]))
+                verdicts.append((f"safetensors {cache}: {base} vs {other}", r, need))
+
+
 def main():
-    f1, f4 = sys.argv[1], sys.argv[2]
-    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 5
-    what = os.environ.get("ONLY", "whole random small").split()
+    if sys.argv[1] == "--make-checkpoint":
+        make_checkpoint(sys.argv[2], float(sys.argv[3]) if len(sys.argv) > 3 else 2.0)
+        return
+    f1, f4, ck = sys.argv[1], sys.argv[2], sys.argv[3]
+    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 5
+    what = os.environ.get("ONLY", "whole random small safetensors").split()
     verdicts = []
     load = lambda: " ".join(f"{x:.1f}" for x in os.getloadavg())  # noqa: E731
     print(f"iolab {iolab.__version__}, profile: {iolab.profile()['source']}, {rounds} rounds each, alternated")
@@ -218,6 +293,8 @@ def main():
         random_batch(f4, rounds, verdicts)
     if "small" in what:
         small_read_cost(f1, rounds, verdicts)
+    if "safetensors" in what:
+        safetensors_load(ck, rounds, verdicts)
     print(f"\nload average at the end: {load()}")
     print("\ntargets:")
     for name, r, need in verdicts:

@@ -13,6 +13,9 @@
   ``"mapped"``, ``"direct"``, ``"uring[:32]"``, ``"thesis"``.
 - :func:`tune` measures this machine's storage into the profile ``"auto"``
   decides with; :func:`profile` shows the profile in force.
+- :func:`iolab.safetensors.load` loads a safetensors checkpoint into host or
+  GPU memory as NumPy arrays or PyTorch tensors (zero-copy views of one
+  allocation), a drop-in for ``safetensors``' ``load_file``.
 
 Every read releases the GIL. Errors are ``OSError`` and its subclasses
 (``FileNotFoundError``, ``PermissionError``, ``IsADirectoryError``) with the
@@ -30,6 +33,7 @@ from ._native import (
     read_into,
     tune,
 )
+from . import safetensors
 
 __all__ = [
     "Buffer",
@@ -39,5 +43,6 @@ __all__ = [
     "profile",
     "read",
     "read_into",
+    "safetensors",
     "tune",
 ]

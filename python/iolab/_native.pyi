@@ -12,9 +12,12 @@ from typing_extensions import Buffer as _BufferLike
 __version__: str
 __all__ = [
     "Buffer",
+    "DeviceMemory",
     "ProfileWarning",
     "Reader",
+    "Tensor",
     "__version__",
+    "_load_safetensors",
     "_panic_for_test",
     "profile",
     "read",
@@ -151,3 +154,70 @@ def tune(
 def _panic_for_test(detached: bool = False) -> None:
     """Panics inside the native module (with the GIL released when
     ``detached``): the tests show a panic becomes an exception."""
+
+@final
+class Tensor:
+    """One tensor of a checkpoint :func:`iolab.safetensors.load` loaded: its
+    bytes stay where the load put them (host or GPU memory), and any array
+    library borrows them without a copy through DLPack
+    (``torch.from_dlpack(t)``, ``cupy.from_dlpack(t)``,
+    ``numpy.from_dlpack(t)``). The memory lives as long as any tensor or
+    array made from it."""
+
+    @property
+    def name(self) -> str:
+        """The tensor's name in the checkpoint."""
+    @property
+    def dtype(self) -> str:
+        """The element type as safetensors names it (``"BF16"``, ``"F32"``)."""
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Dimensions, in elements."""
+    @property
+    def nbytes(self) -> int:
+        """Bytes."""
+    @property
+    def offset(self) -> int:
+        """Offset of its first byte in the checkpoint's one allocation."""
+    @property
+    def device(self) -> str:
+        """``"cpu"`` or ``"cuda:N"``."""
+    def raw(self) -> Tensor:
+        """The same bytes as unsigned integers of the element's width
+        (``U16`` for BF16, ``U8`` for the 8-bit floats); packed sub-byte
+        types (F4, F6) as bytes, their last dimension counted in bytes. For
+        libraries that lack the type."""
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(1, 0)`` for host memory, ``(2, N)`` for CUDA GPU ``N``."""
+    def __dlpack__(
+        self,
+        stream: object = None,
+        *,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule of the tensor (``dltensor_versioned`` when
+        ``max_version`` asks for DLPack 1.x, else ``dltensor``).
+        ``copy=True`` or another device raise ``BufferError``."""
+
+@final
+class DeviceMemory:
+    """GPU memory holding a loaded checkpoint's tensors: one allocation,
+    freed when the last tensor made from it is gone."""
+
+    def __len__(self) -> int:
+        """Bytes held."""
+    @property
+    def device(self) -> int:
+        """The GPU's number."""
+
+def _load_safetensors(
+    path: _Path, device: int | None = None
+) -> tuple[
+    Buffer | DeviceMemory, list[tuple[str, Tensor]], dict[str, str], dict[str, Any]
+]:
+    """Reads a checkpoint into host memory (``device=None``) or GPU
+    ``device``: the memory, ``(name, Tensor)`` pairs in order, the
+    ``__metadata__``, how it was read. :func:`iolab.safetensors.load` is the
+    public face."""

@@ -118,22 +118,12 @@ pub fn compare(
     if !ses.size_given {
         spec.file_size = prep.region_len(spec.offset);
     }
-    let cmd = fio::command(&spec).unwrap_or(cmd);
-    // The null engine measures the framework alone: both tools pinned to
-    // one CPU, fio both as its users run it and with iolab's accounting.
-    let null = fio::null_commands(&spec, fio::null_cpu()).ok();
-    let pin = null.as_ref().map(|_| fio::null_cpu());
-    let (cmd, fair_cmd) = match null {
-        Some((d, f)) => (d, Some(f)),
-        None => (cmd, None),
-    };
+    let cmds = FioCommands::new(&spec, cmd);
     let started = unix_ms();
-    let (mut runs, mut ours, mut theirs, mut fair) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let n_sides = if fair_cmd.is_some() { 3 } else { 2 };
+    let mut sides = Sides::default();
     for p in 0..pairs {
         // Alternate who goes first: iolab, fio (, fio fair), then reversed.
-        let mut order: Vec<usize> = (0..n_sides).collect();
+        let mut order: Vec<usize> = (0..cmds.sides()).collect();
         if p % 2 == 1 {
             order.reverse();
         }
@@ -141,43 +131,123 @@ pub fn compare(
             if ses.stop.load(Ordering::Relaxed) {
                 break;
             }
-            match side {
-                0 => {
-                    let mut side = IolabSide {
-                        stand_in: ses.waker.is_some(),
-                        pin,
-                    };
-                    let got = measure::runs(&spec, &prep, &Measure::new(ses.stop, 1), &mut side)?;
-                    for m in got.complete()? {
-                        ours.push(Comparable::of_run(&m));
-                        runs.push(m);
-                    }
-                }
-                1 => theirs.push(run_fio(&spec, &prep, &cmd)?),
-                _ => fair.push(run_fio(&spec, &prep, fair_cmd.as_ref().expect("fair"))?),
-            }
+            sides.run(side, &spec, &prep, ses, &cmds)?;
         }
     }
-    let mut env = env.clone();
-    env.fio_version = iolab_bench::env::fio_version();
-    env.waker = ses.waker.clone().map(|mut w| {
-        w.fio_supervisor_stand_in = true;
-        w
-    });
-    let mut rec = BenchRecord::new(spec, env, started, runs);
-    rec.vs_fio = Some(FioComparison {
-        command: cmd.line(),
-        notes: cmd.notes.clone(),
-        iolab: ours,
-        fio: theirs,
-        fair: fair_cmd.map(|f| FairFio {
-            command: f.line(),
-            notes: f.notes.last().cloned().into_iter().collect(),
-            cpu: pin.unwrap_or(0),
-            fio: fair,
-        }),
-    });
-    Ok(rec)
+    Ok(sides.record(spec, env, ses, started, cmds))
+}
+
+/// The fio commands of a comparison, and the CPU both tools are pinned to
+/// when the null engine measures the framework alone.
+struct FioCommands {
+    /// fio as its users run it.
+    cmd: fio::FioCommand,
+    /// fio with iolab's accounting (the null engine only).
+    fair: Option<fio::FioCommand>,
+    /// The one CPU both tools run on (the null engine only).
+    pin: Option<usize>,
+}
+
+impl FioCommands {
+    /// The commands for `spec` (of its final size), `cmd` where the final
+    /// spec does not translate.
+    fn new(spec: &WorkloadSpec, cmd: fio::FioCommand) -> Self {
+        let cmd = fio::command(spec).unwrap_or(cmd);
+        // The null engine measures the framework alone: both tools pinned to
+        // one CPU, fio both as its users run it and with iolab's accounting.
+        let null = fio::null_commands(spec, fio::null_cpu()).ok();
+        let pin = null.as_ref().map(|_| fio::null_cpu());
+        let (cmd, fair) = match null {
+            Some((d, f)) => (d, Some(f)),
+            None => (cmd, None),
+        };
+        FioCommands { cmd, fair, pin }
+    }
+
+    /// Sides of a pair: iolab and fio, and fio fair where there is one.
+    fn sides(&self) -> usize {
+        if self.fair.is_some() {
+            3
+        } else {
+            2
+        }
+    }
+}
+
+/// What the pairs measured, side by side.
+#[derive(Default)]
+struct Sides {
+    /// iolab's runs, whole.
+    runs: Vec<iolab_bench::record::RunMetrics>,
+    /// iolab's runs, as fio's figures are compared.
+    ours: Vec<Comparable>,
+    /// fio's runs.
+    theirs: Vec<Comparable>,
+    /// fio's runs with iolab's accounting.
+    fair: Vec<Comparable>,
+}
+
+impl Sides {
+    /// Runs one side of a pair: 0 iolab, 1 fio, 2 fio fair.
+    fn run(
+        &mut self,
+        side: usize,
+        spec: &WorkloadSpec,
+        prep: &prepare::Prepared,
+        ses: &Session,
+        cmds: &FioCommands,
+    ) -> Result<()> {
+        match side {
+            0 => {
+                let mut side = IolabSide {
+                    stand_in: ses.waker.is_some(),
+                    pin: cmds.pin,
+                };
+                let got = measure::runs(spec, prep, &Measure::new(ses.stop, 1), &mut side)?;
+                for m in got.complete()? {
+                    self.ours.push(Comparable::of_run(&m));
+                    self.runs.push(m);
+                }
+            }
+            1 => self.theirs.push(run_fio(spec, prep, &cmds.cmd)?),
+            _ => self
+                .fair
+                .push(run_fio(spec, prep, cmds.fair.as_ref().expect("fair"))?),
+        }
+        Ok(())
+    }
+
+    /// The record of the comparison: iolab's runs, with fio's beside them.
+    fn record(
+        self,
+        spec: WorkloadSpec,
+        env: &iolab_bench::env::Environment,
+        ses: &Session,
+        started: u64,
+        cmds: FioCommands,
+    ) -> BenchRecord {
+        let mut env = env.clone();
+        env.fio_version = iolab_bench::env::fio_version();
+        env.waker = ses.waker.clone().map(|mut w| {
+            w.fio_supervisor_stand_in = true;
+            w
+        });
+        let FioCommands { cmd, fair, pin } = cmds;
+        let mut rec = BenchRecord::new(spec, env, started, self.runs);
+        rec.vs_fio = Some(FioComparison {
+            command: cmd.line(),
+            notes: cmd.notes.clone(),
+            iolab: self.ours,
+            fio: self.theirs,
+            fair: fair.map(|f| FairFio {
+                command: f.line(),
+                notes: f.notes.last().cloned().into_iter().collect(),
+                cpu: pin.unwrap_or(0),
+                fio: self.fair,
+            }),
+        });
+        rec
+    }
 }
 
 /// What iolab's side of a pair runs beside: fio's job has fio's

@@ -281,6 +281,18 @@ fn cufile_delivers_the_same_bytes_where_its_library_is_installed() {
         "libcufile.so.0 is not installed"
     );
     let d = dir();
+    // Without the nvidia-fs module cuFile runs only in its compatibility
+    // mode (POSIX reads into host memory, then a copy), which its
+    // configuration must allow: registering a file handle fails otherwise
+    // (CU_FILE_HANDLE_NOT_REGISTERED). This test process allows it, as a
+    // deployment without GPUDirect Storage would.
+    if !std::path::Path::new("/proc/driver/nvidia-fs").exists()
+        && std::env::var_os("CUFILE_ENV_PATH_JSON").is_none()
+    {
+        let cfg = d.path().join("cufile.json");
+        std::fs::write(&cfg, r#"{"properties": {"allow_compat_mode": true}}"#).unwrap();
+        std::env::set_var("CUFILE_ENV_PATH_JSON", &cfg);
+    }
     let (p, v) = file(d.path(), "f", (9 << 20) + 11, 3);
     iolab::cache::evict(&p).unwrap();
     let opts = GpuOptions::default().technique(GpuTechnique::CuFile);

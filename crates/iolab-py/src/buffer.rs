@@ -3,7 +3,8 @@
 //! `iolab.read` returns a view of), [`Writable`] is a caller's buffer this
 //! package writes into (a `bytearray`, a NumPy array, ...), and
 //! [`FreshBatch`] is new `bytes` objects a batch of reads fills. Every
-//! `unsafe` of the package is here.
+//! `unsafe` of the package is here, but for the DLPack structs
+//! (`dlpack.rs`).
 
 use iolab::kernel::alloc::AlignedAlloc;
 use iolab::kernel::hugebuf::AnonMap;
@@ -69,6 +70,11 @@ impl Mem {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 
+    /// The address of the first byte.
+    pub(crate) fn addr(&self) -> u64 {
+        self.ptr.as_ptr() as u64
+    }
+
     /// Keeps the first `len` bytes (what the file turned out to hold).
     pub(crate) fn truncate(&mut self, len: usize) {
         self.len = self.len.min(len);
@@ -87,6 +93,11 @@ pub struct Buffer {
 }
 
 impl Buffer {
+    /// A `Buffer` owning `mem`.
+    pub(crate) fn new(mem: Mem) -> Buffer {
+        Buffer { mem }
+    }
+
     /// A `memoryview` of `mem` (the view keeps the `Buffer` alive).
     pub(crate) fn view(py: Python<'_>, mem: Mem) -> PyResult<Bound<'_, PyAny>> {
         let b = Bound::new(py, Buffer { mem })?;

@@ -2,7 +2,8 @@
 //!
 //! The reading library ([`iolab_reader`]) for Python: whole files
 //! (`iolab.read`, `iolab.read_into`), a `Reader` for reads at offsets and
-//! batches of them, the profile and the tuner. Every read releases the
+//! batches of them, the profile and the tuner, and safetensors checkpoints
+//! loaded into host or GPU memory and handed out through DLPack. Every read releases the
 //! GIL; bytes land in the caller's buffer, or in memory this module
 //! allocates and lends to Python through the buffer protocol, without a
 //! copy. Errors are Python's `OSError` family and `ValueError`; the
@@ -13,10 +14,12 @@
 //! stubs; its tests are run by the `iolab-py-tests` crate.
 
 mod buffer;
+mod dlpack;
 mod errors;
 mod profile;
 mod reader;
 mod requests;
+mod safetensors;
 mod technique;
 mod tuning;
 mod warn;
@@ -45,6 +48,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tuning::tune, m)?)?;
     m.add_function(wrap_pyfunction!(tuning::profile, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
+    m.add_function(wrap_pyfunction!(safetensors::_load_safetensors, m)?)?;
+    m.add_class::<safetensors::Tensor>()?;
+    m.add_class::<safetensors::DeviceMemory>()?;
     m.add_class::<reader::Reader>()?;
     m.add_class::<buffer::Buffer>()?;
     m.add("ProfileWarning", m.py().get_type::<warn::ProfileWarning>())?;

@@ -25,10 +25,36 @@ pub struct OpenSpec {
 
 /// Opens `path` as `spec` says.
 pub fn open(path: &Path, spec: OpenSpec) -> Result<File> {
+    open_with(path, spec, SyncOpen::None)
+}
+
+/// When a write returns, beyond the page cache: the flags a file is
+/// opened with (fio's `sync=1` is O_SYNC, `sync=dsync` O_DSYNC).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SyncOpen {
+    /// Neither: writes return once in the page cache (or, with O_DIRECT,
+    /// once the device has them).
+    #[default]
+    None,
+    /// O_SYNC: data and metadata on stable storage.
+    Sync,
+    /// O_DSYNC: data on stable storage.
+    Dsync,
+}
+
+/// [`open`], with `O_SYNC` or `O_DSYNC` as `sync` says.
+pub fn open_with(path: &Path, spec: OpenSpec, sync: SyncOpen) -> Result<File> {
     let mut o = OpenOptions::new();
     o.read(true).write(spec.write);
+    let sync_flag = match sync {
+        SyncOpen::None => 0,
+        SyncOpen::Sync => libc::O_SYNC,
+        SyncOpen::Dsync => libc::O_DSYNC,
+    };
     if spec.direct {
-        o.custom_flags(libc::O_DIRECT);
+        o.custom_flags(libc::O_DIRECT | sync_flag);
+    } else if sync_flag != 0 {
+        o.custom_flags(sync_flag);
     }
     o.open(path).map_err(|e| {
         if spec.direct && e.raw_os_error() == Some(libc::EINVAL) {

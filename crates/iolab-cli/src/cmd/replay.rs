@@ -265,21 +265,9 @@ impl Exportable for ReplayRow<'_> {
 pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
     let (t, threads) = load_checked(a)?;
     // Outputs are checked before any file is made.
-    let measured: Vec<PathBuf> = match (&a.dir, a.in_place) {
-        (Some(d), _) => t.files.iter().map(|f| place::map_path(d, f)).collect(),
-        (None, true) => t.files.iter().map(PathBuf::from).collect(),
-        _ => Vec::new(),
-    };
-    let targets = a.out.check(&measured)?;
+    let targets = a.out.check(&measured_paths(a, &t))?;
     let (placed, temp) = place_files(a, &t, stop)?;
-    if a.verify {
-        if let Some(i) = placed.patterns.iter().position(|p| p.is_none()) {
-            return Err(super::usage(format!(
-                "--verify: {} was not made by iolab, so the bytes it should hold are unknown",
-                placed.paths[i].display()
-            )));
-        }
-    }
+    check_verifiable(a, &placed)?;
     let hints = readers::hints_for(&t, &placed.paths);
     let readers = build_readers(&a.reader, &hints)?;
     let plan = rp::plan(&t, threads, a.coalesce);
@@ -323,6 +311,30 @@ pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
     };
     write_outputs(a, &doc, &results, targets)?;
     Ok(0)
+}
+
+/// The paths the replay will read, where they are known before placing
+/// (`--dir` or `--in-place`), so that no output may overwrite them.
+fn measured_paths(a: &ReplayArgs, t: &tr::Trace) -> Vec<PathBuf> {
+    match (&a.dir, a.in_place) {
+        (Some(d), _) => t.files.iter().map(|f| place::map_path(d, f)).collect(),
+        (None, true) => t.files.iter().map(PathBuf::from).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// With `--verify`, refuses files iolab did not make: the bytes they
+/// should hold are unknown.
+fn check_verifiable(a: &ReplayArgs, placed: &Placed) -> Result<()> {
+    if a.verify {
+        if let Some(i) = placed.patterns.iter().position(|p| p.is_none()) {
+            return Err(super::usage(format!(
+                "--verify: {} was not made by iolab, so the bytes it should hold are unknown",
+                placed.paths[i].display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The flags checked and the trace loaded: refused before any file is

@@ -232,55 +232,76 @@ fn experiments(inp: &Inputs) -> (String, Vec<Finding>) {
         let Some(recs) = by_exp.get(e.name()) else {
             continue;
         };
-        // The latest record of each configuration and machine.
-        let mut latest: BTreeMap<(String, String), &LabRecord> = BTreeMap::new();
-        for r in recs {
-            latest.insert((r.resume_key.clone(), r.machine.host.clone()), r);
-        }
-        let recs: Vec<LabRecord> = latest.values().map(|r| (*r).clone()).collect();
+        let recs = latest(recs);
         let an = e.analyse(&recs);
-        sections.push_str(&format!(
-            "<h2 id=\"{0}\">{0} (studies {1})</h2>\n<p>{2} {3} configuration(s).</p>\n",
-            esc(e.name()),
-            esc(e.study()),
-            esc(e.answers()),
-            recs.len()
-        ));
-        for f in &an.figures {
-            sections.push_str(&format!(
-                "<figure class=\"figure\" id=\"fig-{}\">{}<figcaption>{}</figcaption></figure>\n",
-                esc(&f.name),
-                inline_svg(&f.svg),
-                esc(&f.title)
-            ));
-        }
-        sections.push_str(&format!("<pre>{}</pre>\n<ul>\n", esc(&an.table)));
-        for f in &an.findings {
-            sections.push_str(&format!(
-                "<li><span class=\"{}\">{}</span>: {} ({})</li>\n",
-                f.verdict.to_string().replace(' ', "-"),
-                f.verdict,
-                esc(&f.claim),
-                esc(&f.numbers)
-            ));
-            findings.push(f.clone());
-        }
-        sections.push_str("</ul>\n<p>Produced by:</p><pre>");
-        let mut cmds: Vec<String> = recs
-            .iter()
-            .map(|r| {
-                format!(
-                    "{}   # scale {}, iolab {}",
-                    r.command, r.scale, r.iolab_version
-                )
-            })
-            .collect();
-        cmds.sort();
-        cmds.dedup();
-        sections.push_str(&esc(&cmds.join("\n")));
-        sections.push_str("</pre>\n");
+        experiment_section(&mut sections, e, &recs, &an);
+        findings.extend(an.findings);
     }
     (sections, findings)
+}
+
+/// The latest record of each configuration and machine.
+fn latest(recs: &[LabRecord]) -> Vec<LabRecord> {
+    let mut latest: BTreeMap<(String, String), &LabRecord> = BTreeMap::new();
+    for r in recs {
+        latest.insert((r.resume_key.clone(), r.machine.host.clone()), r);
+    }
+    latest.values().map(|r| (*r).clone()).collect()
+}
+
+/// One experiment's section: what it studies, its figures, its table, its
+/// findings and the commands that produced its records.
+fn experiment_section(
+    sections: &mut String,
+    e: &dyn lab::Experiment,
+    recs: &[LabRecord],
+    an: &lab::Analysis,
+) {
+    sections.push_str(&format!(
+        "<h2 id=\"{0}\">{0} (studies {1})</h2>\n<p>{2} {3} configuration(s).</p>\n",
+        esc(e.name()),
+        esc(e.study()),
+        esc(e.answers()),
+        recs.len()
+    ));
+    for f in &an.figures {
+        sections.push_str(&format!(
+            "<figure class=\"figure\" id=\"fig-{}\">{}<figcaption>{}</figcaption></figure>\n",
+            esc(&f.name),
+            inline_svg(&f.svg),
+            esc(&f.title)
+        ));
+    }
+    sections.push_str(&format!("<pre>{}</pre>\n<ul>\n", esc(&an.table)));
+    for f in &an.findings {
+        sections.push_str(&format!(
+            "<li><span class=\"{}\">{}</span>: {} ({})</li>\n",
+            f.verdict.to_string().replace(' ', "-"),
+            f.verdict,
+            esc(&f.claim),
+            esc(&f.numbers)
+        ));
+    }
+    sections.push_str("</ul>\n<p>Produced by:</p><pre>");
+    sections.push_str(&esc(&produced_by(recs)));
+    sections.push_str("</pre>\n");
+}
+
+/// The commands that produced the records, each once, sorted, with the
+/// scale and iolab version they ran at.
+fn produced_by(recs: &[LabRecord]) -> String {
+    let mut cmds: Vec<String> = recs
+        .iter()
+        .map(|r| {
+            format!(
+                "{}   # scale {}, iolab {}",
+                r.command, r.scale, r.iolab_version
+            )
+        })
+        .collect();
+    cmds.sort();
+    cmds.dedup();
+    cmds.join("\n")
 }
 
 /// The findings of every experiment, in one table.

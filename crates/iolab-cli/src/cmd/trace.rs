@@ -50,6 +50,16 @@ fn pct(x: f64) -> String {
 /// The text report.
 pub fn text(s: &TraceStats) -> String {
     let mut o = String::new();
+    summary(&mut o, s);
+    size_histogram(&mut o, s);
+    threads(&mut o, s);
+    files(&mut o, s);
+    o
+}
+
+/// The trace as a whole: what it read, over how long, how sequential,
+/// how much again, the working set against memory, and what was left out.
+fn summary(o: &mut String, s: &TraceStats) {
     let _ = writeln!(
         o,
         "{} trace: {} files, {} reads, {} read, {} mappings ({} mapped)",
@@ -77,12 +87,20 @@ pub fn text(s: &TraceStats) -> String {
         let v: Vec<String> = s.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(o, "left out: {}", v.join(", "));
     }
+}
+
+/// Request sizes as a bar chart, the longest bar 40 characters.
+fn size_histogram(o: &mut String, s: &TraceStats) {
     let _ = writeln!(o, "\nrequest sizes");
     let max = s.size_histogram.iter().map(|x| x.1).max().unwrap_or(1);
     for (b, n) in &s.size_histogram {
         let bar = "#".repeat(((*n as f64 / max as f64) * 40.0).ceil() as usize);
         let _ = writeln!(o, "  <= {:>9}  {:>9}  {bar}", human(*b), n);
     }
+}
+
+/// One line per thread, when more than one thread read.
+fn threads(o: &mut String, s: &TraceStats) {
     if s.per_thread.len() > 1 {
         let _ = writeln!(o, "\nthreads");
         for t in &s.per_thread {
@@ -96,6 +114,11 @@ pub fn text(s: &TraceStats) -> String {
             );
         }
     }
+}
+
+/// The files that read the most (at most 20), each with the policies'
+/// choice for it.
+fn files(o: &mut String, s: &TraceStats) {
     let _ = writeln!(o, "\nfiles (largest reads first)");
     let mut files: Vec<&FileStats> = s.per_file.iter().collect();
     files.sort_by_key(|f| std::cmp::Reverse(f.bytes));
@@ -125,7 +148,6 @@ pub fn text(s: &TraceStats) -> String {
     if more > 0 {
         let _ = writeln!(o, "  ... and {more} more files (--json lists every one)");
     }
-    o
 }
 
 /// Runs `iolab trace ...`.

@@ -64,18 +64,36 @@ pub fn render(
     Ok(out)
 }
 
-/// Each job's block, then each group's summary.
+/// Each group's aggregate bandwidths (read, write, trim), for each job.
+fn aggs_of(results: &[JobResult]) -> Vec<[f64; 3]> {
+    results
+        .iter()
+        .map(|r| {
+            let g: Vec<&JobResult> = results
+                .iter()
+                .filter(|x| x.job.groupid == r.job.groupid)
+                .collect();
+            json::Dir::ALL.map(|d| json::group_agg(&g, d))
+        })
+        .collect()
+}
+
+/// fio's header, each job's block, each group's summary, the disk stats.
 fn normal(results: &[JobResult], started: u64) -> anyhow::Result<String> {
     let pid = std::process::id();
-    let mut out = String::new();
-    for r in results {
-        out.push_str(&text::job_text(r, pid, started / 1000));
+    let jobs: Vec<&iolab_fio::map::FioJob> = results.iter().map(|r| r.job).collect();
+    let mut out = text::header(&jobs);
+    for (r, aggs) in results.iter().zip(aggs_of(results)) {
+        out.push_str(&text::job_text(r, pid, started / 1000, aggs));
     }
     let mut groups: Vec<u32> = results.iter().map(|r| r.job.groupid).collect();
     groups.dedup();
     for g in groups {
         let members: Vec<&JobResult> = results.iter().filter(|r| r.job.groupid == g).collect();
         out.push_str(&text::group_text(g, &members));
+    }
+    if results.iter().any(|r| r.job.report.disk_util) {
+        out.push_str(&text::disk_text(results));
     }
     Ok(out)
 }
@@ -86,7 +104,16 @@ fn document(results: &[JobResult], started: u64, plus: bool) -> anyhow::Result<S
     Ok(serde_json::to_string_pretty(&d)? + "\n")
 }
 
-/// One `;`-separated line per job.
+/// One `;`-separated line per job (with the disks' fields, as fio's).
 fn terse(results: &[JobResult], _started: u64) -> anyhow::Result<String> {
-    Ok(results.iter().map(|r| text::terse(r) + "\n").collect())
+    let disks = if results.iter().any(|r| r.job.report.disk_util) {
+        json::disk_util(results)
+    } else {
+        Vec::new()
+    };
+    Ok(results
+        .iter()
+        .zip(aggs_of(results))
+        .map(|(r, a)| text::terse(r, &disks, a) + "\n")
+        .collect())
 }

@@ -7,7 +7,7 @@ use super::dtype::Dtype;
 use super::error::{LoadError, Malformed};
 use super::header::{read_header, Header};
 use super::index::read_index;
-use crate::gpu::{Range, Source};
+use crate::gpu::{self, GpuOptions, Range, Source, Stats};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -94,6 +94,28 @@ impl Checkpoint {
                 }],
             })
             .collect()
+    }
+
+    /// Refuses a checkpoint (opened from `path`) whose tensor data would
+    /// not fit in this machine's memory, before anything is allocated.
+    pub fn check_fits_host(&self, path: &Path) -> Result<(), LoadError> {
+        let total = crate::profile::Machine::this().mem_bytes;
+        if total > 0 && self.size > total {
+            return Err(LoadError::TooLarge {
+                path: path.to_path_buf(),
+                bytes: self.size,
+                total,
+            });
+        }
+        Ok(())
+    }
+
+    /// Reads every shard's tensor data into `buf` (at least
+    /// [`size`](Self::size) bytes; from a page boundary, so cold data goes
+    /// in with O_DIRECT), where [`tensors`](Self::tensors) say it is: for
+    /// a caller that owns the memory (a Python buffer, say).
+    pub fn read_into(&self, buf: &mut [u8], opts: &GpuOptions) -> Result<Stats, LoadError> {
+        Ok(gpu::fill_host(buf, &self.sources(), opts)?)
     }
 }
 

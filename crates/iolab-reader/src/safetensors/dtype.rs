@@ -25,6 +25,10 @@ pub enum Dtype {
     F8_E4M3,
     /// 8-bit exponent-only scale.
     F8_E8M0,
+    /// 8-bit float, 4 exponent and 3 mantissa bits, finite, unsigned zero.
+    F8_E4M3FNUZ,
+    /// 8-bit float, 5 exponent and 2 mantissa bits, finite, unsigned zero.
+    F8_E5M2FNUZ,
     /// Signed 16-bit integer.
     I16,
     /// Unsigned 16-bit integer.
@@ -51,7 +55,7 @@ pub enum Dtype {
 
 impl Dtype {
     /// Every element type, in the format's order.
-    pub const ALL: [Dtype; 20] = [
+    pub const ALL: [Dtype; 22] = [
         Dtype::BOOL,
         Dtype::F4,
         Dtype::F6_E2M3,
@@ -61,6 +65,8 @@ impl Dtype {
         Dtype::F8_E5M2,
         Dtype::F8_E4M3,
         Dtype::F8_E8M0,
+        Dtype::F8_E4M3FNUZ,
+        Dtype::F8_E5M2FNUZ,
         Dtype::I16,
         Dtype::U16,
         Dtype::F16,
@@ -80,7 +86,7 @@ impl Dtype {
         match self {
             F4 => 4,
             F6_E2M3 | F6_E3M2 => 6,
-            BOOL | U8 | I8 | F8_E5M2 | F8_E4M3 | F8_E8M0 => 8,
+            BOOL | U8 | I8 | F8_E5M2 | F8_E4M3 | F8_E8M0 | F8_E4M3FNUZ | F8_E5M2FNUZ => 8,
             I16 | U16 | F16 | BF16 => 16,
             I32 | U32 | F32 => 32,
             C64 | F64 | I64 | U64 => 64,
@@ -100,6 +106,8 @@ impl Dtype {
             F8_E5M2 => "F8_E5M2",
             F8_E4M3 => "F8_E4M3",
             F8_E8M0 => "F8_E8M0",
+            F8_E4M3FNUZ => "F8_E4M3FNUZ",
+            F8_E5M2FNUZ => "F8_E5M2FNUZ",
             I16 => "I16",
             U16 => "U16",
             F16 => "F16",
@@ -117,6 +125,11 @@ impl Dtype {
     /// The element type a header names, if it is one.
     pub fn parse(s: &str) -> Option<Dtype> {
         Dtype::ALL.into_iter().find(|d| d.name() == s)
+    }
+
+    /// Every name, comma-separated (for messages).
+    pub fn known() -> String {
+        Dtype::ALL.map(Dtype::name).join(", ")
     }
 
     /// Bytes of `elements` elements, `None` when that overflows or does
@@ -143,6 +156,9 @@ mod tests {
             assert_eq!(Dtype::parse(d.name()), Some(d));
         }
         assert_eq!(Dtype::parse("bf16"), None);
+        assert_eq!(Dtype::parse("F8_E5M2FNUZ"), Some(Dtype::F8_E5M2FNUZ));
+        assert_eq!(Dtype::F8_E4M3FNUZ.bytes_of(3), Some(3));
+        assert!(Dtype::known().starts_with("BOOL, F4, ") && Dtype::known().ends_with(", U64"));
         assert_eq!(Dtype::BF16.bytes_of(3), Some(6));
         assert_eq!(Dtype::C64.bytes_of(2), Some(16));
         assert_eq!(Dtype::F4.bytes_of(4), Some(2));

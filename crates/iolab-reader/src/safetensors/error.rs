@@ -51,7 +51,10 @@ pub enum Malformed {
     #[error("tensor {0:?} appears twice")]
     Duplicate(String),
     /// An element type safetensors does not define.
-    #[error("tensor {name:?} has unknown dtype {dtype:?} (known: BOOL, F4, F6_E2M3, F6_E3M2, U8, I8, F8_E5M2, F8_E4M3, F8_E8M0, I16, U16, F16, BF16, I32, U32, F32, C64, F64, I64, U64)")]
+    #[error(
+        "tensor {name:?} has unknown dtype {dtype:?} (known: {})",
+        super::Dtype::known()
+    )]
     UnknownDtype {
         /// The tensor.
         name: String,

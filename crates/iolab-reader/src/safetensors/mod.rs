@@ -38,7 +38,9 @@ pub use error::{FormatError, LoadError, Malformed, MAX_HEADER};
 pub use header::{header_len, parse_json, read_header, Header, TensorInfo};
 pub use index::{read_index, Index};
 
-use crate::gpu::{self, GpuOptions, Stats};
+#[cfg(feature = "cuda")]
+use crate::gpu;
+use crate::gpu::{GpuOptions, Stats};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -74,16 +76,9 @@ impl HostCheckpoint {
 /// of the page cache; shards are read in parallel.
 pub fn load(path: &Path, opts: &GpuOptions) -> Result<HostCheckpoint, LoadError> {
     let ck = Checkpoint::open(path)?;
-    let total = crate::profile::Machine::this().mem_bytes;
-    if total > 0 && ck.size > total {
-        return Err(LoadError::TooLarge {
-            path: path.to_path_buf(),
-            bytes: ck.size,
-            total,
-        });
-    }
+    ck.check_fits_host(path)?;
     let mut buffer = HostBuffer::zeroed(ck.size as usize);
-    let stats = gpu::fill_host(buffer.as_mut_slice(), &ck.sources(), opts)?;
+    let stats = ck.read_into(buffer.as_mut_slice(), opts)?;
     Ok(HostCheckpoint {
         buffer,
         tensors: ck.tensors,
