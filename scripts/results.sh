@@ -206,8 +206,10 @@ if [ "$rc" != 0 ]; then
 fi
 
 commit=$(git -C "$here" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git -C "$here" status --porcelain --untracked-files=no 2>/dev/null)" ]; then
-  commit="$commit, with uncommitted changes"
+# Only what builds or runs the measurement counts: documents being edited
+# while a comparison runs do not change its figures.
+if [ -n "$(git -C "$here" status --porcelain --untracked-files=no -- crates scripts examples Cargo.toml Cargo.lock 2>/dev/null)" ]; then
+  commit="$commit, with uncommitted changes to the code"
 fi
 fio_version=$(fio --version 2>/dev/null || echo "not installed")
 mkdir -p "$here/docs/results/$stem"
