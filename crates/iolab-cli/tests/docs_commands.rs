@@ -348,3 +348,79 @@ fn examples_are_read_with_their_status_and_output() {
     assert_eq!(ex[0].shown, ["error: --qd 0"]);
     assert_eq!(ex[1].shown, ["0x1234abcd"]);
 }
+
+/// The relative links of a Markdown page (`[text](target)` outside code),
+/// without their `#fragment`; web addresses and in-page anchors are left out.
+fn relative_links(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        for (k, part) in line.split('`').enumerate() {
+            if k % 2 == 1 {
+                continue; // a code span
+            }
+            for piece in part.split("](").skip(1) {
+                let Some(target) = piece.split(')').next() else {
+                    continue;
+                };
+                let target = target.split('#').next().unwrap_or("").trim();
+                if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                    continue;
+                }
+                out.push(target.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// Every Markdown file of the repository's documentation.
+fn pages(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            pages(&p, out);
+        } else if p.extension().is_some_and(|x| x == "md") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn every_relative_link_of_the_documentation_leads_to_a_file() {
+    let root = root();
+    let mut all = vec![root.join("README.md"), root.join("CHANGELOG.md")];
+    pages(&root.join("docs"), &mut all);
+    let mut broken = Vec::new();
+    for page in &all {
+        let text = std::fs::read_to_string(page).unwrap();
+        for link in relative_links(&text) {
+            if !page.parent().unwrap().join(&link).exists() {
+                let rel = page
+                    .strip_prefix(&root)
+                    .unwrap_or(page)
+                    .display()
+                    .to_string();
+                broken.push(format!("{rel}: ({link}) leads nowhere"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+#[test]
+fn links_are_read_outside_code_only() {
+    assert_eq!(
+        relative_links(
+            "see [a](a.md#x) and [w](https://x.org) `[c](c.md)`\n```\n[d](d.md)\n```\n[e](../e/)"
+        ),
+        ["a.md", "../e/"]
+    );
+}
