@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 enum Expect {
     /// Exit 2, one `error:` line naming what was wrong, nothing on stdout.
     Refused,
-    /// Exit 0.
+    /// Exit 0, with the case's words (if any) on stderr.
     Ok,
     /// Exit 1 or 2 with one `error:` line (the run could not be done).
     Fails,
@@ -333,6 +333,9 @@ fn judge(c: &Case, code: Option<i32>, stdout: &[u8], stderr: &[u8]) -> Outcome {
             }
         }
         Expect::Ok if code != 0 => o.unmet = Some("wanted exit 0".into()),
+        Expect::Ok if !text.contains(&c.names) => {
+            o.unmet = Some(format!("wanted {:?} on stderr", c.names))
+        }
         Expect::Quiet if (code != 0 && code != 141) || !errors.is_empty() => {
             o.unmet = Some("wanted a quiet end (exit 0 or 141, no error)".into())
         }
@@ -476,19 +479,22 @@ fn break_cases() -> Vec<Case> {
     ] {
         v.push(case(line, Refused, names));
     }
-    // A missing --dir: made (only its last part), said, removed if empty.
+    // A missing --dir: made (only its last part), said with its device,
+    // removed if it stayed empty (the scratch folder is checked for what
+    // is left). `tune` is checked in tests/interrupts.rs.
+    let said = "created newdir on ";
     for line in [
         "bench --engine null --size 64k --dir newdir",
         "sys getpid --quick --repeat 1 --dir newdir",
         "survey --size 16m --time 20ms --json --dir newdir",
     ] {
-        v.push(case(line, Ok, ""));
+        v.push(case(line, Ok, said));
     }
     v.push(
         case(
             "replay t.csv --repeat 1 --reader pread --dir newdir",
             Ok,
-            "",
+            said,
         )
         .creates(&["newdir"]),
     );
@@ -496,7 +502,7 @@ fn break_cases() -> Vec<Case> {
         case(
             "lab run syscalls --scale smoke --dir newdir --out lab",
             Ok,
-            "",
+            said,
         )
         .creates(&["lab"]),
     );
