@@ -85,6 +85,13 @@ if [ "$quick" = 1 ] && [ ${#small[@]} -gt 0 ]; then
   scale="small (QUICK=1: ${small[*]})"
 fi
 
+# The commit the binary is built from, taken before the build. Only what
+# builds or runs the measurement counts: documents edited while a
+# comparison runs do not change its figures.
+commit=$(git -C "$here" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$here" status --porcelain --untracked-files=no -- crates scripts examples Cargo.toml Cargo.lock 2>/dev/null)" ]; then
+  commit="$commit, with uncommitted changes to the code"
+fi
 cargo build --release --quiet --manifest-path "$here/Cargo.toml"
 iolab="$here/target/release/iolab"
 
@@ -205,12 +212,6 @@ if [ "$rc" != 0 ]; then
   exit 1
 fi
 
-commit=$(git -C "$here" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-# Only what builds or runs the measurement counts: documents being edited
-# while a comparison runs do not change its figures.
-if [ -n "$(git -C "$here" status --porcelain --untracked-files=no -- crates scripts examples Cargo.toml Cargo.lock 2>/dev/null)" ]; then
-  commit="$commit, with uncommitted changes to the code"
-fi
 fio_version=$(fio --version 2>/dev/null || echo "not installed")
 mkdir -p "$here/docs/results/$stem"
 raw="$here/docs/results/$stem"
