@@ -19,16 +19,18 @@ pub fn run(_a: &ManArgs, cmd: clap::Command) -> Result<i32> {
 }
 
 /// The whole page.
-pub fn page(mut cmd: clap::Command) -> Result<Vec<u8>> {
+pub fn page(cmd: clap::Command) -> Result<Vec<u8>> {
+    // The package's description names the binary in Markdown; a manual
+    // page's NAME line is plain.
+    let mut cmd = cmd.about("measure, compare and explain file I/O on this machine");
     cmd.build();
     let mut out = Vec::new();
     let top = Man::new(cmd.clone());
     top.render_title(&mut out)?;
     top.render_name_section(&mut out)?;
     top.render_synopsis_section(&mut out)?;
-    top.render_description_section(&mut out)?;
     top.render_options_section(&mut out)?;
-    top.render_subcommands_section(&mut out)?;
+    commands_section(&cmd).to_writer(&mut out)?;
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         command_section(&mut out, sub)?;
     }
@@ -62,6 +64,21 @@ fn command_section(out: &mut Vec<u8>, sub: &clap::Command) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// COMMANDS: each command with its one line, by the name its section
+/// below has (clap_mangen's list names a page per command, iolab-bench(1),
+/// which this one page does not install).
+fn commands_section(cmd: &clap::Command) -> Roff {
+    let mut r = Roff::new();
+    r.control("SH", ["COMMANDS"]);
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+        r.control("TP", [])
+            .text([bold(format!("iolab {}", sub.get_name()))])
+            .text([roman(about)]);
+    }
+    r
 }
 
 /// EXIT STATUS, ENVIRONMENT and SEE ALSO.
@@ -108,5 +125,10 @@ mod tests {
         }
         assert!(page.contains(".SH \"EXIT STATUS\"") || page.contains(".SH EXIT STATUS"));
         assert!(!page.contains("__waker"));
+        assert!(page.contains(".SH COMMANDS"), "the list of commands");
+        assert!(
+            !page.contains("iolab\\-bench(1)"),
+            "no page per command is named"
+        );
     }
 }
