@@ -56,6 +56,9 @@ fn find(line: &str, phrase: &str) -> bool {
         }
         let rest = &line[at + head.len()..];
         if !number {
+            // The phrase ends at a word boundary, or its plural does
+            // ("other engineers").
+            let rest = rest.strip_prefix('s').unwrap_or(rest);
             let after = rest.chars().next();
             if after.is_none_or(|c| !c.is_alphanumeric()) {
                 return true;
