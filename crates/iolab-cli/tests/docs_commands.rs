@@ -175,10 +175,12 @@ fn words(line: &str) -> Vec<&str> {
 }
 
 /// A word that is a figure: it starts with a digit once leading brackets
-/// and signs are set aside (`4`, `0x1af4`, `(3.2`, `+11.9`; not `p99`).
+/// and signs are set aside (`4`, `0x1af4`, `(3.2`, `+11.9`; not `p99`), or
+/// it sets a key to one (`min=128,`, `--size=256m`: the test shrinks those).
 fn figure(word: &str) -> bool {
-    word.trim_start_matches(|c: char| "([{<'\"+-~".contains(c))
-        .starts_with(|c: char| c.is_ascii_digit())
+    let digit = |w: &str| w.starts_with(|c: char| c.is_ascii_digit());
+    digit(word.trim_start_matches(|c: char| "([{<'\"+-~".contains(c)))
+        || word.split('=').skip(1).any(digit)
 }
 
 /// Whether a shown line must be printed as it is: no figure in it, at least
@@ -330,6 +332,10 @@ fn only_lines_without_figures_or_sentences_are_compared() {
     ));
     assert!(!fixed("advice:"));
     assert!(figure("(3.2") && figure("0x1af4") && figure("+11.9") && !figure("p99"));
+    assert!(figure("--size=256m") && figure("min=128,") && !figure("--ioengine=psync"));
+    assert!(!fixed(
+        "fio command: fio --name=iolab --filename=F --size=256m --runtime=1s"
+    ));
 }
 
 #[test]
