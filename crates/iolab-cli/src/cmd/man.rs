@@ -121,7 +121,9 @@ mod tests {
             assert!(page.contains(&format!(".SH \"IOLAB {c}\"")), "{c}");
         }
         for flag in ["vs", "sqpoll-wait", "placement", "waker", "jsonl"] {
-            assert!(page.contains(&format!("\\-\\-{flag}")), "--{flag} missing");
+            // roff writes every hyphen of an option as `\-`.
+            let roff = format!("\\-\\-{}", flag.replace('-', "\\-"));
+            assert!(page.contains(&roff), "--{flag} missing");
         }
         assert!(page.contains(".SH \"EXIT STATUS\"") || page.contains(".SH EXIT STATUS"));
         assert!(!page.contains("__waker"));
