@@ -259,7 +259,9 @@ for f in sorted(os.listdir(d), reverse=True):
     topic = head[0].lstrip("# ").strip()
     commit = next((l.split(": ", 1)[1] for l in head if l.startswith("- commit: ")), "")
     scale = next((l.split(": ", 1)[1] for l in head if l.startswith("- scale: ")), "")
-    machine = m.group(2)[: -len(topic) - 1] if m.group(2).endswith("-" + topic) else m.group(2)
+    # <machine>-<topic>, or <machine>-<topic>-N for a second run that day
+    mt = re.match(r"^(.*)-" + re.escape(topic) + r"(-\d+)?$", m.group(2))
+    machine = mt.group(1) if mt else m.group(2)
     rows.append(f"| {m.group(1)} | {machine} | [{topic}]({f}) | {commit} | {scale} |")
 with open(os.path.join(d, "README.md"), "w") as out:
     out.write("# Measured results\n\n")
