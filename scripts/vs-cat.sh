@@ -19,7 +19,7 @@ PAIRS=${3:-3}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 F="$DIR/vs-cat-${GIB}g"
 cargo build --release -q -p iolab-cli --manifest-path "$ROOT/Cargo.toml"
-cargo build --release -q -p iolab --example course_reader --manifest-path "$ROOT/Cargo.toml"
+cargo build --release -q -p iolab-reader --example course_reader --manifest-path "$ROOT/Cargo.toml"
 IOLAB="$ROOT/target/release/iolab"
 COURSE="$ROOT/target/release/examples/course_reader"
 command -v fio >/dev/null || { echo "vs-cat: fio is missing (scripts/setup.sh installs it)" >&2; exit 2; }

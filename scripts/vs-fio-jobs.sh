@@ -5,7 +5,8 @@
 # for them, as every job in examples/fio does; clat otherwise).
 #
 # usage: scripts/vs-fio-jobs.sh [DIR] [JOB.fio...]
-#   env: PAIRS=3 TIME=3 SIZE=1g KEEP=0 WAKER=10ms
+#   env: PAIRS=3 TIME=3 SIZE=1g KEEP=0 WAKER=10ms; SAVE=FILE keeps every
+#   run's JSON document, one line each ({"job", "pair", "tool", "output"})
 # fio's supervisor process wakes every 10 ms beside its jobs, and on some
 # VMs that makes every completed I/O cheaper to return from (README: "Depth
 # 1 against fio"); `iolab fio` runs its jobs beside a stand-in for it. This
@@ -74,6 +75,15 @@ for j in "${jobs[@]}"; do
     run_iolab() { "$iolab" fio --overwrite --output-format=json "$j" >"$out/i.json"; }
     run_fio() { fio --output-format=json "$j" >"$out/f.json" 2>/dev/null; }
     if [ $((p % 2)) = 1 ]; then run_iolab; run_fio; else run_fio; run_iolab; fi
+    if [ -n "${SAVE:-}" ]; then
+      python3 - "$out/i.json" "$out/f.json" "$name" "$p" >>"$SAVE" <<'PY'
+import json, sys
+for tool, path in (("iolab", sys.argv[1]), ("fio", sys.argv[2])):
+    text = open(path).read()
+    doc = json.loads(text[text.index("{"):])
+    print(json.dumps({"job": sys.argv[3], "pair": int(sys.argv[4]), "tool": tool, "output": doc}))
+PY
+    fi
     python3 - "$out/i.json" "$out/f.json" "$name" "$p" <<'PY' | tee -a "$out/rows"
 import json, sys
 def load(path):

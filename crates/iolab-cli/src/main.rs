@@ -18,6 +18,7 @@ mod fuzz_corpus;
 #[cfg(test)]
 mod fuzz_tests;
 mod gpu_bench;
+mod help;
 mod lab_files;
 mod lab_progress;
 mod lab_ranks;
@@ -37,13 +38,13 @@ mod vs;
 mod waker;
 mod work_dir;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use error::{exit_code, one_line};
 use std::process::ExitCode;
 
 /// Measure, compare and explain file I/O on this machine.
 #[derive(Parser, Debug)]
-#[command(name = "iolab", version, about, long_about = None)]
+#[command(name = "iolab", version, about, long_about = None, help_template = help::template())]
 struct Cli {
     #[command(subcommand)]
     cmd: Option<Cmd>,
@@ -88,6 +89,10 @@ enum Cmd {
     Report(cmd::report::ReportArgs),
     /// Run fio job files or a fio command line with iolab's engines.
     Fio(cmd::fio::FioArgs),
+    /// Print the shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(cmd::completions::CompletionsArgs),
+    /// Print the manual page (`iolab man | man -l -`).
+    Man(cmd::man::ManArgs),
     /// One waker process of `--waker` (started by iolab itself).
     #[command(name = "__waker", hide = true)]
     Waker(waker::WakerArgs),
@@ -137,6 +142,8 @@ fn main() -> ExitCode {
         Cmd::Lab(a) => cmd::lab::run(&a, stop),
         Cmd::Report(a) => cmd::report::run(&a),
         Cmd::Fio(a) => cmd::fio::run(&a, stop),
+        Cmd::Completions(a) => cmd::completions::run(&a, Cli::command()),
+        Cmd::Man(a) => cmd::man::run(&a, Cli::command()),
         Cmd::Waker(a) => waker::run(&a, stop),
     };
     cleanup::remove_all();

@@ -444,7 +444,7 @@ fn a_file_list_keeps_iolab_s_rules_for_writes() {
 
 /// The page holding the generated option table (`scripts/fio-options-table.sh`
 /// rewrites it there).
-const OPTIONS_DOC: &str = "docs/fio-options.md";
+const OPTIONS_DOC: &str = "docs/guide/fio-options.md";
 
 #[test]
 fn docs_fio_options_md_is_what_list_options_prints() {

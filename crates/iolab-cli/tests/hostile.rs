@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 enum Expect {
     /// Exit 2, one `error:` line naming what was wrong, nothing on stdout.
     Refused,
-    /// Exit 0.
+    /// Exit 0 (and the case's `says` on stderr).
     Ok,
     /// Exit 1 or 2 with one `error:` line (the run could not be done).
     Fails,
@@ -58,6 +58,8 @@ struct Case {
     names: String,
     /// Files written into the scratch folder for this case only.
     files: Vec<(&'static str, Vec<u8>)>,
+    /// Words an Ok case must print on stderr.
+    says: &'static str,
 }
 
 fn case(line: &str, expect: Expect, names: &str) -> Case {
@@ -70,10 +72,16 @@ fn case(line: &str, expect: Expect, names: &str) -> Case {
         expect,
         names: names.to_string(),
         files: Vec::new(),
+        says: "",
     }
 }
 
 impl Case {
+    fn says(mut self, words: &'static str) -> Case {
+        self.says = words;
+        self
+    }
+
     fn creates(mut self, names: &[&'static str]) -> Case {
         self.creates.extend(names);
         self
@@ -333,6 +341,9 @@ fn judge(c: &Case, code: Option<i32>, stdout: &[u8], stderr: &[u8]) -> Outcome {
             }
         }
         Expect::Ok if code != 0 => o.unmet = Some("wanted exit 0".into()),
+        Expect::Ok if !text.contains(c.says) => {
+            o.unmet = Some(format!("wanted {:?} on stderr", c.says))
+        }
         Expect::Quiet if (code != 0 && code != 141) || !errors.is_empty() => {
             o.unmet = Some("wanted a quiet end (exit 0 or 141, no error)".into())
         }
@@ -476,13 +487,16 @@ fn break_cases() -> Vec<Case> {
     ] {
         v.push(case(line, Refused, names));
     }
-    // A missing --dir: made (only its last part), said, removed if empty.
+    // A missing --dir: made (only its last part), said with its device,
+    // removed if it stayed empty (the scratch folder is checked for what
+    // is left). `tune` is checked in tests/interrupts.rs.
+    let said = "created newdir on ";
     for line in [
         "bench --engine null --size 64k --dir newdir",
         "sys getpid --quick --repeat 1 --dir newdir",
         "survey --size 16m --time 20ms --json --dir newdir",
     ] {
-        v.push(case(line, Ok, ""));
+        v.push(case(line, Ok, "").says(said));
     }
     v.push(
         case(
@@ -490,6 +504,7 @@ fn break_cases() -> Vec<Case> {
             Ok,
             "",
         )
+        .says(said)
         .creates(&["newdir"]),
     );
     v.push(
@@ -498,6 +513,7 @@ fn break_cases() -> Vec<Case> {
             Ok,
             "",
         )
+        .says(said)
         .creates(&["lab"]),
     );
     v.extend(message_cases());

@@ -4,8 +4,10 @@
 
 pub mod bench;
 pub mod cat;
+pub mod completions;
 pub mod fio;
 pub mod lab;
+pub mod man;
 pub mod mixed;
 pub mod record;
 pub mod replay;

@@ -10,7 +10,7 @@
 //! reader with the best median, in the same round (paired, so a loaded
 //! machine's drift cancels). Findings: `auto` within 5 % of the best fixed
 //! reader on every trace; and `auto` 10 % faster than every fixed reader
-//! on at least one (the targets; the thesis's claim for its
+//! on at least one (the targets set for Auto; the thesis's claim for its
 //! adaptive reader).
 
 use crate::figure::{self, Axis, BarSeries};
