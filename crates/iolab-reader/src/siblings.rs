@@ -10,10 +10,53 @@
 //! open, so a directory a program opens one file of is never listed.
 
 use super::policy;
-use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+/// FNV-1a: every `Auto` open hashes its directory and name here, and the
+/// standard SipHash of a long path cost a tenth of an open of a cached
+/// small file (nothing here needs a hash that resists chosen keys).
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<Fnv>>;
+type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<Fnv>>;
+
+/// `path`'s directory and name, split at its last `/` (what `parent` and
+/// `file_name` give, without walking its components).
+fn split(path: &Path) -> Option<(&Path, &OsStr)> {
+    let b = path.as_os_str().as_bytes();
+    let Some(i) = b.iter().rposition(|&c| c == b'/') else {
+        return Some((path.parent()?, path.file_name()?));
+    };
+    let name = &b[i + 1..];
+    if name.is_empty() || name == b"." || name == b".." {
+        return Some((path.parent()?, path.file_name()?));
+    }
+    let dir = if i == 0 { &b[..1] } else { &b[..i] };
+    Some((Path::new(OsStr::from_bytes(dir)), OsStr::from_bytes(name)))
+}
 
 /// Directories remembered at most (the least recently opened is dropped).
 const MAX_DIRS: usize = 256;
@@ -37,7 +80,7 @@ impl Order {
             .iter()
             .enumerate()
             .map(|(i, n)| (n.clone(), i))
-            .collect();
+            .collect::<HashMap<_, _>>();
         Order {
             names,
             pos,
@@ -102,7 +145,9 @@ fn list(dir: &Path) -> Option<Vec<OsString>> {
 }
 
 struct State {
-    dirs: HashMap<PathBuf, Dir>,
+    /// By the directory's path as bytes (a `Path` hashes component by
+    /// component, which cost more than the rest of the bookkeeping).
+    dirs: HashMap<OsString, Dir>,
     clock: u64,
 }
 
@@ -112,36 +157,41 @@ static STATE: Mutex<Option<State>> = Mutex::new(None);
 /// the page cache, when known) and returns the files of its directory to
 /// ask for (see the module's documentation).
 fn note(path: &Path, cached: Option<bool>) -> Vec<PathBuf> {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+    let Some((dir, name)) = split(path) else {
         return Vec::new();
     };
     let mut g = STATE.lock().unwrap_or_else(|e| e.into_inner());
     let st = g.get_or_insert_with(|| State {
-        dirs: HashMap::new(),
+        dirs: HashMap::default(),
         clock: 0,
     });
     st.clock += 1;
     let clock = st.clock;
-    if !st.dirs.contains_key(dir) && st.dirs.len() >= MAX_DIRS {
-        if let Some(old) = st
-            .dirs
-            .iter()
-            .min_by_key(|(_, d)| d.used)
-            .map(|(k, _)| k.clone())
-        {
-            st.dirs.remove(&old);
+    if !st.dirs.contains_key(dir.as_os_str()) {
+        if st.dirs.len() >= MAX_DIRS {
+            if let Some(old) = st
+                .dirs
+                .iter()
+                .min_by_key(|(_, d)| d.used)
+                .map(|(k, _)| k.clone())
+            {
+                st.dirs.remove(&old);
+            }
         }
-    }
-    let d = st.dirs.entry(dir.to_path_buf()).or_insert_with(|| Dir {
-        first: Some(name.to_os_string()),
-        orders: None,
-        asked: HashSet::new(),
-        warm: cached == Some(true),
-        used: clock,
-    });
-    if d.used == clock {
+        let d = Dir {
+            first: Some(name.to_os_string()),
+            orders: None,
+            asked: HashSet::default(),
+            warm: cached == Some(true),
+            used: clock,
+        };
+        st.dirs.insert(dir.as_os_str().to_os_string(), d);
         return Vec::new(); // the directory's first open
     }
+    let d = st
+        .dirs
+        .get_mut(dir.as_os_str())
+        .expect("present: checked above");
     d.used = clock;
     // Only a file this did not ask for says whether the tree is cached.
     if let Some(c) = cached {
@@ -152,7 +202,7 @@ fn note(path: &Path, cached: Option<bool>) -> Vec<PathBuf> {
     if d.warm {
         // Nothing to gain: neither list the directory nor ask; the open
         // waits as the first one until the files are not cached.
-        if d.orders.is_none() {
+        if d.orders.is_none() && d.first.as_deref() != Some(name) {
             d.first = Some(name.to_os_string());
         }
         return Vec::new();
@@ -271,6 +321,15 @@ mod tests {
         let again = note(&p(2), Some(false));
         for w in (3..3 + policy::SIBLINGS_AHEAD).map(p) {
             assert!(again.contains(&w), "{w:?} not in {again:?}");
+        }
+    }
+
+    #[test]
+    fn paths_split_at_their_last_slash_as_parent_and_file_name_do() {
+        for p in ["/a/b/c.txt", "a/b", "/top", "rel", "/a/b/", "/a/..", "."] {
+            let p = Path::new(p);
+            let want = p.parent().zip(p.file_name());
+            assert_eq!(split(p), want, "{}", p.display());
         }
     }
 
