@@ -117,6 +117,12 @@ pub(crate) trait Backend: Send + Sync {
     /// Reads into `buf` at `off`, filling it unless the file ends first.
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize>;
 
+    /// Why and when an adaptive technique stopped using its choice for
+    /// this file (the run-time guard of `Auto`); None for the others.
+    fn switched(&self) -> Option<super::guard::Switch> {
+        None
+    }
+
     /// Reads a batch; the default does them one after another.
     #[allow(clippy::needless_range_loop)] // done(i, &reqs[i]) after each mutation
     fn read_many(&self, reqs: &mut [ReadReq<'_>], done: &mut dyn FnMut(usize, &ReadReq<'_>)) {

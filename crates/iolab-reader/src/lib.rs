@@ -32,6 +32,7 @@ mod backend;
 mod buffered;
 mod direct;
 mod error;
+pub mod guard;
 mod many;
 mod mapped;
 pub mod policy;
@@ -148,6 +149,13 @@ impl Reader {
             });
         }
         self.imp.read_at(offset, buf)
+    }
+
+    /// Whether `Auto` (its run-time guard) stopped using the technique it
+    /// chose for this file and reads it with `pread` now, and why; None
+    /// for every other technique and while the choice holds.
+    pub fn switched(&self) -> Option<guard::Switch> {
+        self.imp.switched()
     }
 
     /// Reads exactly `buf.len()` bytes at `offset`, or fails naming where

@@ -250,18 +250,21 @@ fn off() -> bool {
 /// Notes that `path` was opened by `Auto` and asks the kernel for the
 /// first [`policy::SIBLING_BYTES`] of each file the policy picks
 /// (`POSIX_FADV_WILLNEED`: the reads are queued, not waited for).
-pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) {
-    if off() {
-        return;
-    }
+/// Returns whether the file's first page is in the page cache (None
+/// where `cachestat(2)` is missing), which `Auto` takes as its first guess
+/// of the file's residency.
+pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) -> Option<bool> {
     // Whether its first page is cached (cachestat: no I/O; a RWF_NOWAIT
     // read would start a small read-ahead, and the program's own read
     // then wait for two): a cached tree is not asked for (it cost
     // `grep -r` over a cached tree an open per file for nothing).
     let cached = iolab::kernel::fs::cached_pages(file, 0, 1).map(|n| n > 0);
+    if off() {
+        return cached;
+    }
     let ask = note(path, cached);
     if ask.is_empty() {
-        return;
+        return cached;
     }
     for p in &ask {
         if let Ok(f) = std::fs::File::open(p) {
@@ -281,6 +284,7 @@ pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) {
             ask.last().map_or(String::new(), |p| p.display().to_string())
         );
     }
+    cached
 }
 
 #[cfg(test)]

@@ -152,6 +152,7 @@ pub fn advise(f: &FileStats) -> Vec<Advice> {
         regions_read: (h.expected_fraction * policy::regions(f.size).1 as f64).round() as u64,
         reread: f.reread_fraction > 0.0,
         resident: 0.0,
+        range_cached: None,
         available,
         batch: 1,
     };
