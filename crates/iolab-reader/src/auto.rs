@@ -721,7 +721,7 @@ mod tests {
     #[test]
     fn short_runs_of_small_reads_that_a_technique_serves_slower_fall_back_to_pread() {
         let d = tempfile::tempdir().unwrap();
-        let len = 24u64 << 20;
+        let len = 32u64 << 20;
         // Runs of three 4 KiB reads, each run 512 KiB after the last. The
         // third read of a run looks sequential: the block cache reads its
         // whole 256 KiB block for 4 KiB. Once the kernel's read-ahead has
@@ -739,7 +739,7 @@ mod tests {
             .memory_budget(1 << 30);
         let r = Reader::open(&path, opts).unwrap();
         let mut buf = vec![0u8; 4096];
-        for run in 0..48u64 {
+        for run in 0..64u64 {
             for k in 0..3u64 {
                 let off = run * (512 << 10) + k * 4096;
                 r.read_exact_at(off, &mut buf).unwrap();
