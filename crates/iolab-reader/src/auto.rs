@@ -81,6 +81,8 @@ struct State {
     /// there continues the stream even after reads elsewhere came between
     /// (a database's table scan reads an interior page now and then).
     stream_end: AtomicU64,
+    /// Requests that continued a stream.
+    streamed: AtomicU64,
     chunk_shift: u32,
     touched: Vec<AtomicU64>,
     touched_n: AtomicU64,
@@ -139,6 +141,34 @@ fn available_recent() -> Option<u64> {
 /// The last `MemAvailable` [`available_recent`] read (0 before the first).
 static LAST_AVAILABLE: AtomicU64 = AtomicU64::new(0);
 
+/// Runs of 16 pages a residency sample looks at.
+const RESIDENCY_WINDOWS: usize = 32;
+
+/// The fraction of `src`'s pages in the page cache, from `cachestat(2)`
+/// of [`RESIDENCY_WINDOWS`] evenly spaced runs of 16 pages (of all of it
+/// when it has no more pages than that); None without cachestat. The
+/// page cache costs about 0.1 µs per page to walk here, with mincore or
+/// cachestat alike: all of a 210 MiB database took 5 ms, a third of a
+/// replay of 6,900 look-ups from a warm cache.
+fn sampled_residency(src: &Src) -> Option<f64> {
+    const RUN: u64 = 16 * 4096;
+    let pages = src.len.div_ceil(4096);
+    if pages == 0 {
+        return Some(1.0);
+    }
+    let windows = RESIDENCY_WINDOWS as u64;
+    if pages <= windows * 16 {
+        let n = iolab::kernel::fs::cached_pages(&src.file, 0, src.len)?;
+        return Some(n as f64 / pages as f64);
+    }
+    let step = src.len / windows;
+    let mut cached = 0;
+    for w in 0..windows {
+        cached += iolab::kernel::fs::cached_pages(&src.file, w * step / 4096 * 4096, RUN)?;
+    }
+    Some(cached as f64 / (windows * 16) as f64)
+}
+
 /// The adaptive technique.
 pub(crate) struct Auto {
     src: Arc<Src>,
@@ -171,6 +201,7 @@ impl Auto {
             last_end: AtomicU64::new(u64::MAX),
             run: AtomicU32::new(0),
             stream_end: AtomicU64::new(u64::MAX),
+            streamed: AtomicU64::new(0),
             chunk_shift,
             touched: (0..chunks.div_ceil(64))
                 .map(|_| AtomicU64::new(0))
@@ -237,19 +268,14 @@ impl Auto {
             .as_ref()
     }
 
+    /// Samples the file's residency (see [`sampled_residency`]).
     fn refresh(&self) {
-        let r = match self.mapped() {
-            Some(m) => m.mapping().and_then(|m| m.residency().ok()).map(|(r, t)| {
-                if t == 0 {
-                    1.0
-                } else {
-                    r as f64 / t as f64
-                }
-            }),
-            None => iolab::cache::residency(&self.src.path, self.src.len)
-                .ok()
-                .map(|r| r.fraction()),
-        };
+        let r = sampled_residency(&self.src)
+            .or_else(|| {
+                iolab::cache::residency_sampled(&self.src.path, self.src.len, RESIDENCY_WINDOWS)
+                    .ok()
+                    .map(|r| r.fraction())
+            });
         self.st.resident.store(r.unwrap_or(0.0).to_bits(), Relaxed);
         self.st.sampled.store(true, Relaxed);
         self.st.available.store(self.available_now(), Relaxed);
@@ -273,6 +299,7 @@ impl Auto {
         let sequential = run >= 2 || (len > 0 && st.stream_end.load(Relaxed) == off);
         if sequential {
             st.stream_end.store(end, Relaxed);
+            st.streamed.fetch_add(1, Relaxed);
         }
         // The fraction read *before* this request: counting it would make
         // the first read of a small file look like "most of the file".
@@ -318,6 +345,12 @@ impl Auto {
         // like half of it (20 threads each read libc ahead in a replay of
         // python's imports, and waited for it).
         if self.st.read_ahead.load(Relaxed) || n_before(&self.st) < FIRST_SAMPLE {
+            return;
+        }
+        // Nor for a file read mostly in order: its stream reads it (a
+        // table scan's few interior pages wait behind the stream's reads,
+        // and looked like random reads that had waited long).
+        if self.st.streamed.load(Relaxed) * 2 >= n_before(&self.st) {
             return;
         }
         let Some(why) = policy::read_ahead_whole(s, &self.profile) else {
