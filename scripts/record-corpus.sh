@@ -24,7 +24,7 @@
 # the interpreter maps its extension modules).
 #
 # Needs: strace, sqlite3, python3, gcc, zstd, pv, tar, grep, find
-# (scripts/setup.sh --corpus installs the missing ones).
+# (bash scripts/setup.sh --corpus installs the missing ones).
 set -euo pipefail
 work=${1:?usage: scripts/record-corpus.sh WORKDIR}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
