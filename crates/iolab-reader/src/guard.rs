@@ -54,7 +54,7 @@ pub struct Switch {
     pub from: String,
     /// Its time per MiB over the timed requests, µs.
     pub technique_us_per_mib: f64,
-    /// `pread`'s time per MiB over the samples, µs.
+    /// `pread`'s time per MiB over the samples but the slowest, µs.
     pub pread_us_per_mib: f64,
     /// `pread` samples taken.
     pub samples: u64,
@@ -93,6 +93,8 @@ pub(crate) enum Arm {
 pub(crate) struct Guard {
     tech: [AtomicU64; 3],
     pread: [AtomicU64; 3],
+    /// The slowest sample per byte: its ns and bytes.
+    worst: [AtomicU64; 2],
     since: AtomicU64,
     gap: AtomicU64,
     off: AtomicBool,
@@ -110,6 +112,7 @@ fn tally(t: &[AtomicU64; 3]) -> Tally {
         n: t[0].load(Relaxed),
         bytes: t[1].load(Relaxed),
         ns: t[2].load(Relaxed),
+        ..Tally::default()
     }
 }
 
@@ -151,7 +154,19 @@ impl Guard {
         request: u64,
     ) -> Option<&Switch> {
         add(&self.pread, ns, bytes);
-        let (t, p) = (tally(&self.tech), tally(&self.pread));
+        // The slowest sample per byte (two racing samples may both keep
+        // theirs: either is fine).
+        let (wn, wb) = (self.worst[0].load(Relaxed), self.worst[1].load(Relaxed));
+        if wb == 0 || (ns as u128) * (wb as u128) > (wn as u128) * (bytes.max(1) as u128) {
+            self.worst[0].store(ns, Relaxed);
+            self.worst[1].store(bytes.max(1) as u64, Relaxed);
+        }
+        let t = tally(&self.tech);
+        let p = Tally {
+            worst_ns: self.worst[0].load(Relaxed),
+            worst_bytes: self.worst[1].load(Relaxed),
+            ..tally(&self.pread)
+        };
         let gap = self.gap.load(Relaxed).max(SAMPLE_GAP);
         match policy::guard(t, p) {
             GuardVerdict::Sample => None,
@@ -169,7 +184,7 @@ impl Guard {
                     request,
                     from: from.to_string(),
                     technique_us_per_mib: per_mib(t),
-                    pread_us_per_mib: per_mib(p),
+                    pread_us_per_mib: per_mib(p.trimmed()),
                     samples: p.n,
                 };
                 log(&s);

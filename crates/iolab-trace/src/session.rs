@@ -285,13 +285,13 @@ mod tests {
 
     #[test]
     fn a_replay_records_where_autos_guard_fell_back() {
-        // Runs of three 4 KiB reads, each run in a 4 MiB block of its own:
+        // Runs of three 2 KiB reads, each run in a 4 MiB block of its own:
         // the built-in profile's block cache reads the whole block for the
-        // third read of each run, and loses to pread.
+        // third (tiny, sequential) read of each run, and loses to pread.
         let mut csv = String::from("file,offset,len\n");
         for run in 0..64u64 {
             for k in 0..3u64 {
-                csv.push_str(&format!("runs,{},4096\n", run * (4 << 20) + k * 4096));
+                csv.push_str(&format!("runs,{},2048\n", run * (4 << 20) + k * 2048));
             }
         }
         let t = parse(&csv, "t", None).unwrap();
