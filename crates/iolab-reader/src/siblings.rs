@@ -125,6 +125,8 @@ struct Dir {
     /// The last file opened here that was not asked for had its first
     /// page cached: the tree is in memory, asking would only cost opens.
     warm: bool,
+    /// Opens of this directory while it was warm whose probe was skipped.
+    skipped: u32,
     used: u64,
 }
 
@@ -183,6 +185,7 @@ fn note(path: &Path, cached: Option<bool>) -> Vec<PathBuf> {
             orders: None,
             asked: HashSet::default(),
             warm: cached == Some(true),
+            skipped: 0,
             used: clock,
         };
         st.dirs.insert(dir.as_os_str().to_os_string(), d);
@@ -236,6 +239,29 @@ fn note(path: &Path, cached: Option<bool>) -> Vec<PathBuf> {
     out
 }
 
+/// In a directory found warm, only one open in this many probes its
+/// file's first page: the others are taken as cached too (the probe is a
+/// system call; opens of a cached tree are what it is cheapest to leave
+/// alone).
+pub const WARM_PROBE_EVERY: u32 = 16;
+
+/// Whether `path`'s directory was found warm and this open may skip its
+/// probe (see [`WARM_PROBE_EVERY`]).
+fn skip_probe(path: &Path) -> bool {
+    let Some((dir, _)) = split(path) else {
+        return false;
+    };
+    let mut g = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(d) = g.as_mut().and_then(|st| st.dirs.get_mut(dir.as_os_str())) else {
+        return false;
+    };
+    if !d.warm {
+        return false;
+    }
+    d.skipped += 1;
+    d.skipped % WARM_PROBE_EVERY != 0
+}
+
 /// Environment variable that turns this read-ahead off (`1`), to measure
 /// what it saves.
 pub const OFF_ENV: &str = "IOLAB_NO_SIBLINGS";
@@ -254,6 +280,9 @@ fn off() -> bool {
 /// where `cachestat(2)` is missing), which `Auto` takes as its first guess
 /// of the file's residency.
 pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) -> Option<bool> {
+    if !off() && skip_probe(path) {
+        return Some(true);
+    }
     // Whether its first page is cached (cachestat: no I/O; a RWF_NOWAIT
     // read would start a small read-ahead, and the program's own read
     // then wait for two): a cached tree is not asked for (it cost
@@ -355,6 +384,22 @@ mod tests {
             "{} stays cached after eviction (tmpfs?)",
             path.display()
         );
+    }
+
+    #[test]
+    fn opens_in_a_warm_directory_probe_one_time_in_sixteen() {
+        let d = tempfile::tempdir().unwrap();
+        let p = |i: usize| d.path().join(format!("h{i:02}"));
+        // Unknown directory: probe.
+        assert!(!skip_probe(&p(0)));
+        // Found warm by two opens: from then on most opens skip the probe.
+        note(&p(0), Some(true));
+        note(&p(1), Some(true));
+        let skips = (0..WARM_PROBE_EVERY).filter(|_| skip_probe(&p(2))).count();
+        assert_eq!(skips as u32, WARM_PROBE_EVERY - 1);
+        // A probe that finds the tree cold again: no more skipping.
+        note(&p(3), Some(false));
+        assert!(!skip_probe(&p(4)));
     }
 
     #[test]
