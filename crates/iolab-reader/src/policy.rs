@@ -736,6 +736,7 @@ mod tests {
     }
 
     #[test]
+    // Long on purpose: one situation and the variations that must not read ahead.
     fn random_reads_that_waited_as_long_as_the_rest_of_the_file_takes_read_it_ahead() {
         // The profile read cold files into the page cache at 2048 MiB/s:
         // all of a 256 MiB file in 125 ms.

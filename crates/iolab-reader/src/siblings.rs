@@ -155,6 +155,44 @@ struct State {
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 
+/// The two orders of `dir`'s files (`readdir`'s and by name), with the
+/// open of `first` counted; None when it cannot be listed or is too large.
+fn orders(dir: &Path, first: &OsStr) -> Option<[Order; 2]> {
+    list(dir).map(|names| {
+        let mut sorted = names.clone();
+        sorted.sort();
+        let mut o = [Order::new(names), Order::new(sorted)];
+        for x in &mut o {
+            x.opened(first);
+        }
+        o
+    })
+}
+
+/// A directory's first open: remembered (the least recently opened one
+/// let go when [`MAX_DIRS`] are), not listed yet.
+fn first_open(st: &mut State, dir: &Path, name: &OsStr, cached: Option<bool>, clock: u64) {
+    if st.dirs.len() >= MAX_DIRS {
+        if let Some(old) = st
+            .dirs
+            .iter()
+            .min_by_key(|(_, d)| d.used)
+            .map(|(k, _)| k.clone())
+        {
+            st.dirs.remove(&old);
+        }
+    }
+    let d = Dir {
+        first: Some(name.to_os_string()),
+        orders: None,
+        asked: HashSet::default(),
+        warm: cached == Some(true),
+        skipped: 0,
+        used: clock,
+    };
+    st.dirs.insert(dir.as_os_str().to_os_string(), d);
+}
+
 /// Notes that `path` was opened (`cached`: whether its first page was in
 /// the page cache, when known) and returns the files of its directory to
 /// ask for (see the module's documentation).
@@ -170,26 +208,8 @@ fn note(path: &Path, cached: Option<bool>) -> Vec<PathBuf> {
     st.clock += 1;
     let clock = st.clock;
     if !st.dirs.contains_key(dir.as_os_str()) {
-        if st.dirs.len() >= MAX_DIRS {
-            if let Some(old) = st
-                .dirs
-                .iter()
-                .min_by_key(|(_, d)| d.used)
-                .map(|(k, _)| k.clone())
-            {
-                st.dirs.remove(&old);
-            }
-        }
-        let d = Dir {
-            first: Some(name.to_os_string()),
-            orders: None,
-            asked: HashSet::default(),
-            warm: cached == Some(true),
-            skipped: 0,
-            used: clock,
-        };
-        st.dirs.insert(dir.as_os_str().to_os_string(), d);
-        return Vec::new(); // the directory's first open
+        first_open(st, dir, name, cached, clock);
+        return Vec::new();
     }
     let d = st
         .dirs
@@ -212,15 +232,7 @@ fn note(path: &Path, cached: Option<bool>) -> Vec<PathBuf> {
     }
     if let Some(first) = d.first.take() {
         // The second open: list the directory, and count the first open.
-        d.orders = list(dir).map(|names| {
-            let mut sorted = names.clone();
-            sorted.sort();
-            let mut o = [Order::new(names), Order::new(sorted)];
-            for x in &mut o {
-                x.opened(&first);
-            }
-            o
-        });
+        d.orders = orders(dir, &first);
     }
     let Some(orders) = d.orders.as_mut() else {
         return Vec::new();

@@ -184,6 +184,13 @@ pub fn advise(f: &FileStats) -> Vec<Advice> {
             ),
         }
     };
+    let auto = auto_advice(f, &h, req, available);
+    vec![thesis, auto]
+}
+
+/// What `Auto` would choose for a file of the trace read from a cold
+/// cache (its random reads waiting as the profile measured, or 100 µs).
+fn auto_advice(f: &FileStats, h: &Hints, req: usize, available: u64) -> Advice {
     let p = profile::process_profile();
     let random_reads = f.reads as f64 * (1.0 - f.sequential_fraction);
     let s = Situation {
@@ -206,15 +213,14 @@ pub fn advise(f: &FileStats) -> Vec<Advice> {
     } else {
         ""
     };
-    let auto = Advice {
+    Advice {
         policy: "auto".into(),
         technique: choice_name(d.choice),
         reason: format!(
             "{}{ahead} (typical request {req} B, cold cache, {} profile)",
             d.reason, p.source
         ),
-    };
-    vec![thesis, auto]
+    }
 }
 
 #[cfg(test)]

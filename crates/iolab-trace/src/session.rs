@@ -106,6 +106,57 @@ fn set_cache(paths: &[PathBuf], sizes: &[u64], cache: Cache) -> Result<f64, Trac
     Ok(if t == 0 { 1.0 } else { r as f64 / t as f64 })
 }
 
+/// What one replay of one reader gave: its summary, latency, request
+/// count and the guard's switches in words.
+type OneReplay = (RunSummary, hdrhistogram::Histogram<u64>, u64, Vec<String>);
+
+/// One replay of `reader` from the asked cache state (None when stopped).
+#[allow(clippy::too_many_arguments)]
+fn one_replay(
+    plan: &Plan,
+    paths: &[PathBuf],
+    sizes: &[u64],
+    patterns: &[Option<Pattern>],
+    reader: &dyn ReplayReader,
+    opts: SessionOpts,
+    stop: &AtomicBool,
+    round: usize,
+) -> Result<Option<OneReplay>, TraceError> {
+    let want = plan.bytes();
+    let resident_before = set_cache(paths, sizes, opts.cache)?;
+    // Only this replay's switches are counted.
+    iolab_reader::guard::take_switches();
+    let verify = opts.verify.then_some(patterns);
+    let r = run(plan, paths, reader, opts.timing, verify, stop)?;
+    if r.interrupted {
+        return Ok(None);
+    }
+    if r.bytes != want {
+        return Err(TraceError::Failed(format!(
+            "{} read {} bytes, the trace names {}",
+            reader.name(),
+            r.bytes,
+            want
+        )));
+    }
+    let (sw, more) = iolab_reader::guard::take_switches();
+    let words = sw
+        .iter()
+        .take(SWITCHES_SHOWN)
+        .map(|s| s.to_string())
+        .collect();
+    let summary = RunSummary {
+        round,
+        wall_ns: r.wall_ns,
+        bytes: r.bytes,
+        user_ns: r.usage.user_ns,
+        sys_ns: r.usage.sys_ns,
+        resident_before,
+        fell_back: sw.len() as u64 + more,
+    };
+    Ok(Some((summary, r.latency, r.requests, words)))
+}
+
 /// Runs every reader on `plan`; `progress` is told each (reader, round)
 /// before it runs.
 #[allow(clippy::too_many_arguments)]
@@ -124,7 +175,6 @@ pub fn compare(
     let mut hists: Vec<_> = (0..n).map(|_| new_histogram()).collect();
     let mut requests = vec![0u64; n];
     let mut switches: Vec<Vec<String>> = vec![Vec::new(); n];
-    let want = plan.bytes();
     'rounds: for round in 0..opts.repeat.max(1) {
         for k in 0..n {
             let i = (round + k) % n;
@@ -132,49 +182,21 @@ pub fn compare(
                 break 'rounds;
             }
             progress(&readers[i].name(), round);
-            let resident_before = set_cache(paths, sizes, opts.cache)?;
-            // Only this replay's switches are counted.
-            iolab_reader::guard::take_switches();
-            let r = run(
-                plan,
-                paths,
-                readers[i].as_ref(),
-                opts.timing,
-                opts.verify.then_some(patterns),
-                stop,
-            )?;
-            if r.interrupted {
+            let reader = readers[i].as_ref();
+            let Some((summary, latency, reqs, words)) =
+                one_replay(plan, paths, sizes, patterns, reader, opts, stop, round)?
+            else {
                 break 'rounds;
+            };
+            hists[i].add(&latency).expect("same bounds");
+            requests[i] = reqs;
+            if !words.is_empty() {
+                switches[i] = words;
             }
-            if r.bytes != want {
-                return Err(TraceError::Failed(format!(
-                    "{} read {} bytes, the trace names {}",
-                    readers[i].name(),
-                    r.bytes,
-                    want
-                )));
-            }
-            hists[i].add(&r.latency).expect("same bounds");
-            requests[i] = r.requests;
-            let (sw, more) = iolab_reader::guard::take_switches();
-            if !sw.is_empty() {
-                switches[i] = sw
-                    .iter()
-                    .take(SWITCHES_SHOWN)
-                    .map(|s| s.to_string())
-                    .collect();
-            }
-            runs[i].push(RunSummary {
-                round,
-                wall_ns: r.wall_ns,
-                bytes: r.bytes,
-                user_ns: r.usage.user_ns,
-                sys_ns: r.usage.sys_ns,
-                resident_before,
-                fell_back: sw.len() as u64 + more,
-            });
+            runs[i].push(summary);
         }
     }
+    let want = plan.bytes();
     let out: Vec<ReaderResult> = (0..n)
         .filter(|&i| !runs[i].is_empty())
         .map(|i| ReaderResult {

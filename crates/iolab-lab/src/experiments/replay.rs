@@ -488,31 +488,35 @@ fn cell(v: &[f64]) -> String {
     format!("{m:.2} [{lo:.2}–{hi:.2}]")
 }
 
+/// A record's row of the table: half, trace, cache, the best fixed reader
+/// and its median, and the two ratios with their intervals.
+fn row(r: &LabRecord) -> Option<Vec<String>> {
+    let (bname, bmed) = best_fixed(&r.extra)?;
+    let b = r.extra.get(BUILTIN_RATIO).map_or(&[][..], |v| &v[..]);
+    Some(vec![
+        r.tag("half").to_string(),
+        category(r).split(" · ").nth(1).unwrap_or("").to_string(),
+        r.tag("cache").to_string(),
+        bname,
+        format!("{bmed:.3} s"),
+        cell(&r.samples),
+        cell(b),
+    ])
+}
+
 /// The table rows and the findings: on the test half, `auto` within
 /// [`WITHIN_TUNED`] and `auto:builtin` within [`WITHIN_BUILTIN`] of the
 /// best fixed reader on every trace, and at most the per-trace best in
 /// geometric mean.
 fn auto_findings(recs: &[&LabRecord]) -> (Vec<Vec<String>>, Vec<Finding>) {
-    let mut rows = Vec::new();
+    let rows: Vec<Vec<String>> = recs.iter().filter_map(|r| row(r)).collect();
     let (mut tuned, mut builtin, mut nums, mut logs) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for r in recs {
-        let Some((bname, bmed)) = best_fixed(&r.extra) else {
+    for r in recs.iter().filter(|r| r.tag("half") == "test") {
+        let Some((bname, _)) = best_fixed(&r.extra) else {
             continue;
         };
         let b = r.extra.get(BUILTIN_RATIO).map_or(&[][..], |v| &v[..]);
-        rows.push(vec![
-            r.tag("half").to_string(),
-            category(r).split(" · ").nth(1).unwrap_or("").to_string(),
-            r.tag("cache").to_string(),
-            bname.clone(),
-            format!("{bmed:.3} s"),
-            cell(&r.samples),
-            cell(b),
-        ]);
-        if r.tag("half") != "test" {
-            continue;
-        }
         tuned.push(judge(&r.samples, WITHIN_TUNED));
         builtin.push(judge(b, WITHIN_BUILTIN));
         let (m, ..) = median_interval(&r.samples);
