@@ -3,6 +3,7 @@
 scripts/corpus-replay.sh.
 
     corpus-report.py MANIFEST.tsv REPLAY.jsonl "COMMAND"
+    (env IOLAB_COMMIT=REV names the commit the replayed binary was built at)
 
 A ratio is the median over the rounds of the per-round ratio auto / the
 fixed reader whose median time is best on that trace and cache state
@@ -51,6 +52,9 @@ def machine():
 
 
 def commit():
+    # The binary replayed may be older than the checkout (IOLAB=...).
+    if os.environ.get("IOLAB_COMMIT"):
+        return os.environ["IOLAB_COMMIT"] + " (the replayed binary's)"
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         c = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"],
