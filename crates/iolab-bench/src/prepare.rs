@@ -262,6 +262,9 @@ pub fn prepare(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Prepared> {
     validate(spec)?;
+    if spec.no_files {
+        return Ok(nothing_made(spec));
+    }
     let paths = spec.files();
     // O_DIRECT alignment, checked before any file is made.
     let align = if spec.direct {
@@ -274,7 +277,12 @@ pub fn prepare(
                 .unwrap_or(Path::new("."))
                 .to_path_buf()
         };
-        let a = file::dio_alignment(&probe)?;
+        let mut a = file::dio_alignment(&probe)?;
+        if spec.direct_logical {
+            // fio's rule: the kernel's alignment, whatever the device's
+            // physical block.
+            a.required = a.kernel.max(1);
+        }
         if !spec.bs.is_multiple_of(a.required as u64) {
             return Err(usage(format!(
                 "--bs {}: O_DIRECT on {} needs a multiple of {} bytes (device physical block {}, kernel minimum {})",
@@ -445,9 +453,28 @@ pub fn prepare(
     Ok(prep)
 }
 
+/// The files of a run without files (`no_files`, fio's null engine): their
+/// names and lengths only; none is made, opened or checked.
+fn nothing_made(spec: &WorkloadSpec) -> Prepared {
+    let files = spec
+        .files()
+        .into_iter()
+        .map(|path| PreparedFile {
+            path,
+            len: spec.file_end(),
+            pattern: None,
+            created: false,
+        })
+        .collect();
+    Prepared { files, align: None }
+}
+
 /// Puts the files' pages in the state `spec.cache` asks for and returns the
 /// resident fraction measured afterwards (mincore).
 pub fn set_cache(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<f64> {
+    if spec.no_files {
+        return Ok(0.0);
+    }
     match spec.cache {
         CacheMode::Cold => {
             if spec.drop_caches {

@@ -10,6 +10,7 @@
 
 use super::clock::OpClock;
 use super::control::{Shared, Watch};
+use super::extras::Extras;
 use super::intervals::{Part, Sampler};
 use super::plan::Plan;
 use super::split::Splitter;
@@ -66,6 +67,16 @@ pub(super) struct WorkerOut {
     pub split: Option<crate::metrics::LatSplit>,
     /// Latency of each fsync/fdatasync, when the spec asks for them.
     pub syncs: Option<Histogram<u64>>,
+    /// Of `bytes`, those read.
+    pub read_bytes: u64,
+    /// Trims: their latencies, count and bytes.
+    pub trims: Option<(Histogram<u64>, u64, u64)>,
+    /// How deep the queue was.
+    pub depths: crate::depths::Depths,
+    /// The depth a latency target settled on.
+    pub latency_depth: Option<u32>,
+    /// Every measured I/O, when the spec logs them.
+    pub oplog: Option<Vec<crate::oplog::OpRecord>>,
 }
 
 /// Does one worker's share of the run and reports how it went.
@@ -120,6 +131,7 @@ struct Tally {
     reads: u64,
     writes: u64,
     bytes: u64,
+    read_bytes: u64,
 }
 
 struct Worker<'a> {
@@ -158,44 +170,15 @@ struct Worker<'a> {
     sqpoll0: Option<u64>,
     usage_at_start: Option<Usage>,
     cpu: crate::cpu::WorkerCpu,
-    /// Paced runs only (`rate_iops`, `thinktime`).
-    pace: Option<Pace>,
+    /// fio's extras: pacing, files and sizes per op, trims, depth
+    /// counts, the per-op log (each costs nothing when not asked for).
+    x: Extras,
     /// Mixed jobs and timed submits only (fio's per-direction, slat, clat).
     split: Option<Box<Splitter>>,
     /// fsync/fdatasync every N writes, when asked.
     syncer: Option<super::sync::Syncer>,
     /// A buffered cold run: each new pass over a file starts evicted.
     evict_each_pass: bool,
-}
-
-/// When the next op may be issued, for paced runs (`rate_iops`,
-/// `thinktime`). Unpaced runs have none and read no extra clock.
-struct Pace {
-    /// Ns between ops of this worker (`rate_iops`), or 0.
-    gap_ns: u64,
-    /// Pause after each completion (`thinktime`), ns, or 0.
-    think_ns: u64,
-    /// Release time of the next op, ns on the worker's clock.
-    next_ns: u64,
-    /// The last fill stopped because the next op is not released yet.
-    held: bool,
-}
-
-impl Pace {
-    fn of(spec: &crate::spec::WorkloadSpec) -> Option<Pace> {
-        let workers = spec.workers() as u64;
-        let gap_ns = spec
-            .rate_iops
-            .filter(|r| *r > 0)
-            .map_or(0, |r| 1_000_000_000 * workers / r);
-        let think_ns = spec.thinktime_ns.unwrap_or(0);
-        (gap_ns > 0 || think_ns > 0).then_some(Pace {
-            gap_ns,
-            think_ns,
-            next_ns: 0,
-            held: false,
-        })
-    }
 }
 
 impl<'a> Worker<'a> {
@@ -221,6 +204,7 @@ impl<'a> Worker<'a> {
             sh.fail(e);
             None
         });
+        let x = Extras::new(sh, &plan);
         Worker {
             sh,
             stop,
@@ -250,6 +234,7 @@ impl<'a> Worker<'a> {
                 reads: 0,
                 writes: 0,
                 bytes: 0,
+                read_bytes: 0,
             },
             errors: 0,
             iv: Sampler::new(spec.interval_ns, spec.ramp_ns),
@@ -263,7 +248,7 @@ impl<'a> Worker<'a> {
                 .then(|| iolab::usage::sqpoll_cpu_ns().unwrap_or(0)),
             usage_at_start: None,
             cpu: crate::cpu::WorkerCpu::start(spec.engine == iolab::engine::EngineKind::Uring),
-            pace: Pace::of(spec),
+            x,
             split: Splitter::of(spec),
             syncer,
             evict_each_pass: spec.cache == crate::spec::CacheMode::Cold && !spec.direct,
@@ -307,12 +292,14 @@ impl<'a> Worker<'a> {
                     break;
                 }
             }
-            self.queue_op(slot);
+            if !self.queue_op(slot) {
+                break;
+            }
         }
         let exhausted = !self.budget_left();
         let full = self.free.is_empty();
         // A paced worker hands over what it has when the next op must wait.
-        let held = self.pace.as_ref().is_some_and(|p| p.held);
+        let held = self.x.gate.as_ref().is_some_and(|g| g.held());
         if self.pending.is_empty()
             || !(self.pending.len() >= self.batch || full || exhausted || held)
         {
@@ -346,6 +333,7 @@ impl<'a> Worker<'a> {
                     s.submitted(&self.pending[..n], t, t1);
                 }
                 self.inflight += n;
+                self.x.depths.submitted(n, self.inflight);
                 self.pending.drain(..n);
             }
             Err(e) => {
@@ -356,55 +344,51 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Paced runs: whether the next op may be issued now (and, if so,
-    /// when the one after it may). Unpaced runs: always, with no clock read.
+    /// Paced runs: whether the next op may be issued now. Unpaced runs:
+    /// always, with no clock read.
     #[inline]
     fn released(&mut self) -> bool {
-        let Some(p) = self.pace.as_mut() else {
+        let Some(g) = self.x.gate.as_mut() else {
             return true;
         };
         let now = self.clock.now_ns();
-        if now < p.next_ns {
-            p.held = true;
-            return false;
+        if g.released(now, self.inflight + self.pending.len()) {
+            return true;
         }
-        p.held = false;
-        if p.gap_ns > 0 {
-            // Catch up after a stall by at most one op, rather than bursting.
-            p.next_ns = p.next_ns.max(now.saturating_sub(p.gap_ns)) + p.gap_ns;
+        // Nothing completes while the worker thinks: the deadline is
+        // reached by the clock, not by a completion.
+        if self.deadline.is_some_and(|d| now >= d) {
+            self.end = self.end.max(now);
         }
-        true
+        false
     }
 
-    /// Paced runs: sleeps towards the next release when nothing else is to
-    /// be done (short sleeps, so completions are still reaped promptly).
+    /// Paced runs: waits towards the next release when nothing else is to
+    /// be done.
     fn wait_for_release(&self) {
-        if let Some(p) = &self.pace {
-            if p.held {
-                let now = self.clock.now_ns();
-                let left = p.next_ns.saturating_sub(now);
-                let cap = if self.inflight > 0 {
-                    200_000
-                } else {
-                    5_000_000
-                };
-                if left > 0 {
-                    std::thread::sleep(Duration::from_nanos(left.min(cap)));
-                }
-            }
+        if let Some(g) = &self.x.gate {
+            g.wait(self.clock.now_ns(), self.inflight);
         }
     }
 
-    /// Picks the next op's file (each in turn), offset and kind and queues
-    /// it in `slot`.
+    /// The next op's file: each in turn, or as the file service says.
     #[inline]
-    fn queue_op(&mut self, slot: u32) {
+    fn next_file(&mut self) -> usize {
+        if let Some(p) = self.x.pick.as_mut() {
+            return p.file();
+        }
         let k = self.next_file;
         self.next_file = if k + 1 == self.plan.files.len() {
             0
         } else {
             k + 1
         };
+        k
+    }
+
+    /// The next offset in file `k`.
+    #[inline]
+    fn next_offset(&mut self, k: usize) -> u64 {
         let file = &mut self.plan.files[k];
         let off = file.gen.next_offset();
         if self.evict_each_pass && file.gen.pass() != file.pass_seen {
@@ -415,12 +399,58 @@ impl<'a> Worker<'a> {
             // for). Best effort, as fio's: an error leaves it cached.
             let _ = iolab::cache::drop_clean(&file.path);
         }
+        off
+    }
+
+    /// The length of an op at `off` in direction `dir` (0 read, 1 write,
+    /// 2 trim): `bs`, or drawn from the spec's sizes and kept inside the
+    /// region (a sequential one then skips the blocks it covers).
+    #[inline]
+    fn len_at(&mut self, k: usize, off: u64, dir: usize) -> u32 {
+        let Some(l) = self.x.pick.as_mut().and_then(|p| p.len(dir)) else {
+            return self.bs;
+        };
+        let bs = self.bs as u64;
+        let room = self.sh.spec.file_end().saturating_sub(off).max(bs);
+        let len = l.min(room);
+        if matches!(self.sh.spec.pattern, crate::spec::AccessPattern::Seq) {
+            for _ in 1..len.div_ceil(bs) {
+                self.plan.files[k].gen.next_offset();
+            }
+        }
+        len as u32
+    }
+
+    /// Picks the next op's file, offset, kind and length and queues it in
+    /// `slot`; a trim is made at once (its slot stays free) and returns
+    /// false, so the caller looks at the clock and the stop flag again.
+    #[inline]
+    fn queue_op(&mut self, slot: u32) -> bool {
+        let again = self.x.trims.as_mut().and_then(|t| t.take_write());
+        let (k, off) = match again {
+            Some(at) => at,
+            None => {
+                let k = self.next_file();
+                (k, self.next_offset(k))
+            }
+        };
         let rp = self.read_pct;
-        let kind = if rp == 100 || (rp > 0 && file.gen.coin() < rp) {
+        let kind = if rp == 100 || (rp > 0 && self.plan.files[k].gen.coin() < rp) {
             OpKind::Read
         } else {
             OpKind::Write
         };
+        let trim = self.x.trims.is_some() && again.is_none();
+        let dir = if trim {
+            2
+        } else {
+            (kind != OpKind::Read) as usize
+        };
+        let len = self.len_at(k, off, dir);
+        if trim {
+            self.trim(slot, k, off, len);
+            return false;
+        }
         if kind == OpKind::Write {
             // With write_once a slot is filled at its first write only (a
             // read into it later leaves other bytes there: any data will do).
@@ -429,20 +459,47 @@ impl<'a> Worker<'a> {
                 None => true,
             };
             if fresh {
-                let p = file.pattern.unwrap_or(Pattern::new(0));
-                p.fill(&mut self.eng.buf_mut(BufId(slot))[..self.bs as usize], off);
+                let p = self.plan.files[k].pattern.unwrap_or(Pattern::new(0));
+                let buf = &mut self.eng.buf_mut(BufId(slot))[..len as usize];
+                self.sh.spec.content.fill(buf, off, p);
             }
         }
         self.meta[slot as usize] = (off, kind, k as u32);
+        if let Some(l) = self.x.lens.get_mut(slot as usize) {
+            *l = len;
+        }
         self.pending.push(Op {
             tag: slot as u64,
             kind,
             file: FileId(k as u32),
             offset: off,
-            len: self.bs,
+            len,
             buf: BufId(slot),
         });
         self.issued += 1;
+        if let Some(g) = self.x.gate.as_mut() {
+            g.issued(len as u64, self.inflight + self.pending.len());
+        }
+        true
+    }
+
+    /// Trims `len` bytes at `off` of file `k` now, on this thread; `slot`
+    /// goes back to the free ones.
+    fn trim(&mut self, slot: u32, k: usize, off: u64, len: u32) {
+        self.free.push(slot);
+        self.issued += 1;
+        let t = self.x.trims.as_mut().expect("a trimming worker");
+        let r = t.trim(k, off, len as u64);
+        self.end = self.clock.now_ns();
+        if !self.measuring && self.end >= self.ramp_end {
+            self.start_measuring();
+        }
+        if let Err(e) = r {
+            self.errors += 1;
+            if self.sh.op_error(e) {
+                self.stopping = true;
+            }
+        }
     }
 
     /// Waits for completions (or says the worker is finished).
@@ -462,6 +519,13 @@ impl<'a> Worker<'a> {
         } else {
             0
         };
+        // A paced worker may have to wait for more (a pause, a rate's
+        // sleep, iodepth_low).
+        let min = self
+            .x
+            .gate
+            .as_ref()
+            .map_or(min, |g| min.max(g.must_reap(self.inflight)));
         self.done.clear();
         if let Err(e) = self.eng.reap(min, &mut self.done) {
             self.sh.fail(e.into());
@@ -477,13 +541,20 @@ impl<'a> Worker<'a> {
         self.cpu.restart();
         self.tally.hist.reset();
         let t = &mut self.tally;
-        (t.ops, t.reads, t.writes, t.bytes) = (0, 0, 0, 0);
+        (t.ops, t.reads, t.writes, t.bytes, t.read_bytes) = (0, 0, 0, 0, 0);
         if let Some(s) = self.split.as_mut() {
             s.hists.reset();
         }
         if let Some(s) = self.syncer.as_mut() {
             s.hist.reset();
         }
+        if let Some(t) = self.x.trims.as_mut() {
+            t.reset();
+        }
+        if let Some(l) = self.x.oplog.as_mut() {
+            l.clear();
+        }
+        self.x.depths = Default::default();
         self.iv.clear();
         // Ops already handed out complete in the measured phase and count.
         self.issued = (self.inflight + self.pending.len()) as u64;
@@ -496,11 +567,7 @@ impl<'a> Worker<'a> {
     /// Accounts for the completions in `done`, reaped at `t` ns.
     fn complete(&mut self, t: u64) {
         self.end = t;
-        if let Some(p) = self.pace.as_mut() {
-            if p.think_ns > 0 {
-                p.next_ns = t + p.think_ns;
-            }
-        }
+        self.x.completed(t, &self.done, &self.started);
         if !self.measuring && t >= self.ramp_end {
             self.start_measuring();
         }
@@ -530,13 +597,33 @@ impl<'a> Worker<'a> {
             }
             if self.meta[slot].1 == OpKind::Read {
                 tl.reads += 1;
+                tl.read_bytes += n as u64;
             } else {
                 tl.writes += 1;
                 if let Some(s) = self.syncer.as_mut() {
                     s.wrote(self.meta[slot].2 as usize);
                 }
             }
+            if self.x.oplog.is_some() {
+                self.log_op(slot, t, lat, n);
+            }
             self.iv.record(lat, n as u64);
+        }
+    }
+
+    /// Logs the op in `slot`, completed at `t` after `lat` ns, `n` bytes.
+    fn log_op(&mut self, slot: usize, t: u64, lat: u64, n: u32) {
+        let (offset, kind, _) = self.meta[slot];
+        let slat_ns = self.split.as_ref().map_or(0, |s| s.slat_of(slot));
+        if let Some(l) = self.x.oplog.as_mut() {
+            l.push(crate::oplog::OpRecord {
+                t_ns: t.saturating_sub(self.ramp_end),
+                lat_ns: lat,
+                slat_ns,
+                dir: (kind != OpKind::Read) as u8,
+                len: n,
+                offset,
+            });
         }
     }
 
@@ -550,7 +637,8 @@ impl<'a> Worker<'a> {
         } else {
             "write"
         };
-        let (path, len) = (&file.path, self.bs);
+        let len = self.x.lens.get(d.tag as usize).copied().unwrap_or(self.bs);
+        let path = &file.path;
         let n = d.res.map_err(|errno| BenchError::OpFailed {
             kind: kname,
             path: path.clone(),
@@ -596,7 +684,7 @@ impl<'a> Worker<'a> {
                 s.hists.reset();
             }
             let t = &mut self.tally;
-            (t.ops, t.reads, t.writes, t.bytes) = (0, 0, 0, 0);
+            (t.ops, t.reads, t.writes, t.bytes, t.read_bytes) = (0, 0, 0, 0, 0);
         }
         // Read before the engine (and so its SQPOLL thread) goes away.
         let sqpoll_ns = self
@@ -619,6 +707,11 @@ impl<'a> Worker<'a> {
             usage_at_start: self.usage_at_start,
             split: self.split.map(|s| s.hists),
             syncs: self.syncer.map(|s| s.hist),
+            read_bytes: self.tally.read_bytes,
+            trims: self.x.trims.map(|t| (t.hist, t.ops, t.bytes)),
+            depths: self.x.depths,
+            latency_depth: self.x.gate.as_ref().and_then(|g| g.depth()),
+            oplog: self.x.oplog,
         }
     }
 }
