@@ -692,14 +692,23 @@ mod tests {
                 assert_eq!(decide(&s, &q).choice, Choice::Pread, "{s:?}");
             }
         }
-        // Large reads without a profile: pread, with the kernel's read-ahead.
+        // Large reads of uncached data without a profile: O_DIRECT (the
+        // built-in defaults read cold data as the train half's machine
+        // did fastest); the thesis's profile leaves them to the kernel.
         let s = Situation {
             len: 8 << 20,
             file_len: 64 * G,
             ..base()
         };
-        assert_eq!(decide(&s, &Profile::builtin()).choice, Choice::Pread);
+        assert_eq!(decide(&s, &Profile::builtin()).choice, Choice::Direct);
         assert!(!decide(&s, &Profile::builtin()).reason.is_empty());
+        assert_eq!(
+            decide(&s, &Profile::thesis_defaults()).choice,
+            Choice::Pread
+        );
+        // ... but never data that is cached.
+        let warm = Situation { resident: 1.0, ..s };
+        assert_eq!(decide(&warm, &Profile::builtin()).choice, Choice::Pread);
     }
 
     #[test]
