@@ -11,7 +11,8 @@
 #        ONLY="sqlite-index dbm-lookups" (some traces), PROFILE=FILE (default:
 #        WORKDIR/profile.json, made by `iolab tune --quick` when missing),
 #        REPORT=FILE (default docs/results/corpus-replay.md; "-" prints it),
-#        IOLAB=path/to/iolab (default: build this checkout's release binary).
+#        IOLAB=path/to/iolab (default: build this checkout's release binary),
+#        READERS=LIST (default: every reader; the report names a shorter list).
 #
 # Every reader replays the same trace on the same files in each round, in
 # an order that rotates each round; the page cache is set (evicted or read
@@ -31,7 +32,8 @@ if [ ! -f "$profile" ]; then
   mkdir -p "$work/tune"
   "$iolab" tune --dir "$work/tune" --quick --out "$profile" >&2
 fi
-readers=stream,buffered:4k,buffered:4m,mapped,direct,uring:32,thesis,pread,auto,auto:builtin
+all_readers=stream,buffered:4k,buffered:4m,mapped,direct,uring:32,thesis,pread,auto,auto:builtin
+readers=${READERS:-$all_readers}
 stamp=$(date +%Y%m%d-%H%M%S)
 jsonl=$work/replay-$stamp.jsonl
 half=${HALF:-all}
@@ -47,7 +49,7 @@ while IFS=$'\t' read -r name h _; do
   done
 done < "$work/corpus/MANIFEST.tsv"
 report=${REPORT:-$ROOT/docs/results/corpus-replay.md}
-cmd="scripts/corpus-replay.sh WORKDIR $rounds (HALF=$half CACHES=\"${CACHES:-cold warm}\"${ONLY:+ ONLY=\"$ONLY\"})"
+cmd="scripts/corpus-replay.sh WORKDIR $rounds (HALF=$half CACHES=\"${CACHES:-cold warm}\"${ONLY:+ ONLY=\"$ONLY\"}${READERS:+ READERS=$READERS})"
 if [ "$report" = - ]; then
   python3 "$ROOT/scripts/corpus-report.py" "$work/corpus/MANIFEST.tsv" "$jsonl" "$cmd"
 else

@@ -88,6 +88,11 @@ def load(manifest, jsonl):
     return halves, what, runs, notes
 
 
+def fixed_readers(runs):
+    names = sorted({n for rd in runs.values() for n in rd if n not in ADAPTIVE})
+    return ", ".join(f"`{n}`" for n in names)
+
+
 def ratios(readers, a, b):
     ra, rb = readers[a], readers[b]
     return [ra[k] / rb[k] for k in sorted(ra) if k in rb and rb[k] > 0]
@@ -145,9 +150,10 @@ def main():
            f"- command: `{command}`",
            f"- commit: {commit()}",
            f"- machine: {machine()} (shared with other builds: medians of alternating rounds)",
-           f"- records: `{os.path.basename(jsonl)}`", "",
+           f"- records: `{os.path.basename(jsonl)}`",
+           f"- fixed readers replayed: {fixed_readers(runs)}", "",
            "A ratio is the median over the rounds of the per-round ratio auto ÷ the fixed reader "
-           "with the best median on that trace (every reader but auto; thesis included), with the "
+           "with the best median on that trace (every fixed reader replayed; thesis included), with the "
            "95 % interval of that median. Marks: ¹ above 1.05, ** above 1.10. "
            "Tuned: the profile of `iolab tune --quick`; built-in: no profile."]
     for half in ("train", "test"):
