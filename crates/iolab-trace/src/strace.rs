@@ -499,6 +499,8 @@ impl<'a> Converter<'a> {
 
     /// Applies one call to the descriptor tables and the trace; the
     /// larger cases each have their own method.
+    // Long on purpose: one arm per system call, the table of what each
+    // does to the descriptors read in one place.
     fn run(&mut self, c: Call) -> Result<(), TraceError> {
         let args_text = c.args.clone();
         let args = split_args(&args_text);
@@ -796,6 +798,8 @@ fn split_call(
 }
 
 /// Parses an strace log.
+// Long on purpose: one pass over the lines whose state (unfinished calls,
+// the clock across midnight) lives in this loop's locals.
 pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
     let mut cv = Converter {
         name,
