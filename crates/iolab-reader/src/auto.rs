@@ -337,6 +337,7 @@ impl Auto {
             range_cached: None,
             available: st.available.load(Relaxed),
             batch,
+            requests: n_before(st),
         }
     }
 
@@ -678,16 +679,13 @@ mod tests {
         let r = Reader::open(&path, Options::new(Technique::Auto)).unwrap();
         let mut buf = vec![0u8; 4096];
         // The same block again and again: re-reads of a file that fits,
-        // which the policy sends to the mapping once it is worth making.
-        for _ in 0..super::FIRST_SAMPLE {
+        // which the policy sends to the mapping once the file has had more
+        // requests than it has pages (256).
+        for _ in 0..256 {
             r.read_exact_at(8192, &mut buf).unwrap();
             assert_eq!(&buf[..], &data[8192..8192 + 4096]);
         }
-        assert!(
-            !mapped_here(&path),
-            "mapped after {} reads",
-            super::FIRST_SAMPLE
-        );
+        assert!(!mapped_here(&path), "mapped after 256 reads of 256 pages");
         for _ in 0..4 {
             r.read_exact_at(8192, &mut buf).unwrap();
             assert_eq!(&buf[..], &data[8192..8192 + 4096]);
@@ -725,6 +723,7 @@ mod tests {
             range_cached: None,
             available: 1 << 30,
             batch: 1,
+            requests: 2,
         };
         assert_eq!(policy::decide(&s, &p).choice, Choice::Ahead);
         let opts = Options::new(Technique::Auto)

@@ -206,6 +206,7 @@ fn auto_advice(f: &FileStats, h: &Hints, req: usize, available: u64) -> Advice {
         range_cached: None,
         available,
         batch: 1,
+        requests: f.reads,
     };
     let d = policy::decide(&s, &p);
     let ahead = if policy::read_ahead_whole(&s, &p).is_some() {
