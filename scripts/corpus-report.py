@@ -76,16 +76,19 @@ def load(manifest, jsonl):
     # (trace, cache) -> reader -> {round: seconds}; the last session of a
     # trace and cache state wins (a rerun replaces it).
     runs = defaultdict(dict)
+    cpu = defaultdict(dict)
     notes = defaultdict(list)
     for line in open(jsonl):
         r = json.loads(line)
         name = os.path.basename(r["trace"]).rsplit(".", 1)[0]
         key = (name, r["cache"])
         runs[key][r["reader"]] = {x["round"]: x["wall_ns"] / 1e9 for x in r["runs"]}
+        cpu[key][r["reader"]] = {x["round"]: (x.get("user_ns", 0) + x.get("sys_ns", 0)) / 1e9
+                                 for x in r["runs"]}
         fell = [x.get("fell_back", 0) for x in r["runs"]]
         if r["reader"] in ADAPTIVE and any(fell):
             notes[key].append((r["reader"], statistics.median(fell), r.get("switches", [])))
-    return halves, what, runs, notes
+    return halves, what, runs, cpu, notes
 
 
 def fixed_readers(runs):
@@ -110,13 +113,22 @@ def fmt(v):
     return f"{m:.3f} [{lo:.2f}–{hi:.2f}]{mark}"
 
 
-def half_table(half, halves, what, runs, out):
+def cpu_cell(rc, best):
+    """Median per-round ratio of CPU time (user + system), tuned / built-in."""
+    cells = []
+    for a in ADAPTIVE:
+        v = ratios(rc, a, best) if a in rc else []
+        cells.append(f"{statistics.median(v):.2f}" if v else "–")
+    return " / ".join(cells)
+
+
+def half_table(half, halves, what, runs, cpu, out):
     keys = sorted(k for k in runs if halves.get(k[0]) == half)
     if not keys:
         return
     out.append(f"\n## {half} half\n")
-    out.append("| trace | shape | cache | best fixed | its median | auto ÷ best (tuned) | auto ÷ best (built-in) | rounds |")
-    out.append("|---|---|---|---|---|---|---|---|")
+    out.append("| trace | shape | cache | best fixed | its median | auto ÷ best (tuned) | auto ÷ best (built-in) | CPU time ÷ best's (tuned / built-in) | rounds |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
     for name, cache in keys:
         rd = runs[(name, cache)]
         best, fixed = best_fixed(rd)
@@ -124,7 +136,8 @@ def half_table(half, halves, what, runs, out):
         for a in ADAPTIVE:
             cells.append(fmt(ratios(rd, a, best)) if a in rd else "–")
         n = min(len(v) for v in rd.values())
-        out.append(f"| {name} | {what[name][0]} | {cache} | {best} | {fixed[best]*1e3:.1f} ms | {cells[0]} | {cells[1]} | {n} |")
+        out.append(f"| {name} | {what[name][0]} | {cache} | {best} | {fixed[best]*1e3:.1f} ms | {cells[0]} | {cells[1]} "
+                   f"| {cpu_cell(cpu[(name, cache)], best)} | {n} |")
     out.append("")
     out.append("| cache | geomean auto ÷ per-trace best (tuned / built-in) | best single fixed reader | geomean auto ÷ it (tuned / built-in) |")
     out.append("|---|---|---|---|")
@@ -145,7 +158,7 @@ def half_table(half, halves, what, runs, out):
 
 def main():
     manifest, jsonl, command = sys.argv[1:4]
-    halves, what, runs, notes = load(manifest, jsonl)
+    halves, what, runs, cpu, notes = load(manifest, jsonl)
     out = ["# Auto on the trace corpus", "",
            f"- command: `{command}`",
            f"- commit: {commit()}",
@@ -154,10 +167,13 @@ def main():
            f"- fixed readers replayed: {fixed_readers(runs)}", "",
            "A ratio is the median over the rounds of the per-round ratio auto ÷ the fixed reader "
            "with the best median on that trace (every fixed reader replayed; thesis included), with the "
-           "95 % interval of that median. Marks: ¹ above 1.05, ** above 1.10. "
+           "95 % interval of that median. Marks: ¹ above 1.05, ** above 1.10. The CPU column is "
+           "the same ratio of CPU time (user + system): on a machine shared with other work a "
+           "replay of cached data waits for a CPU more than it reads, and CPU time shows what "
+           "Auto itself costs. "
            "Tuned: the profile of `iolab tune --quick`; built-in: no profile."]
     for half in ("train", "test"):
-        half_table(half, halves, what, runs, out)
+        half_table(half, halves, what, runs, cpu, out)
     if notes:
         out.append("\n## Where the run-time guard fell back to pread\n")
         out.append("Open files on which the guard fell back (median over the rounds), and some of the switches of the last round.\n")
