@@ -19,8 +19,8 @@ const W: u32 = 860;
 const H: u32 = 480;
 const LEGEND_W: u32 = 200;
 
-/// Palette: dark to light, each hue a different grey level.
-/// Twelve, so a figure of every reader (ten) repeats none.
+/// Palette: the first eight dark to light, each hue a different grey level;
+/// twelve in all, so a figure of every reader (ten) repeats none.
 const PALETTE: [RGBColor; 12] = [
     RGBColor(0x1b, 0x2a, 0x6b),
     RGBColor(0xe6, 0x9f, 0x00),
