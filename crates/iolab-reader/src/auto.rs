@@ -83,6 +83,8 @@ struct State {
     stream_end: AtomicU64,
     /// Requests that continued a stream.
     streamed: AtomicU64,
+    /// Bytes of the current stream (see [`Situation::stream_bytes`]).
+    stream_bytes: AtomicU64,
     /// The stream's window the range probe last found uncached.
     probed_from: AtomicU64,
     probed_to: AtomicU64,
@@ -205,6 +207,7 @@ impl Auto {
             run: AtomicU32::new(0),
             stream_end: AtomicU64::new(u64::MAX),
             streamed: AtomicU64::new(0),
+            stream_bytes: AtomicU64::new(0),
             probed_from: AtomicU64::new(0),
             probed_to: AtomicU64::new(0),
             chunk_shift,
@@ -300,7 +303,19 @@ impl Auto {
             st.run.store(0, Relaxed);
             0
         };
-        let sequential = run >= 2 || (len > 0 && st.stream_end.load(Relaxed) == off);
+        let continues = len > 0 && st.stream_end.load(Relaxed) == off;
+        let sequential = run >= 2 || continues;
+        // Bytes of the stream so far: a stream found by a run of requests
+        // in a row starts with the run's bytes.
+        let stream_bytes = if continues {
+            st.stream_bytes.fetch_add(len as u64, Relaxed) + len as u64
+        } else if sequential {
+            let b = len as u64 * (run as u64 + 1);
+            st.stream_bytes.store(b, Relaxed);
+            b
+        } else {
+            0
+        };
         if sequential {
             st.stream_end.store(end, Relaxed);
             st.streamed.fetch_add(1, Relaxed);
@@ -338,6 +353,7 @@ impl Auto {
             available: st.available.load(Relaxed),
             batch,
             requests: n_before(st),
+            stream_bytes,
         }
     }
 
@@ -724,6 +740,7 @@ mod tests {
             available: 1 << 30,
             batch: 1,
             requests: 2,
+            stream_bytes: policy::AHEAD_MIN_STREAM,
         };
         assert_eq!(policy::decide(&s, &p).choice, Choice::Ahead);
         let opts = Options::new(Technique::Auto)

@@ -41,6 +41,9 @@ pub struct Situation {
     pub batch: usize,
     /// Requests of the file before this one.
     pub requests: u64,
+    /// Bytes read in order in the stream this request continues, this
+    /// one included (0 when it continues none).
+    pub stream_bytes: u64,
 }
 
 /// A way to read one request.
@@ -179,8 +182,21 @@ fn cached(s: &Situation) -> bool {
 /// idle in between. Re-reads do not count against it: reads in order of
 /// 10 KiB touch the same 1 MiB region many times.
 fn ahead_pays(s: &Situation, p: &Profile) -> bool {
-    s.sequential && stream_uncached(s) && p.seq_direct && s.file_len >= AHEAD_MIN_FILE
+    s.sequential
+        && s.stream_bytes >= AHEAD_MIN_STREAM
+        && stream_uncached(s)
+        && p.seq_direct
+        && s.file_len >= AHEAD_MIN_FILE
 }
+
+/// Bytes a stream must have read in order before [`ahead_pays`]: the
+/// O_DIRECT stream keeps `whole.depth` pieces of `whole.block` in flight
+/// (up to 32 MiB), so a run of three small reads that happens to be in
+/// order (a record's header and body, then a jump) would have it read
+/// tens of MiB for a few KiB, unseen by the guard (the pieces arrive
+/// in the background). The kernel's read-ahead serves the first MiB of a
+/// real stream about as well.
+pub const AHEAD_MIN_STREAM: u64 = 1 << 20;
 
 /// Whether [`decide`] would bypass the page cache for this request (so
 /// `Auto` probes the range first and decides again with
@@ -503,6 +519,8 @@ mod tests {
             available: 8 * G,
             batch: 1,
             requests: 0,
+            // Long enough for the O_DIRECT stream, where it is sequential.
+            stream_bytes: AHEAD_MIN_STREAM,
         }
     }
 
@@ -692,6 +710,26 @@ mod tests {
         for (s, want) in cases {
             assert_eq!(decide(&s, &p).choice, want, "{s:?}");
         }
+    }
+
+    #[test]
+    fn a_short_run_in_order_does_not_start_the_o_direct_stream() {
+        // Three 2 KiB reads in a row of a cold 256 MiB file: the stream
+        // would read 32 MiB ahead for them.
+        let p = Profile::builtin();
+        let run = Situation {
+            len: 2048,
+            file_len: 256 << 20,
+            sequential: true,
+            stream_bytes: 3 * 2048,
+            ..base()
+        };
+        assert_ne!(decide(&run, &p).choice, Choice::Ahead);
+        let long = Situation {
+            stream_bytes: AHEAD_MIN_STREAM,
+            ..run
+        };
+        assert_eq!(decide(&long, &p).choice, Choice::Ahead);
     }
 
     #[test]

@@ -207,6 +207,11 @@ fn auto_advice(f: &FileStats, h: &Hints, req: usize, available: u64) -> Advice {
         available,
         batch: 1,
         requests: f.reads,
+        stream_bytes: if f.sequential_fraction >= 0.5 {
+            f.size
+        } else {
+            0
+        },
     };
     let d = policy::decide(&s, &p);
     let ahead = if policy::read_ahead_whole(&s, &p).is_some() {
