@@ -288,13 +288,11 @@ impl Auto {
         self.st.available.store(self.available_now(), Relaxed);
     }
 
-    /// Updates what this reader has seen with one request and describes it.
-    fn observe(&self, off: u64, len: usize, batch: usize) -> Situation {
+    /// Whether a request continues a stream (a run of requests in a row,
+    /// or the end of the last stream), and the stream's bytes so far: a
+    /// stream found by a run starts with the run's bytes.
+    fn stream(&self, off: u64, len: usize) -> (bool, u64) {
         let st = &self.st;
-        let n = st.requests.fetch_add(1, Relaxed);
-        if n == FIRST_SAMPLE || n > 0 && n.is_multiple_of(st.refresh_every) {
-            self.refresh();
-        }
         let end = off.saturating_add(len as u64);
         let prev = st.last_end.swap(end, Relaxed);
         let run = if prev == off {
@@ -305,8 +303,6 @@ impl Auto {
         };
         let continues = len > 0 && st.stream_end.load(Relaxed) == off;
         let sequential = run >= 2 || continues;
-        // Bytes of the stream so far: a stream found by a run of requests
-        // in a row starts with the run's bytes.
         let stream_bytes = if continues {
             st.stream_bytes.fetch_add(len as u64, Relaxed) + len as u64
         } else if sequential {
@@ -320,6 +316,18 @@ impl Auto {
             st.stream_end.store(end, Relaxed);
             st.streamed.fetch_add(1, Relaxed);
         }
+        (sequential, stream_bytes)
+    }
+
+    /// Updates what this reader has seen with one request and describes it.
+    fn observe(&self, off: u64, len: usize, batch: usize) -> Situation {
+        let st = &self.st;
+        let n = st.requests.fetch_add(1, Relaxed);
+        if n == FIRST_SAMPLE || n > 0 && n.is_multiple_of(st.refresh_every) {
+            self.refresh();
+        }
+        let end = off.saturating_add(len as u64);
+        let (sequential, stream_bytes) = self.stream(off, len);
         // The fraction read *before* this request: counting it would make
         // the first read of a small file look like "most of the file".
         let regions_read = st.touched_n.load(Relaxed);

@@ -246,6 +246,38 @@ pub fn decide(s: &Situation, p: &Profile) -> Decision {
     )
 }
 
+/// [`small_request`]'s rules for a request that continues a stream.
+fn small_sequential(s: &Situation, p: &Profile, cached: bool) -> Decision {
+    if cached && p.mmap_small_warm && s.len <= MAPPED_SEQ_MAX {
+        return d(
+            Choice::Mapped,
+            "small sequential reads of a cached file: copy from the mapping",
+        );
+    }
+    // A block cache would read the whole block again from its start
+    // (a file's tail after 96 KiB reads: all of the file once more).
+    if cached || s.offset.saturating_add(s.len as u64) >= s.file_len {
+        return d(
+            Choice::Pread,
+            "small sequential read of cached data, or the file's last piece: one pread",
+        );
+    }
+    // The kernel's read-ahead follows a stream as well as a block cache
+    // does, without a second copy: 4 KiB pages of a table scan took 10
+    // to 15 % longer through 4 MiB blocks. Blocks only pay for requests
+    // so small that a system call each costs more than the copy.
+    if s.len < BLOCKS_BELOW {
+        return d(
+            Choice::Buffered { block: p.seq_block },
+            "tiny sequential reads of uncached data: whole blocks, one system call per block",
+        );
+    }
+    d(
+        Choice::Pread,
+        "small sequential reads of uncached data: pread with the kernel's read-ahead",
+    )
+}
+
 /// The rules for a small request (at most the profile's `small_max`), in
 /// order: sequential ones by blocks (or the mapping when cached), random
 /// ones of cached data by one pread (the mapping once the file's pages
@@ -256,34 +288,7 @@ pub fn decide(s: &Situation, p: &Profile) -> Decision {
 fn small_request(s: &Situation, p: &Profile) -> Decision {
     let cached = cached(s);
     if s.sequential {
-        if cached && p.mmap_small_warm && s.len <= MAPPED_SEQ_MAX {
-            return d(
-                Choice::Mapped,
-                "small sequential reads of a cached file: copy from the mapping",
-            );
-        }
-        // A block cache would read the whole block again from its start
-        // (a file's tail after 96 KiB reads: all of the file once more).
-        if cached || s.offset.saturating_add(s.len as u64) >= s.file_len {
-            return d(
-                Choice::Pread,
-                "small sequential read of cached data, or the file's last piece: one pread",
-            );
-        }
-        // The kernel's read-ahead follows a stream as well as a block cache
-        // does, without a second copy: 4 KiB pages of a table scan took 10
-        // to 15 % longer through 4 MiB blocks. Blocks only pay for requests
-        // so small that a system call each costs more than the copy.
-        if s.len < BLOCKS_BELOW {
-            return d(
-                Choice::Buffered { block: p.seq_block },
-                "tiny sequential reads of uncached data: whole blocks, one system call per block",
-            );
-        }
-        return d(
-            Choice::Pread,
-            "small sequential reads of uncached data: pread with the kernel's read-ahead",
-        );
+        return small_sequential(s, p, cached);
     }
     // The mapping for random reads of cached data only once the file has
     // had more requests than it has pages: the tuner measures a mapping
