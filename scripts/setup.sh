@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
 # Installs what iolab's tests and comparison scripts need on a fresh Debian
 # machine. Safe to run again: it only installs what is missing.
+#   bash scripts/setup.sh            what the tests need (CI runs this)
+#   bash scripts/setup.sh --corpus   and the programs scripts/record-corpus.sh records
 set -euo pipefail
 need=()
+if [ "${1:-}" = --corpus ]; then
+  # The trace corpus: a compressor, a paced stream, a compiler, SQLite's
+  # shell, python3 (the rest: tar, grep, find, sh come with Debian).
+  for p in zstd pv gcc sqlite3 python3; do
+    command -v "$p" >/dev/null 2>&1 || need+=("$p")
+  done
+fi
 command -v fio >/dev/null 2>&1 || need+=(fio)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 # scripts/vs-cat.sh times runs with bc; the reader's run tests compile a C reference.

@@ -19,8 +19,9 @@ const W: u32 = 860;
 const H: u32 = 480;
 const LEGEND_W: u32 = 200;
 
-/// Palette: dark to light, each hue a different grey level.
-const PALETTE: [RGBColor; 8] = [
+/// Palette: the first eight dark to light, each hue a different grey level;
+/// twelve in all, so a figure of every reader (ten) repeats none.
+const PALETTE: [RGBColor; 12] = [
     RGBColor(0x1b, 0x2a, 0x6b),
     RGBColor(0xe6, 0x9f, 0x00),
     RGBColor(0x00, 0x9e, 0x73),
@@ -29,6 +30,10 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(0x7a, 0x1f, 0x5c),
     RGBColor(0xb0, 0xb0, 0xb0),
     RGBColor(0x33, 0x33, 0x33),
+    RGBColor(0xcc, 0x79, 0xa7),
+    RGBColor(0xf0, 0xe4, 0x42),
+    RGBColor(0x8c, 0x51, 0x0a),
+    RGBColor(0x66, 0xa6, 0x1e),
 ];
 
 /// The colour of series `i`.

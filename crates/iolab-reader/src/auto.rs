@@ -27,6 +27,7 @@
 
 use super::buffered::Buffered;
 use super::direct::{Direct, DirectAhead};
+use super::guard::{Arm, Guard, Switch};
 use super::many::ReadReq;
 use super::mapped::Mapped;
 use super::policy::{self, Choice, Situation};
@@ -76,6 +77,17 @@ fn warn_device_once(profile: &Profile, src: &Src) {
 struct State {
     last_end: AtomicU64,
     run: AtomicU32,
+    /// End of the last request that continued a sequential run: a request
+    /// there continues the stream even after reads elsewhere came between
+    /// (a database's table scan reads an interior page now and then).
+    stream_end: AtomicU64,
+    /// Requests that continued a stream.
+    streamed: AtomicU64,
+    /// Bytes of the current stream (see [`Situation::stream_bytes`]).
+    stream_bytes: AtomicU64,
+    /// The stream's window the range probe last found uncached.
+    probed_from: AtomicU64,
+    probed_to: AtomicU64,
     chunk_shift: u32,
     touched: Vec<AtomicU64>,
     touched_n: AtomicU64,
@@ -91,6 +103,20 @@ struct State {
     waited_ns: AtomicU64,
     /// Residency was sampled at least once.
     sampled: AtomicBool,
+}
+
+/// Residency assumed before the first sample: for a file no larger than
+/// what the read-ahead across a directory asks for of each file, whether
+/// its first page was cached at open (`cachestat`, no I/O): such a file is
+/// cached whole or not at all. A larger one counts as not cached (its
+/// first page may be all a sibling's read-ahead brought in); choices that
+/// bypass the cache probe their range first anyway.
+fn first_guess(first_page_cached: Option<bool>, len: u64) -> f64 {
+    if first_page_cached == Some(true) && len <= policy::SIBLING_BYTES {
+        1.0
+    } else {
+        0.0
+    }
 }
 
 /// `MemAvailable`, read from /proc/meminfo at most every 100 ms by the
@@ -112,8 +138,40 @@ fn available_recent() -> Option<u64> {
     }
     let v = super::mem_available()?;
     VALUE.store(v, Relaxed);
+    LAST_AVAILABLE.store(v, Relaxed);
     STAMP_MS.store(now_ms, Relaxed);
     Some(v)
+}
+
+/// The last `MemAvailable` [`available_recent`] read (0 before the first).
+static LAST_AVAILABLE: AtomicU64 = AtomicU64::new(0);
+
+/// Runs of 16 pages a residency sample looks at.
+const RESIDENCY_WINDOWS: usize = 32;
+
+/// The fraction of `src`'s pages in the page cache, from `cachestat(2)`
+/// of [`RESIDENCY_WINDOWS`] evenly spaced runs of 16 pages (of all of it
+/// when it has no more pages than that); None without cachestat. The
+/// page cache costs about 0.1 µs per page to walk here, with mincore or
+/// cachestat alike: all of a 210 MiB database took 5 ms, a third of a
+/// replay of 6,900 look-ups from a warm cache.
+fn sampled_residency(src: &Src) -> Option<f64> {
+    const RUN: u64 = 16 * 4096;
+    let pages = src.len.div_ceil(4096);
+    if pages == 0 {
+        return Some(1.0);
+    }
+    let windows = RESIDENCY_WINDOWS as u64;
+    if pages <= windows * 16 {
+        let n = iolab::kernel::fs::cached_pages(&src.file, 0, src.len)?;
+        return Some(n as f64 / pages as f64);
+    }
+    let step = src.len / windows;
+    let mut cached = 0;
+    for w in 0..windows {
+        cached += iolab::kernel::fs::cached_pages(&src.file, w * step / 4096 * 4096, RUN)?;
+    }
+    Some(cached as f64 / (windows * 16) as f64)
 }
 
 /// The adaptive technique.
@@ -131,6 +189,7 @@ pub(crate) struct Auto {
     budget: Option<u64>,
     trace: bool,
     st: State,
+    guard: Guard,
 }
 
 impl Auto {
@@ -140,12 +199,17 @@ impl Auto {
             .clone()
             .unwrap_or_else(super::profile::process_profile);
         warn_device_once(&profile, &src);
-        super::siblings::opened(&src.path, &src.file, trace_policy());
+        let first = super::siblings::opened(&src.path, &src.file, trace_policy());
         let (chunk_shift, chunks) = policy::regions(src.len);
         let pages = src.len / 4096 + 1;
         let st = State {
             last_end: AtomicU64::new(u64::MAX),
             run: AtomicU32::new(0),
+            stream_end: AtomicU64::new(u64::MAX),
+            streamed: AtomicU64::new(0),
+            stream_bytes: AtomicU64::new(0),
+            probed_from: AtomicU64::new(0),
+            probed_to: AtomicU64::new(0),
             chunk_shift,
             touched: (0..chunks.div_ceil(64))
                 .map(|_| AtomicU64::new(0))
@@ -159,7 +223,7 @@ impl Auto {
             // the file's pages in requests, so its cost per request stays
             // a few pages' worth.
             refresh_every: (pages / 4).clamp(64, 1 << 20),
-            resident: AtomicU64::new(0f64.to_bits()),
+            resident: AtomicU64::new(first_guess(first, src.len).to_bits()),
             available: AtomicU64::new(0),
             read_ahead: AtomicBool::new(false),
             waited_ns: AtomicU64::new(0),
@@ -178,8 +242,9 @@ impl Auto {
             profile,
             src,
             st,
+            guard: Guard::default(),
         };
-        let avail = a.available_now();
+        let avail = a.available_at_open();
         a.st.available.store(avail, Relaxed);
         let fits = (a.src.len as f64) <= avail as f64 * a.profile.fit_fraction;
         if !fits {
@@ -192,6 +257,17 @@ impl Auto {
         self.budget.or_else(available_recent).unwrap_or(u64::MAX)
     }
 
+    /// Available memory for the open's decision whether the file fits: the
+    /// last value read when the file is a small share of it (no clock
+    /// read, no /proc/meminfo: most files a program opens are small).
+    fn available_at_open(&self) -> u64 {
+        let last = LAST_AVAILABLE.load(Relaxed);
+        if self.budget.is_none() && last > 0 && self.src.len < last / 64 {
+            return last;
+        }
+        self.available_now()
+    }
+
     /// The mapping, made the first time it is asked for.
     fn mapped(&self) -> Option<&Mapped> {
         // A file too large to map on this machine is simply never mapped.
@@ -200,22 +276,47 @@ impl Auto {
             .as_ref()
     }
 
+    /// Samples the file's residency (see [`sampled_residency`]).
     fn refresh(&self) {
-        let r = match self.mapped() {
-            Some(m) => m.mapping().and_then(|m| m.residency().ok()).map(|(r, t)| {
-                if t == 0 {
-                    1.0
-                } else {
-                    r as f64 / t as f64
-                }
-            }),
-            None => iolab::cache::residency(&self.src.path, self.src.len)
+        let r = sampled_residency(&self.src).or_else(|| {
+            iolab::cache::residency_sampled(&self.src.path, self.src.len, RESIDENCY_WINDOWS)
                 .ok()
-                .map(|r| r.fraction()),
-        };
+                .map(|r| r.fraction())
+        });
         self.st.resident.store(r.unwrap_or(0.0).to_bits(), Relaxed);
         self.st.sampled.store(true, Relaxed);
         self.st.available.store(self.available_now(), Relaxed);
+    }
+
+    /// Whether a request continues a stream (a run of requests in a row,
+    /// or the end of the last stream), and the stream's bytes so far: a
+    /// stream found by a run starts with the run's bytes.
+    fn stream(&self, off: u64, len: usize) -> (bool, u64) {
+        let st = &self.st;
+        let end = off.saturating_add(len as u64);
+        let prev = st.last_end.swap(end, Relaxed);
+        let run = if prev == off {
+            st.run.fetch_add(1, Relaxed) + 1
+        } else {
+            st.run.store(0, Relaxed);
+            0
+        };
+        let continues = len > 0 && st.stream_end.load(Relaxed) == off;
+        let sequential = run >= 2 || continues;
+        let stream_bytes = if continues {
+            st.stream_bytes.fetch_add(len as u64, Relaxed) + len as u64
+        } else if sequential {
+            let b = len as u64 * (run as u64 + 1);
+            st.stream_bytes.store(b, Relaxed);
+            b
+        } else {
+            0
+        };
+        if sequential {
+            st.stream_end.store(end, Relaxed);
+            st.streamed.fetch_add(1, Relaxed);
+        }
+        (sequential, stream_bytes)
     }
 
     /// Updates what this reader has seen with one request and describes it.
@@ -226,13 +327,7 @@ impl Auto {
             self.refresh();
         }
         let end = off.saturating_add(len as u64);
-        let prev = st.last_end.swap(end, Relaxed);
-        let run = if prev == off {
-            st.run.fetch_add(1, Relaxed) + 1
-        } else {
-            st.run.store(0, Relaxed);
-            0
-        };
+        let (sequential, stream_bytes) = self.stream(off, len);
         // The fraction read *before* this request: counting it would make
         // the first read of a small file look like "most of the file".
         let regions_read = st.touched_n.load(Relaxed);
@@ -256,14 +351,17 @@ impl Auto {
             len,
             offset: off,
             file_len: self.src.len,
-            sequential: run >= 2,
+            sequential,
             fraction_read,
             regions_read,
             waited_ns: st.waited_ns.load(Relaxed),
             reread,
             resident: f64::from_bits(st.resident.load(Relaxed)),
+            range_cached: None,
             available: st.available.load(Relaxed),
             batch,
+            requests: n_before(st),
+            stream_bytes,
         }
     }
 
@@ -276,6 +374,12 @@ impl Auto {
         // like half of it (20 threads each read libc ahead in a replay of
         // python's imports, and waited for it).
         if self.st.read_ahead.load(Relaxed) || n_before(&self.st) < FIRST_SAMPLE {
+            return;
+        }
+        // Nor for a file read mostly in order: its stream reads it (a
+        // table scan's few interior pages wait behind the stream's reads,
+        // and looked like random reads that had waited long).
+        if self.st.streamed.load(Relaxed) * 2 >= n_before(&self.st) {
             return;
         }
         let Some(why) = policy::read_ahead_whole(s, &self.profile) else {
@@ -321,19 +425,25 @@ impl Auto {
         self.refresh();
     }
 
-    fn choose(&self, off: u64, len: usize, batch: usize, before: Option<&Before>) -> Choice {
+    /// The way to read one request, and whether it continues a stream
+    /// (`before`: a batch's requests are judged on what was read before it).
+    fn choose(
+        &self,
+        off: u64,
+        len: usize,
+        batch: usize,
+        before: Option<&Before>,
+    ) -> (Choice, bool) {
         let mut s = self.observe(off, len, batch);
         if let Some(b) = before {
             b.apply(&mut s, off, len, &self.st);
         }
         self.read_ahead_whole(&s);
         let mut d = policy::decide(&s, &self.profile);
-        // Reading ahead with O_DIRECT bypasses the cache: know first
-        // whether the file is cached (a file that fits is otherwise
-        // sampled only from its FIRST_SAMPLE-th request).
-        if d.choice == Choice::Ahead && !self.st.sampled.load(Relaxed) {
-            self.refresh();
-            s.resident = f64::from_bits(self.st.resident.load(Relaxed));
+        // O_DIRECT bypasses the cache: probe what it would read first
+        // (cachestat, no I/O), and decide again knowing.
+        if policy::bypasses_cache(d.choice) {
+            s.range_cached = Some(self.range_cached(off, len, d.choice));
             d = policy::decide(&s, &self.profile);
         }
         if d.choice == Choice::Mapped
@@ -347,17 +457,63 @@ impl Auto {
         }
         if self.trace {
             eprintln!(
-                "policy: {} offset {off} len {len}: {:?} ({}) [seq {} read {:.2} reread {} resident {:.2}]",
+                "policy: {} offset {off} len {len}: {:?} ({}) [seq {} read {:.2} reread {} resident {:.2} range {:?}]",
                 self.src.path.display(),
                 d.choice,
                 d.reason,
                 s.sequential,
                 s.fraction_read,
                 s.reread,
-                s.resident
+                s.resident,
+                s.range_cached
             );
         }
-        d.choice
+        (d.choice, s.sequential)
+    }
+
+    /// Fraction of what `c` would read for a request at `off` of `len`
+    /// bytes that is in the page cache: the request itself, or for the
+    /// read-ahead stream the window it fills (unknown counts as not
+    /// cached: the guard still watches). Sampled: runs of 16 pages at four
+    /// places of the span (cachestat walks the cache at 0.1 µs a page: all
+    /// of an 8 MiB window is 0.2 ms). A stream's window found uncached is
+    /// not probed again until a request passes it.
+    fn range_cached(&self, off: u64, len: usize, c: Choice) -> f64 {
+        let w = &self.profile.whole;
+        let span = match c {
+            Choice::Ahead => (w.block as u64 * w.depth as u64).max(len as u64),
+            _ => len as u64,
+        };
+        let span = span.min(self.src.len.saturating_sub(off)).max(1);
+        let probed = &self.st.probed_to;
+        if c == Choice::Ahead
+            && off >= self.st.probed_from.load(Relaxed)
+            && off < probed.load(Relaxed)
+        {
+            return 0.0;
+        }
+        const RUN: u64 = 16 * 4096;
+        let runs: Vec<(u64, u64)> = if span <= 4 * RUN {
+            vec![(off, span)]
+        } else {
+            (0..4)
+                .map(|k| (off + k * (span / 4) / 4096 * 4096, RUN))
+                .collect()
+        };
+        let (mut cached, mut pages) = (0, 0);
+        for (at, n) in runs {
+            match iolab::kernel::fs::cached_pages(&self.src.file, at, n) {
+                Some(c) => cached += c,
+                None => return 0.0,
+            }
+            pages += n.div_ceil(4096);
+        }
+        let f = cached as f64 / pages.max(1) as f64;
+        if c == Choice::Ahead && f < policy::WARM {
+            self.st.probed_from.store(off, Relaxed);
+            probed.store(off + span, Relaxed);
+        }
+        f
     }
 
     fn backend(&self, c: Choice) -> &dyn Backend {
@@ -434,19 +590,50 @@ impl Before {
 
 impl Backend for Auto {
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
-        let c = self.choose(off, buf.len(), 1, None);
-        // Timed only while it may still decide a read ahead: two clock
-        // reads, against a read that may wait for the device.
+        let (c, sequential) = self.choose(off, buf.len(), 1, None);
+        let arm = (c != Choice::Pread).then(|| self.guard.arm());
+        let backend: &dyn Backend = match arm {
+            None | Some(Arm::Sample | Arm::FellBack) => &self.stream,
+            Some(Arm::Technique | Arm::Timed) => self.backend(c),
+        };
+        // Timed while it may still decide a read ahead (two clock reads,
+        // against a read that may wait for the device): random reads from
+        // the second request on (most files of a source tree are read
+        // once; a stream's waits are the read-ahead's business); and for
+        // the guard.
         let st = &self.st;
-        if st.read_ahead.load(Relaxed) || f64::from_bits(st.resident.load(Relaxed)) >= policy::WARM
-        {
-            return self.backend(c).read_at(off, buf);
+        let waiting = !sequential
+            && n_before(st) > 1
+            && !st.read_ahead.load(Relaxed)
+            && f64::from_bits(st.resident.load(Relaxed)) < policy::WARM;
+        if !waiting && !matches!(arm, Some(Arm::Timed | Arm::Sample)) {
+            return backend.read_at(off, buf);
         }
         let t0 = std::time::Instant::now();
-        let r = self.backend(c).read_at(off, buf);
-        st.waited_ns
-            .fetch_add(t0.elapsed().as_nanos() as u64, Relaxed);
+        let r = backend.read_at(off, buf);
+        let ns = t0.elapsed().as_nanos() as u64;
+        if waiting {
+            st.waited_ns.fetch_add(ns, Relaxed);
+        }
+        let bytes = *r.as_ref().unwrap_or(&buf.len());
+        match arm {
+            Some(Arm::Timed) => self.guard.technique(ns, bytes),
+            Some(Arm::Sample) => {
+                let from = c.to_string();
+                let n = n_before(st);
+                if let Some(s) = self.guard.sample(ns, bytes, &self.src.path, &from, n) {
+                    if self.trace {
+                        eprintln!("policy: guard: {s}");
+                    }
+                }
+            }
+            _ => {}
+        }
         r
+    }
+
+    fn switched(&self) -> Option<Switch> {
+        self.guard.switch().cloned()
     }
 
     fn read_many(&self, reqs: &mut [ReadReq<'_>], done: &mut dyn FnMut(usize, &ReadReq<'_>)) {
@@ -454,8 +641,14 @@ impl Backend for Auto {
         let before = Before::take(&self.st);
         let choices: Vec<Choice> = reqs
             .iter()
-            .map(|r| self.choose(r.offset, r.buf.len(), batch, Some(&before)))
+            .map(|r| self.choose(r.offset, r.buf.len(), batch, Some(&before)).0)
             .collect();
+        // A batch's time counts as waiting too (see `read_at`): batches of
+        // random reads are what the whole file's read-ahead saves.
+        let st = &self.st;
+        let t0 = (!st.read_ahead.load(Relaxed)
+            && f64::from_bits(st.resident.load(Relaxed)) < policy::WARM)
+            .then(std::time::Instant::now);
         // Cheap choices (copies out of memory) inline; the rest grouped by
         // technique and handed over as batches.
         let mut groups: Vec<(Choice, Vec<usize>)> = Vec::new();
@@ -485,6 +678,10 @@ impl Backend for Auto {
                 done(i, &reqs[i]);
             }
         }
+        if let Some(t0) = t0 {
+            st.waited_ns
+                .fetch_add(t0.elapsed().as_nanos() as u64, Relaxed);
+        }
     }
 }
 
@@ -506,17 +703,14 @@ mod tests {
         let r = Reader::open(&path, Options::new(Technique::Auto)).unwrap();
         let mut buf = vec![0u8; 4096];
         // The same block again and again: re-reads of a file that fits,
-        // which the policy sends to the mapping once it is worth making.
-        for _ in 0..super::FIRST_SAMPLE {
+        // which the policy sends to the mapping once the file has had more
+        // requests than it has pages (256).
+        for _ in 0..200 {
             r.read_exact_at(8192, &mut buf).unwrap();
             assert_eq!(&buf[..], &data[8192..8192 + 4096]);
         }
-        assert!(
-            !mapped_here(&path),
-            "mapped after {} reads",
-            super::FIRST_SAMPLE
-        );
-        for _ in 0..4 {
+        assert!(!mapped_here(&path), "mapped after 200 reads of 256 pages");
+        for _ in 0..64 {
             r.read_exact_at(8192, &mut buf).unwrap();
             assert_eq!(&buf[..], &data[8192..8192 + 4096]);
         }
@@ -550,8 +744,11 @@ mod tests {
             waited_ns: 0,
             reread: true,
             resident: 0.0,
+            range_cached: None,
             available: 1 << 30,
             batch: 1,
+            requests: 2,
+            stream_bytes: policy::AHEAD_MIN_STREAM,
         };
         assert_eq!(policy::decide(&s, &p).choice, Choice::Ahead);
         let opts = Options::new(Technique::Auto)
@@ -575,39 +772,79 @@ mod tests {
         }
     }
 
-    #[test]
-    fn random_reads_over_a_larger_portion_of_a_cold_file_read_it_all_ahead() {
-        use crate::profile::Profile;
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("db");
-        let len = 16u64 << 20;
-        std::fs::write(&path, vec![7u8; len as usize]).unwrap();
+    /// A file of `len` bytes whose byte at `i` is `(i * 7 % 251) as u8`,
+    /// evicted, and the fraction of it still cached (tmpfs keeps it all).
+    fn cold_file(d: &std::path::Path, len: u64) -> (std::path::PathBuf, f64) {
+        let path = d.join("cold");
+        let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
         iolab::cache::evict(&path).unwrap();
-        let resident = || iolab::cache::residency(&path, len).unwrap().fraction();
-        let before = resident();
-        let evicted = before < 0.1;
+        let before = iolab::cache::residency(&path, len).unwrap().fraction();
+        (path, before)
+    }
+
+    /// The built-in profile, as if `iolab tune` had measured cold
+    /// sequential reads into the page cache at `mib_s`.
+    fn measured(mib_s: f64) -> std::sync::Arc<crate::profile::Profile> {
+        let mut p = crate::profile::Profile::builtin();
+        p.measurements.push(crate::profile::Measurement {
+            pattern: "seq".into(),
+            cache: "cold".into(),
+            technique: "whole:buffered".into(),
+            block: 1 << 20,
+            depth: 8,
+            threads: 1,
+            mib_s,
+            p999_us: 0.0,
+            cpu_ms_per_gib: 0.0,
+            pareto: true,
+        });
+        std::sync::Arc::new(p)
+    }
+
+    #[test]
+    fn random_reads_that_waited_as_long_as_the_whole_file_takes_read_it_all_ahead() {
+        let d = tempfile::tempdir().unwrap();
+        let len = 16u64 << 20;
+        let (path, before) = cold_file(d.path(), len);
         iolab::require!(
-            evicted,
+            before < 0.1,
             "{} stays {:.0} % cached after POSIX_FADV_DONTNEED (tmpfs?)",
             path.display(),
             before * 100.0
         );
-        let opts = Options::new(Technique::Auto)
-            .profile(std::sync::Arc::new(Profile::thesis_defaults()))
-            .memory_budget(1 << 30);
-        let r = Reader::open(&path, opts).unwrap();
+        let resident = || iolab::cache::residency(&path, len).unwrap().fraction();
+        let open = |mib_s| {
+            let opts = Options::new(Technique::Auto)
+                .profile(measured(mib_s))
+                .memory_budget(1 << 30);
+            Reader::open(&path, opts).unwrap()
+        };
         let mut buf = vec![0u8; 4096];
-        // 17 chunks of 1 MiB: the 3rd read sees 2 touched (12 %), not yet
-        // the thesis's larger portion; from the 5th on 4 are (24 %, and
-        // SPREAD_REGIONS), but fewer than FIRST_SAMPLE requests have come:
-        // nothing is read ahead.
-        for mib in [9u64, 2, 13, 6, 9, 2, 13] {
-            r.read_exact_at(mib << 20, &mut buf).unwrap();
+        // 17 regions of 1 MiB, reads in 4 of them from the 4th on.
+        let offsets = [9u64, 2, 13, 6, 9, 2, 13, 5, 11, 3].map(|m| (m << 20) + 8192);
+        // A device measured at 1 MiB/s: the whole file takes 16 s, far
+        // more than these reads wait. Nothing is read ahead.
+        let slow = open(1.0);
+        for &o in &offsets {
+            slow.read_exact_at(o, &mut buf).unwrap();
+        }
+        drop(slow);
+        assert!(resident() < 0.5, "read ahead: {:.2}", resident());
+        // One measured at 10 TiB/s: any wait is longer than the whole file
+        // takes; still nothing before FIRST_SAMPLE requests.
+        iolab::cache::evict(&path).unwrap();
+        let fast = open(10e6);
+        for &o in &offsets[..7] {
+            fast.read_exact_at(o, &mut buf).unwrap();
         }
         assert!(resident() < 0.5, "read ahead too early: {:.2}", resident());
         // The 8th (FIRST_SAMPLE): the whole file is asked for.
-        r.read_exact_at(5 << 20, &mut buf).unwrap();
-        assert_eq!(buf, vec![7u8; 4096]);
+        fast.read_exact_at(offsets[7], &mut buf).unwrap();
+        let want: Vec<u8> = (offsets[7]..offsets[7] + 4096)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        assert_eq!(buf, want);
         // The read-ahead is asynchronous: wait for it (a bound, not a
         // speed: 16 MiB take milliseconds).
         let t0 = std::time::Instant::now();
@@ -615,6 +852,56 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         assert!(resident() >= 0.95, "not read ahead: {:.2}", resident());
+    }
+
+    #[test]
+    fn short_runs_of_small_reads_that_a_technique_serves_slower_fall_back_to_pread() {
+        let d = tempfile::tempdir().unwrap();
+        let len = 32u64 << 20;
+        // Runs of three 2 KiB reads, each run 512 KiB after the last. The
+        // third read of a run looks sequential (and tiny): the block cache
+        // reads its whole 256 KiB block for 2 KiB. Once the kernel's
+        // read-ahead has cached the file, the first two look like random
+        // reads of cached data: the mapping faults a page in for each.
+        // Either way the technique loses to a pread of the 2 KiB, cached or
+        // not (tmpfs).
+        let path = d.path().join("runs");
+        let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let _ = iolab::cache::evict(&path);
+        let mut p = crate::profile::Profile::builtin();
+        p.seq_block = 256 << 10;
+        let opts = Options::new(Technique::Auto)
+            .profile(std::sync::Arc::new(p))
+            .memory_budget(1 << 30);
+        let r = Reader::open(&path, opts).unwrap();
+        let mut buf = vec![0u8; 2048];
+        for run in 0..64u64 {
+            for k in 0..3u64 {
+                let off = run * (512 << 10) + k * 2048;
+                r.read_exact_at(off, &mut buf).unwrap();
+                assert!(
+                    buf[..] == data[off as usize..off as usize + 2048],
+                    "at {off}"
+                );
+            }
+        }
+        let s = r.switched().expect("the guard never fell back");
+        assert!(
+            s.from.contains("block cache") || s.from.contains("mapping"),
+            "{s}"
+        );
+        assert!(
+            s.technique_us_per_mib > crate::policy::GUARD_LOSING * s.pread_us_per_mib,
+            "{s}"
+        );
+        assert!(s.samples >= crate::policy::GUARD_MIN_SAMPLES, "{s}");
+        assert!(s.to_string().contains(&path.display().to_string()), "{s}");
+        let (log, _) = crate::guard::take_switches();
+        assert!(
+            log.iter().any(|x| x.path == path),
+            "not in the log: {log:?}"
+        );
     }
 
     #[test]
@@ -631,8 +918,24 @@ mod tests {
             .collect();
         std::fs::write(&path, &data).unwrap();
         iolab::cache::evict(&path).unwrap();
+        // A device that reads the file in a moment: whatever the first
+        // batch waited is as long as reading it all takes, so only the
+        // regions a batch sees decide (see `policy::read_ahead_whole`).
+        let mut p = Profile::thesis_defaults();
+        p.measurements.push(crate::profile::Measurement {
+            pattern: "seq".into(),
+            cache: "cold".into(),
+            technique: "whole:buffered".into(),
+            block: 1 << 20,
+            depth: 8,
+            threads: 1,
+            mib_s: 1e9,
+            p999_us: 0.0,
+            cpu_ms_per_gib: 0.0,
+            pareto: true,
+        });
         let opts = Options::new(Technique::Auto)
-            .profile(std::sync::Arc::new(Profile::thesis_defaults()))
+            .profile(std::sync::Arc::new(p))
             .memory_budget(1 << 30);
         let r = Reader::open(&path, opts.clone()).unwrap();
         let a = Auto::new(r.src.clone(), &opts).unwrap();

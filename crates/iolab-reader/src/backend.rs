@@ -117,6 +117,12 @@ pub(crate) trait Backend: Send + Sync {
     /// Reads into `buf` at `off`, filling it unless the file ends first.
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize>;
 
+    /// Why and when an adaptive technique stopped using its choice for
+    /// this file (the run-time guard of `Auto`); None for the others.
+    fn switched(&self) -> Option<super::guard::Switch> {
+        None
+    }
+
     /// Reads a batch; the default does them one after another.
     #[allow(clippy::needless_range_loop)] // done(i, &reqs[i]) after each mutation
     fn read_many(&self, reqs: &mut [ReadReq<'_>], done: &mut dyn FnMut(usize, &ReadReq<'_>)) {
@@ -128,16 +134,11 @@ pub(crate) trait Backend: Send + Sync {
     }
 }
 
-/// Refuses what cannot be read at offsets, before opening it (opening a
-/// FIFO would block).
-pub(crate) fn check_kind(path: &Path) -> Result<()> {
-    let md = std::fs::metadata(path).map_err(|e| ReadError::Open {
-        path: path.to_path_buf(),
-        source: e,
-    })?;
-    let ft = md.file_type();
-    let what = if ft.is_file() || ft.is_block_device() {
-        return Ok(());
+/// What a file of type `ft` is, when it cannot be read at offsets (None
+/// for a regular file or a block device).
+pub(crate) fn unreadable_kind(ft: std::fs::FileType) -> Option<&'static str> {
+    Some(if ft.is_file() || ft.is_block_device() {
+        return None;
     } else if ft.is_dir() {
         "a directory"
     } else if ft.is_fifo() {
@@ -148,11 +149,23 @@ pub(crate) fn check_kind(path: &Path) -> Result<()> {
         "a character device"
     } else {
         "not a regular file"
-    };
-    Err(ReadError::NotReadable {
-        path: path.to_path_buf(),
-        what,
     })
+}
+
+/// Refuses what cannot be read at offsets, before opening it (opening a
+/// FIFO would block).
+pub(crate) fn check_kind(path: &Path) -> Result<()> {
+    let md = std::fs::metadata(path).map_err(|e| ReadError::Open {
+        path: path.to_path_buf(),
+        source: e,
+    })?;
+    match unreadable_kind(md.file_type()) {
+        None => Ok(()),
+        Some(what) => Err(ReadError::NotReadable {
+            path: path.to_path_buf(),
+            what,
+        }),
+    }
 }
 
 /// MemAvailable from /proc/meminfo, bytes (None if unreadable).

@@ -35,6 +35,7 @@ mod buffered;
 mod direct;
 mod error;
 pub mod gpu;
+pub mod guard;
 mod many;
 mod mapped;
 pub mod policy;
@@ -85,19 +86,26 @@ impl Reader {
     /// Opens `path` for reading with `opts.technique`.
     pub fn open(path: impl AsRef<Path>, opts: Options) -> Result<Reader> {
         let path = path.as_ref();
-        check_kind(path)?;
-        let open_err = |e| ReadError::Open {
-            path: path.to_path_buf(),
-            source: e,
-        };
-        let file = std::fs::OpenOptions::new()
+        // One walk of the path: open first (O_NONBLOCK, so a FIFO does not
+        // block it), then the descriptor's own fstat says what it is and
+        // how long. A stat of the path before the open cost a replay of
+        // python's imports (one small read per file) a third of its time.
+        let file = match std::fs::OpenOptions::new()
             .read(true)
             .custom_flags_nonblock()
             .open(path)
-            .map_err(open_err)?;
-        // The length from the open descriptor: a second lookup of the path
-        // cost a replay of 12,500 small files more than its reads did.
-        let (len, dev) = length_of(&file).map_err(open_err)?;
+        {
+            Ok(f) => f,
+            Err(e) => {
+                // A socket or a vanished path: say which.
+                check_kind(path)?;
+                return Err(ReadError::Open {
+                    path: path.to_path_buf(),
+                    source: e,
+                });
+            }
+        };
+        let (len, dev) = length_of(&file, path)?;
         let src = Arc::new(Src {
             path: path.to_path_buf(),
             file,
@@ -150,6 +158,13 @@ impl Reader {
         self.imp.read_at(offset, buf)
     }
 
+    /// Whether `Auto` (its run-time guard) stopped using the technique it
+    /// chose for this file and reads it with `pread` now, and why; None
+    /// for every other technique and while the choice holds.
+    pub fn switched(&self) -> Option<guard::Switch> {
+        self.imp.switched()
+    }
+
     /// Reads exactly `buf.len()` bytes at `offset`, or fails naming where
     /// the file ended.
     pub fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
@@ -188,14 +203,25 @@ impl Reader {
 }
 
 /// Length of an open regular file or block device, bytes, and the device
-/// it is on (`st_dev`), from one `fstat`.
-fn length_of(file: &std::fs::File) -> std::io::Result<(u64, u64)> {
+/// it is on (`st_dev`), from one `fstat`; anything else is refused.
+fn length_of(file: &std::fs::File, path: &Path) -> Result<(u64, u64)> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    let md = file.metadata()?;
+    let open_err = |e| ReadError::Open {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let md = file.metadata().map_err(open_err)?;
+    if let Some(what) = backend::unreadable_kind(md.file_type()) {
+        return Err(ReadError::NotReadable {
+            path: path.to_path_buf(),
+            what,
+        });
+    }
     if md.file_type().is_block_device() {
         use std::io::Seek;
         // Only `pread` uses this descriptor: its position does not matter.
-        return Ok(((&*file).seek(std::io::SeekFrom::End(0))?, md.dev()));
+        let end = (&*file).seek(std::io::SeekFrom::End(0)).map_err(open_err)?;
+        return Ok((end, md.dev()));
     }
     Ok((md.len(), md.dev()))
 }
@@ -206,7 +232,8 @@ trait NonBlock {
 
 impl NonBlock for std::fs::OpenOptions {
     /// O_NONBLOCK does not change reads of regular files or block devices;
-    /// it keeps `open` from hanging if the path became a FIFO after the check.
+    /// it keeps `open` of a FIFO from hanging (the descriptor's kind then
+    /// refuses it).
     fn custom_flags_nonblock(&mut self) -> &mut Self {
         use std::os::unix::fs::OpenOptionsExt;
         self.custom_flags(libc::O_NONBLOCK)

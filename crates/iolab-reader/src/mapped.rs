@@ -47,11 +47,6 @@ impl Mapped {
             shrunk: AtomicBool::new(false),
         })
     }
-
-    /// The mapping (for residency sampling by `Auto`).
-    pub(crate) fn mapping(&self) -> Option<&Mapping> {
-        self.map.as_ref()
-    }
 }
 
 impl Backend for Mapped {

@@ -10,10 +10,53 @@
 //! open, so a directory a program opens one file of is never listed.
 
 use super::policy;
-use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+/// FNV-1a: every `Auto` open hashes its directory and name here, and the
+/// standard SipHash of a long path cost a tenth of an open of a cached
+/// small file (nothing here needs a hash that resists chosen keys).
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<Fnv>>;
+type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<Fnv>>;
+
+/// `path`'s directory and name, split at its last `/` (what `parent` and
+/// `file_name` give, without walking its components).
+fn split(path: &Path) -> Option<(&Path, &OsStr)> {
+    let b = path.as_os_str().as_bytes();
+    let Some(i) = b.iter().rposition(|&c| c == b'/') else {
+        return Some((path.parent()?, path.file_name()?));
+    };
+    let name = &b[i + 1..];
+    if name.is_empty() || name == b"." || name == b".." {
+        return Some((path.parent()?, path.file_name()?));
+    }
+    let dir = if i == 0 { &b[..1] } else { &b[..i] };
+    Some((Path::new(OsStr::from_bytes(dir)), OsStr::from_bytes(name)))
+}
 
 /// Directories remembered at most (the least recently opened is dropped).
 const MAX_DIRS: usize = 256;
@@ -37,7 +80,7 @@ impl Order {
             .iter()
             .enumerate()
             .map(|(i, n)| (n.clone(), i))
-            .collect();
+            .collect::<HashMap<_, _>>();
         Order {
             names,
             pos,
@@ -82,6 +125,8 @@ struct Dir {
     /// The last file opened here that was not asked for had its first
     /// page cached: the tree is in memory, asking would only cost opens.
     warm: bool,
+    /// Opens of this directory while it was warm whose probe was skipped.
+    skipped: u32,
     used: u64,
 }
 
@@ -102,27 +147,32 @@ fn list(dir: &Path) -> Option<Vec<OsString>> {
 }
 
 struct State {
-    dirs: HashMap<PathBuf, Dir>,
+    /// By the directory's path as bytes (a `Path` hashes component by
+    /// component, which cost more than the rest of the bookkeeping).
+    dirs: HashMap<OsString, Dir>,
     clock: u64,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 
-/// Notes that `path` was opened (`cached`: whether its first page was in
-/// the page cache, when known) and returns the files of its directory to
-/// ask for (see the module's documentation).
-fn note(path: &Path, cached: Option<bool>) -> Vec<PathBuf> {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
-        return Vec::new();
-    };
-    let mut g = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    let st = g.get_or_insert_with(|| State {
-        dirs: HashMap::new(),
-        clock: 0,
-    });
-    st.clock += 1;
-    let clock = st.clock;
-    if !st.dirs.contains_key(dir) && st.dirs.len() >= MAX_DIRS {
+/// The two orders of `dir`'s files (`readdir`'s and by name), with the
+/// open of `first` counted; None when it cannot be listed or is too large.
+fn orders(dir: &Path, first: &OsStr) -> Option<[Order; 2]> {
+    list(dir).map(|names| {
+        let mut sorted = names.clone();
+        sorted.sort();
+        let mut o = [Order::new(names), Order::new(sorted)];
+        for x in &mut o {
+            x.opened(first);
+        }
+        o
+    })
+}
+
+/// A directory's first open: remembered (the least recently opened one
+/// let go when [`MAX_DIRS`] are), not listed yet.
+fn first_open(st: &mut State, dir: &Path, name: &OsStr, cached: Option<bool>, clock: u64) {
+    if st.dirs.len() >= MAX_DIRS {
         if let Some(old) = st
             .dirs
             .iter()
@@ -132,16 +182,39 @@ fn note(path: &Path, cached: Option<bool>) -> Vec<PathBuf> {
             st.dirs.remove(&old);
         }
     }
-    let d = st.dirs.entry(dir.to_path_buf()).or_insert_with(|| Dir {
+    let d = Dir {
         first: Some(name.to_os_string()),
         orders: None,
-        asked: HashSet::new(),
+        asked: HashSet::default(),
         warm: cached == Some(true),
+        skipped: 0,
         used: clock,
+    };
+    st.dirs.insert(dir.as_os_str().to_os_string(), d);
+}
+
+/// Notes that `path` was opened (`cached`: whether its first page was in
+/// the page cache, when known) and returns the files of its directory to
+/// ask for (see the module's documentation).
+fn note(path: &Path, cached: Option<bool>) -> Vec<PathBuf> {
+    let Some((dir, name)) = split(path) else {
+        return Vec::new();
+    };
+    let mut g = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let st = g.get_or_insert_with(|| State {
+        dirs: HashMap::default(),
+        clock: 0,
     });
-    if d.used == clock {
-        return Vec::new(); // the directory's first open
+    st.clock += 1;
+    let clock = st.clock;
+    if !st.dirs.contains_key(dir.as_os_str()) {
+        first_open(st, dir, name, cached, clock);
+        return Vec::new();
     }
+    let d = st
+        .dirs
+        .get_mut(dir.as_os_str())
+        .expect("present: checked above");
     d.used = clock;
     // Only a file this did not ask for says whether the tree is cached.
     if let Some(c) = cached {
@@ -152,22 +225,14 @@ fn note(path: &Path, cached: Option<bool>) -> Vec<PathBuf> {
     if d.warm {
         // Nothing to gain: neither list the directory nor ask; the open
         // waits as the first one until the files are not cached.
-        if d.orders.is_none() {
+        if d.orders.is_none() && d.first.as_deref() != Some(name) {
             d.first = Some(name.to_os_string());
         }
         return Vec::new();
     }
     if let Some(first) = d.first.take() {
         // The second open: list the directory, and count the first open.
-        d.orders = list(dir).map(|names| {
-            let mut sorted = names.clone();
-            sorted.sort();
-            let mut o = [Order::new(names), Order::new(sorted)];
-            for x in &mut o {
-                x.opened(&first);
-            }
-            o
-        });
+        d.orders = orders(dir, &first);
     }
     let Some(orders) = d.orders.as_mut() else {
         return Vec::new();
@@ -186,6 +251,29 @@ fn note(path: &Path, cached: Option<bool>) -> Vec<PathBuf> {
     out
 }
 
+/// In a directory found warm, only one open in this many probes its
+/// file's first page: the others are taken as cached too (the probe is a
+/// system call; opens of a cached tree are what it is cheapest to leave
+/// alone).
+pub const WARM_PROBE_EVERY: u32 = 16;
+
+/// Whether `path`'s directory was found warm and this open may skip its
+/// probe (see [`WARM_PROBE_EVERY`]).
+fn skip_probe(path: &Path) -> bool {
+    let Some((dir, _)) = split(path) else {
+        return false;
+    };
+    let mut g = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(d) = g.as_mut().and_then(|st| st.dirs.get_mut(dir.as_os_str())) else {
+        return false;
+    };
+    if !d.warm {
+        return false;
+    }
+    d.skipped += 1;
+    d.skipped % WARM_PROBE_EVERY != 0
+}
+
 /// Environment variable that turns this read-ahead off (`1`), to measure
 /// what it saves.
 pub const OFF_ENV: &str = "IOLAB_NO_SIBLINGS";
@@ -200,18 +288,24 @@ fn off() -> bool {
 /// Notes that `path` was opened by `Auto` and asks the kernel for the
 /// first [`policy::SIBLING_BYTES`] of each file the policy picks
 /// (`POSIX_FADV_WILLNEED`: the reads are queued, not waited for).
-pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) {
-    if off() {
-        return;
+/// Returns whether the file's first page is in the page cache (None
+/// where `cachestat(2)` is missing), which `Auto` takes as its first guess
+/// of the file's residency.
+pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) -> Option<bool> {
+    if !off() && skip_probe(path) {
+        return Some(true);
     }
     // Whether its first page is cached (cachestat: no I/O; a RWF_NOWAIT
     // read would start a small read-ahead, and the program's own read
     // then wait for two): a cached tree is not asked for (it cost
     // `grep -r` over a cached tree an open per file for nothing).
     let cached = iolab::kernel::fs::cached_pages(file, 0, 1).map(|n| n > 0);
+    if off() {
+        return cached;
+    }
     let ask = note(path, cached);
     if ask.is_empty() {
-        return;
+        return cached;
     }
     for p in &ask {
         if let Ok(f) = std::fs::File::open(p) {
@@ -231,6 +325,7 @@ pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) {
             ask.last().map_or(String::new(), |p| p.display().to_string())
         );
     }
+    cached
 }
 
 #[cfg(test)]
@@ -275,6 +370,15 @@ mod tests {
     }
 
     #[test]
+    fn paths_split_at_their_last_slash_as_parent_and_file_name_do() {
+        for p in ["/a/b/c.txt", "a/b", "/top", "rel", "/a/b/", "/a/..", "."] {
+            let p = Path::new(p);
+            let want = p.parent().zip(p.file_name());
+            assert_eq!(split(p), want, "{}", p.display());
+        }
+    }
+
+    #[test]
     fn the_probe_tells_a_cached_first_page_from_an_evicted_one() {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("f");
@@ -292,6 +396,22 @@ mod tests {
             "{} stays cached after eviction (tmpfs?)",
             path.display()
         );
+    }
+
+    #[test]
+    fn opens_in_a_warm_directory_probe_one_time_in_sixteen() {
+        let d = tempfile::tempdir().unwrap();
+        let p = |i: usize| d.path().join(format!("h{i:02}"));
+        // Unknown directory: probe.
+        assert!(!skip_probe(&p(0)));
+        // Found warm by two opens: from then on most opens skip the probe.
+        note(&p(0), Some(true));
+        note(&p(1), Some(true));
+        let skips = (0..WARM_PROBE_EVERY).filter(|_| skip_probe(&p(2))).count();
+        assert_eq!(skips as u32, WARM_PROBE_EVERY - 1);
+        // A probe that finds the tree cold again: no more skipping.
+        note(&p(3), Some(false));
+        assert!(!skip_probe(&p(4)));
     }
 
     #[test]

@@ -7,6 +7,7 @@ use iolab_reader::policy::{self, Choice, Situation};
 use iolab_reader::{profile, Hints, Options, Reader, Technique};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The techniques `--reader all` compares, in table order.
 pub fn all() -> Vec<Technique> {
@@ -47,16 +48,36 @@ pub fn hints_of(f: &FileStats) -> Hints {
     }
 }
 
+/// The name of `Auto` with the built-in profile (no `iolab tune`), so one
+/// replay compares it beside `auto` with the machine's profile.
+pub const AUTO_BUILTIN: &str = "auto:builtin";
+
 /// A [`Reader`] with one technique, opened per replay thread and file.
 pub struct TechniqueReader {
     technique: Technique,
     hints: HashMap<PathBuf, Hints>,
+    /// The profile `Auto` decides with (None: the process's).
+    profile: Option<Arc<profile::Profile>>,
 }
 
 impl TechniqueReader {
     /// `hints` are per replayed path (used by the thesis's rules).
     pub fn new(technique: Technique, hints: HashMap<PathBuf, Hints>) -> Self {
-        TechniqueReader { technique, hints }
+        TechniqueReader {
+            technique,
+            hints,
+            profile: None,
+        }
+    }
+
+    /// `Auto` with the built-in defaults, whatever profile the process has
+    /// ([`AUTO_BUILTIN`]).
+    pub fn auto_builtin() -> Self {
+        TechniqueReader {
+            technique: Technique::Auto,
+            hints: HashMap::new(),
+            profile: Some(Arc::new(profile::Profile::builtin())),
+        }
     }
 }
 
@@ -72,12 +93,18 @@ impl ReplayFile for TechniqueFile {
 
 impl ReplayReader for TechniqueReader {
     fn name(&self) -> String {
-        self.technique.to_string()
+        match self.profile {
+            Some(_) => AUTO_BUILTIN.to_string(),
+            None => self.technique.to_string(),
+        }
     }
     fn open(&self, path: &Path) -> std::io::Result<Box<dyn ReplayFile>> {
         let mut o = Options::new(self.technique);
         if let Some(h) = self.hints.get(path) {
             o = o.hints(*h);
+        }
+        if let Some(p) = &self.profile {
+            o = o.profile(p.clone());
         }
         let r = Reader::open(path, o).map_err(|e| std::io::Error::other(e.to_string()))?;
         Ok(Box::new(TechniqueFile(r)))
@@ -93,6 +120,22 @@ fn choice_name(c: Choice) -> String {
         Choice::Direct => "direct".into(),
         Choice::Ahead => "direct read-ahead".into(),
     }
+}
+
+/// Time a random read of `len` bytes of uncached data takes, ns: what the
+/// profile measured for one `pread` at a time, else 100 µs (a read from
+/// this kind of virtio disk).
+fn cold_read_ns(p: &profile::Profile, len: usize) -> f64 {
+    p.measurements
+        .iter()
+        .find(|m| {
+            m.pattern == "rand" && m.cache == "cold" && m.technique == "stream" && m.threads == 1
+        })
+        .filter(|m| m.mib_s > 0.0)
+        .map_or(100e3, |m| {
+            let per_read = m.block as f64 / (m.mib_s * (1u64 << 20) as f64) * 1e9;
+            per_read.max(len as f64 / (m.mib_s * (1u64 << 20) as f64) * 1e9)
+        })
 }
 
 /// What the thesis's rules and `Auto` would choose for a file of the
@@ -141,35 +184,49 @@ pub fn advise(f: &FileStats) -> Vec<Advice> {
             ),
         }
     };
+    let auto = auto_advice(f, &h, req, available);
+    vec![thesis, auto]
+}
+
+/// What `Auto` would choose for a file of the trace read from a cold
+/// cache (its random reads waiting as the profile measured, or 100 µs).
+fn auto_advice(f: &FileStats, h: &Hints, req: usize, available: u64) -> Advice {
     let p = profile::process_profile();
+    let random_reads = f.reads as f64 * (1.0 - f.sequential_fraction);
     let s = Situation {
         len: req,
         offset: 0,
         file_len: f.size,
         sequential: f.sequential_fraction >= 0.5,
         fraction_read: h.expected_fraction,
-        waited_ns: 0,
+        waited_ns: (random_reads * cold_read_ns(&p, req)) as u64,
         regions_read: (h.expected_fraction * policy::regions(f.size).1 as f64).round() as u64,
         reread: f.reread_fraction > 0.0,
         resident: 0.0,
+        range_cached: None,
         available,
         batch: 1,
+        requests: f.reads,
+        stream_bytes: if f.sequential_fraction >= 0.5 {
+            f.size
+        } else {
+            0
+        },
     };
     let d = policy::decide(&s, &p);
     let ahead = if policy::read_ahead_whole(&s, &p).is_some() {
-        "; the whole file read ahead once its reads spread over 13 % of it"
+        "; the whole file read ahead once its random reads have waited as long as reading it takes"
     } else {
         ""
     };
-    let auto = Advice {
+    Advice {
         policy: "auto".into(),
         technique: choice_name(d.choice),
         reason: format!(
             "{}{ahead} (typical request {req} B, cold cache, {} profile)",
             d.reason, p.source
         ),
-    };
-    vec![thesis, auto]
+    }
 }
 
 #[cfg(test)]
@@ -180,7 +237,7 @@ mod tests {
         FileStats {
             path: "db".into(),
             size,
-            reads: 1000,
+            reads: (unique as f64 / mean_request).ceil() as u64,
             bytes: unique,
             unique_bytes: unique,
             mean_request,
@@ -200,8 +257,9 @@ mod tests {
                 .unwrap()
                 .reason
         };
-        // Random 4 KiB reads over half of a 256 MiB file: read ahead
-        // (it fits twice in the memory of a machine that builds iolab).
+        // 32,768 random 4 KiB reads over half of a 256 MiB file: they wait
+        // far longer than reading all of it takes, so it is read ahead (it
+        // fits twice in the memory of a machine that builds iolab).
         let db = file(256 << 20, 128 << 20, 4096.0, 0.0);
         assert!(auto(&db).contains("whole file read ahead"), "{}", auto(&db));
         // A small file read whole in one request: not.

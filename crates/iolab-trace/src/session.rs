@@ -52,6 +52,9 @@ pub struct RunSummary {
     pub sys_ns: u64,
     /// Fraction of the files resident before the replay.
     pub resident_before: f64,
+    /// Open files on which `Auto`'s run-time guard fell back to `pread`
+    /// (0 for the other readers).
+    pub fell_back: u64,
 }
 
 /// Everything measured for one reader.
@@ -77,7 +80,13 @@ pub struct ReaderResult {
     pub relative: f64,
     /// The fastest reader.
     pub winner: bool,
+    /// Where `Auto`'s guard fell back, and why: a few of the last
+    /// replay's switches, in words.
+    pub switches: Vec<String>,
 }
+
+/// Switches of `Auto`'s guard kept per reader, in words.
+pub const SWITCHES_SHOWN: usize = 3;
 
 /// Puts `paths` in the cache state `cache` and returns the resident fraction.
 fn set_cache(paths: &[PathBuf], sizes: &[u64], cache: Cache) -> Result<f64, TraceError> {
@@ -97,6 +106,57 @@ fn set_cache(paths: &[PathBuf], sizes: &[u64], cache: Cache) -> Result<f64, Trac
     Ok(if t == 0 { 1.0 } else { r as f64 / t as f64 })
 }
 
+/// What one replay of one reader gave: its summary, latency, request
+/// count and the guard's switches in words.
+type OneReplay = (RunSummary, hdrhistogram::Histogram<u64>, u64, Vec<String>);
+
+/// One replay of `reader` from the asked cache state (None when stopped).
+#[allow(clippy::too_many_arguments)]
+fn one_replay(
+    plan: &Plan,
+    paths: &[PathBuf],
+    sizes: &[u64],
+    patterns: &[Option<Pattern>],
+    reader: &dyn ReplayReader,
+    opts: SessionOpts,
+    stop: &AtomicBool,
+    round: usize,
+) -> Result<Option<OneReplay>, TraceError> {
+    let want = plan.bytes();
+    let resident_before = set_cache(paths, sizes, opts.cache)?;
+    // Only this replay's switches are counted.
+    iolab_reader::guard::take_switches();
+    let verify = opts.verify.then_some(patterns);
+    let r = run(plan, paths, reader, opts.timing, verify, stop)?;
+    if r.interrupted {
+        return Ok(None);
+    }
+    if r.bytes != want {
+        return Err(TraceError::Failed(format!(
+            "{} read {} bytes, the trace names {}",
+            reader.name(),
+            r.bytes,
+            want
+        )));
+    }
+    let (sw, more) = iolab_reader::guard::take_switches();
+    let words = sw
+        .iter()
+        .take(SWITCHES_SHOWN)
+        .map(|s| s.to_string())
+        .collect();
+    let summary = RunSummary {
+        round,
+        wall_ns: r.wall_ns,
+        bytes: r.bytes,
+        user_ns: r.usage.user_ns,
+        sys_ns: r.usage.sys_ns,
+        resident_before,
+        fell_back: sw.len() as u64 + more,
+    };
+    Ok(Some((summary, r.latency, r.requests, words)))
+}
+
 /// Runs every reader on `plan`; `progress` is told each (reader, round)
 /// before it runs.
 #[allow(clippy::too_many_arguments)]
@@ -114,7 +174,7 @@ pub fn compare(
     let mut runs: Vec<Vec<RunSummary>> = vec![Vec::new(); n];
     let mut hists: Vec<_> = (0..n).map(|_| new_histogram()).collect();
     let mut requests = vec![0u64; n];
-    let want = plan.bytes();
+    let mut switches: Vec<Vec<String>> = vec![Vec::new(); n];
     'rounds: for round in 0..opts.repeat.max(1) {
         for k in 0..n {
             let i = (round + k) % n;
@@ -122,41 +182,27 @@ pub fn compare(
                 break 'rounds;
             }
             progress(&readers[i].name(), round);
-            let resident_before = set_cache(paths, sizes, opts.cache)?;
-            let r = run(
-                plan,
-                paths,
-                readers[i].as_ref(),
-                opts.timing,
-                opts.verify.then_some(patterns),
-                stop,
-            )?;
-            if r.interrupted {
+            let reader = readers[i].as_ref();
+            let Some((summary, latency, reqs, words)) =
+                one_replay(plan, paths, sizes, patterns, reader, opts, stop, round)?
+            else {
                 break 'rounds;
+            };
+            hists[i].add(&latency).expect("same bounds");
+            requests[i] = reqs;
+            if !words.is_empty() {
+                switches[i] = words;
             }
-            if r.bytes != want {
-                return Err(TraceError::Failed(format!(
-                    "{} read {} bytes, the trace names {}",
-                    readers[i].name(),
-                    r.bytes,
-                    want
-                )));
-            }
-            hists[i].add(&r.latency).expect("same bounds");
-            requests[i] = r.requests;
-            runs[i].push(RunSummary {
-                round,
-                wall_ns: r.wall_ns,
-                bytes: r.bytes,
-                user_ns: r.usage.user_ns,
-                sys_ns: r.usage.sys_ns,
-                resident_before,
-            });
+            runs[i].push(summary);
         }
     }
+    let want = plan.bytes();
     let out: Vec<ReaderResult> = (0..n)
         .filter(|&i| !runs[i].is_empty())
-        .map(|i| summarize(readers[i].name(), &runs[i], want, requests[i], &hists[i]))
+        .map(|i| ReaderResult {
+            switches: std::mem::take(&mut switches[i]),
+            ..summarize(readers[i].name(), &runs[i], want, requests[i], &hists[i])
+        })
         .collect();
     Ok(ranked(out))
 }
@@ -187,6 +233,7 @@ fn summarize(
         cpu_percent: median(&cpu),
         relative: 1.0,
         winner: false,
+        switches: Vec::new(),
     }
 }
 
@@ -256,5 +303,54 @@ mod tests {
             .all(|x| x.bytes == 65536 * 2 + 4096 && x.runs.len() == 3));
         assert_eq!(r.iter().filter(|x| x.winner).count(), 1);
         assert!(r.iter().all(|x| x.relative >= 1.0));
+    }
+
+    #[test]
+    fn a_replay_records_where_autos_guard_fell_back() {
+        // Runs of three 2 KiB reads, each run in a 4 MiB block of its own:
+        // the built-in profile's block cache reads the whole block for the
+        // third (tiny, sequential) read of each run, and loses to pread.
+        let mut csv = String::from("file,offset,len\n");
+        for run in 0..64u64 {
+            for k in 0..3u64 {
+                csv.push_str(&format!("runs,{},2048\n", run * (4 << 20) + k * 2048));
+            }
+        }
+        let t = parse(&csv, "t", None).unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let stop = AtomicBool::new(false);
+        let p = place(&t, d.path(), &stop, &mut |_, _| {}).unwrap();
+        let readers: Vec<Box<dyn ReplayReader>> = vec![
+            Box::new(crate::readers::TechniqueReader::auto_builtin()),
+            Box::new(PreadReader),
+        ];
+        let opts = SessionOpts {
+            repeat: 1,
+            cache: Cache::Cold,
+            timing: Timing::Asap,
+            verify: true,
+        };
+        let pl = plan(&t, Threads::Recorded, None);
+        let r = compare(
+            &pl,
+            &p.paths,
+            &p.sizes,
+            &p.patterns,
+            &readers,
+            opts,
+            &stop,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let auto = r.iter().find(|x| x.reader == "auto:builtin").unwrap();
+        assert_eq!(auto.runs[0].fell_back, 1, "{auto:?}");
+        assert!(
+            auto.switches[0].contains("pread from request"),
+            "{:?}",
+            auto.switches
+        );
+        let pread = r.iter().find(|x| x.reader == "pread").unwrap();
+        assert_eq!(pread.runs[0].fell_back, 0);
+        assert!(pread.switches.is_empty());
     }
 }

@@ -74,7 +74,7 @@ pub fn reader_names() -> Vec<String> {
 
 /// Builds the readers `list` names (technique names as `iolab cat` takes
 /// them: stream, buffered\[:4m\], mapped, direct, uring\[:32\], thesis, auto;
-/// and pread); `hints` are the thesis reader's per-file hints.
+/// and pread, and auto:builtin for `Auto` without the machine's profile); `hints` are the thesis reader's per-file hints.
 pub fn build_readers(
     list: &str,
     hints: &HashMap<PathBuf, Hints>,
@@ -89,6 +89,8 @@ pub fn build_readers(
     for n in names {
         let r: Box<dyn ReplayReader> = if n == "pread" {
             Box::new(rp::PreadReader)
+        } else if n == readers::AUTO_BUILTIN {
+            Box::new(readers::TechniqueReader::auto_builtin())
         } else {
             // Accept the short spellings too: buffered4k, mmap, uring32.
             let alias = match n.as_str() {
@@ -104,7 +106,10 @@ pub fn build_readers(
             let t: Technique = alias
                 .parse()
                 .map_err(|e: iolab_reader::ParseTechniqueError| {
-                    super::usage(format!("--reader {n}: {e}, pread, or all"))
+                    super::usage(format!(
+                        "--reader {n}: {e}, pread, {}, or all",
+                        readers::AUTO_BUILTIN
+                    ))
                 })?;
             Box::new(readers::TechniqueReader::new(t, hints.clone()))
         };
@@ -179,6 +184,16 @@ fn table(d: &Doc) -> String {
         o,
         "time = median over the runs; * winner (shortest median time); x best = time / winner's time"
     );
+    for r in d.results.iter().filter(|r| !r.switches.is_empty()) {
+        let files: Vec<u64> = r.runs.iter().map(|x| x.fell_back).collect();
+        let _ = writeln!(
+            o,
+            "{}: the run-time guard fell back to pread on up to {} file(s) a run; e.g. {}",
+            r.reader,
+            files.iter().max().unwrap_or(&0),
+            r.switches[0]
+        );
+    }
     o
 }
 

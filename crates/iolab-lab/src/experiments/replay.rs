@@ -1,31 +1,41 @@
 //! `replay` (study 000, chapter 5): the thesis judged its readers by
 //! replaying the reads of a real application. This experiment replays
-//! application-shaped traces (a database's page reads and table scan, an
-//! interpreter importing hundreds of small modules, a recursive grep) and,
-//! when `IOLAB_LAB_TRACE` names one, a trace the user recorded with
-//! `iolab record`, against every reader of the reading library, cold
-//! cache, as fast as possible, readers in rotating order each round.
+//! real programs' reads, recorded with `iolab record`, against every
+//! reader of the reading library, cold and warm, as fast as possible,
+//! readers in rotating order each round.
+//!
+//! The programs come in two halves. `Auto`'s rules and thresholds were
+//! set on the `train` half only; the `test` half says how it does on
+//! programs it was not shaped on. By default the experiment records two
+//! small programs itself (so it needs `strace`): `grep -r` over a tree it
+//! makes (train) and a Python loader reading records of a file it makes in
+//! shuffled order (test). With `IOLAB_LAB_CORPUS=DIR` it replays the
+//! corpus `scripts/record-corpus.sh` recorded there instead (its
+//! `MANIFEST.tsv` names each trace's half); `IOLAB_LAB_TRACE=FILE` adds a
+//! trace of the user's (half `user`).
 //!
 //! Decisive value per round: `auto`'s time over the time of the fixed
-//! reader with the best median, in the same round (paired, so a loaded
-//! machine's drift cancels). Findings: `auto` within 5 % of the best fixed
-//! reader on every trace; and `auto` 10 % faster than every fixed reader
-//! on at least one (the targets set for Auto; the thesis's claim for its
-//! adaptive reader).
+//! reader with the best median (every reader but `auto` and
+//! `auto:builtin`; the thesis's rules included), in the same round
+//! (paired, so a loaded machine's drift cancels); `auto:builtin` (no
+//! profile) the same way. Findings, on the test half: `auto` within 5 %
+//! of the best fixed reader on every trace with the machine's profile,
+//! 10 % without one (the 95 % interval of the median ratio decides), and
+//! no slower than the per-trace best in geometric mean.
 
 use crate::figure::{self, Axis, BarSeries};
 use crate::record::LabRecord;
 use crate::util::*;
-use crate::verdict::{all_of, over_range, Finding, Verdict};
+use crate::verdict::{all_of, Finding, Verdict};
 use crate::{Analysis, Config, Ctx, Experiment, Measured, Work};
 use iolab_bench::error::{BenchError, Result};
 use iolab_bench::stats::{median, Stats};
-use iolab_reader::{Hints, Technique};
+use iolab_reader::Technique;
 use iolab_trace::replay::{self, PreadReader, ReplayReader, Threads, Timing};
 use iolab_trace::session::{self, Cache, SessionOpts};
 use iolab_trace::{self as tr, readers, Trace};
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 /// The experiment.
 pub struct Replay;
@@ -33,78 +43,31 @@ pub struct Replay;
 const NAME: &str = "replay";
 /// Environment variable naming a trace of the user's to replay too.
 pub const TRACE_ENV: &str = "IOLAB_LAB_TRACE";
-/// Auto is "within the noise" of the best fixed reader up to this ratio.
-const WITHIN: f64 = 1.05;
-/// Auto "wins" when its time is at most this fraction of every fixed reader's.
-const WINS: f64 = 1.0 / 1.10;
+/// Environment variable naming a corpus directory (`MANIFEST.tsv` and one
+/// `NAME.csv` per program, as `scripts/record-corpus.sh` writes them).
+pub const CORPUS_ENV: &str = "IOLAB_LAB_CORPUS";
+/// With the machine's profile, `auto` is within this of the best fixed
+/// reader on every test trace.
+const WITHIN_TUNED: f64 = 1.05;
+/// Without a profile (`auto:builtin`).
+const WITHIN_BUILTIN: f64 = 1.10;
+/// The per-round ratio of `auto:builtin`, as an extra.
+const BUILTIN_RATIO: &str = "builtin_ratio";
 
-/// A small deterministic generator (xorshift64*), so a trace is the same
-/// on every run and resumes match.
-struct Rng(u64);
+/// The two programs the experiment records itself when no corpus is
+/// named: (name, half).
+const OWN: [(&str, &str); 2] = [("grep-tree", "train"), ("py-loader", "test")];
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
-/// A database: random 4 KiB page reads (index lookups) over `pages`
-/// pages, then a sequential scan of the whole file in 4 KiB pages.
-fn db_trace(pages: u64) -> String {
-    let mut r = Rng(0x005e_eddb);
-    let mut s = String::from("file,offset,len\n");
-    s.push_str("db/main.db,0,4096\n");
-    for _ in 0..pages / 4 {
-        let p = r.below(pages);
-        s.push_str(&format!("db/main.db,{},4096\n", p * 4096));
-    }
-    for p in 0..pages {
-        s.push_str(&format!("db/main.db,{},4096\n", p * 4096));
-    }
-    s
-}
-
-/// An interpreter importing modules: `n` small files (1–48 KiB), each read
-/// whole in one request, as `python3` reads a `.pyc`.
-fn imports_trace(n: u64) -> String {
-    let mut r = Rng(0x0079_7468_6f6e);
-    let mut s = String::from("file,offset,len\n");
-    for i in 0..n {
-        let len = 1024 + r.below(47 * 1024);
-        s.push_str(&format!("lib/m{}/mod{i}.pyc,0,{len}\n", i % 16));
-    }
-    s
-}
-
-/// A recursive grep: `n` files of 1 KiB–256 KiB, each read from start to
-/// end in 96 KiB requests (GNU grep's buffer).
-fn grep_trace(n: u64) -> String {
-    let mut r = Rng(0x0067_7265_7000);
-    let mut s = String::from("file,offset,len\n");
-    for i in 0..n {
-        let size = 1024 + r.below(255 * 1024);
-        let mut off = 0;
-        while off < size {
-            let len = (size - off).min(96 * 1024);
-            s.push_str(&format!("src/d{}/f{i}.c,{off},{len}\n", i % 32));
-            off += len;
-        }
-    }
-    s
-}
-
-/// Every reader of the comparison: the library's techniques and `pread`.
-fn all_readers(hints: &HashMap<PathBuf, Hints>) -> Vec<Box<dyn ReplayReader>> {
+/// Every reader of the comparison: the library's techniques, `Auto`
+/// without a profile, and the plain `pread` loop.
+fn all_readers(
+    hints: &std::collections::HashMap<PathBuf, iolab_reader::Hints>,
+) -> Vec<Box<dyn ReplayReader>> {
     let mut v: Vec<Box<dyn ReplayReader>> = readers::all()
         .into_iter()
         .map(|t| Box::new(readers::TechniqueReader::new(t, hints.clone())) as _)
         .collect();
+    v.push(Box::new(readers::TechniqueReader::auto_builtin()));
     v.push(Box::new(PreadReader));
     v
 }
@@ -114,32 +77,119 @@ fn auto_name() -> String {
     Technique::Auto.to_string()
 }
 
-/// The fixed (non-adaptive) readers: everything but `auto` and `thesis`.
+/// The fixed (non-adaptive) readers: everything but `auto` with or
+/// without a profile (the thesis's rules count as fixed).
 fn is_fixed(name: &str) -> bool {
-    name != auto_name() && name != Technique::ThesisRules.to_string()
+    name != auto_name() && name != readers::AUTO_BUILTIN
 }
 
 fn err(e: tr::TraceError) -> BenchError {
     BenchError::Usage(format!("{NAME}: {e}"))
 }
 
-/// Replays `t` against every reader, `repeats` rounds, and reduces the
-/// result to the experiment's record: each reader's time per round (s) as
-/// extras, and auto's time over the best fixed reader's, per round.
-fn measure(t: &Trace, name: &str, repeats: usize, ctx: &Ctx) -> Result<Measured> {
+fn io_err(what: &Path, e: std::io::Error) -> BenchError {
+    BenchError::Usage(format!("{NAME}: {}: {e}", what.display()))
+}
+
+/// The traces of a corpus manifest: (name, half), in its order.
+fn manifest(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let mut f = l.split('\t');
+            let (name, half) = (f.next()?.trim(), f.next()?.trim());
+            (!name.is_empty() && !half.is_empty()).then(|| (name.to_string(), half.to_string()))
+        })
+        .collect()
+}
+
+/// Makes the data of one of the experiment's own programs under `dir` and
+/// returns the program to record (it names its files by their full path
+/// and prints nothing).
+fn own_program(name: &str, dir: &Path, ctx: &Ctx) -> Result<Vec<String>> {
+    let mut x = 0x5eed_u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let write = |p: &Path, n: u64, seed: u64| {
+        let body: Vec<u8> = (0..n)
+            .map(|i| b"abcdefgh \n"[((i ^ seed) % 10) as usize])
+            .collect();
+        std::fs::write(p, body).map_err(|e| io_err(p, e))
+    };
+    match name {
+        "grep-tree" => {
+            // A source tree: small files in a few directories.
+            for i in 0..ctx.pick(40, 400, 2000) {
+                let d = dir.join("tree").join(format!("d{}", i % 8));
+                std::fs::create_dir_all(&d).map_err(|e| io_err(&d, e))?;
+                write(&d.join(format!("f{i:04}.c")), 1024 + next() % (31 << 10), i)?;
+            }
+            let tree = dir.join("tree").display().to_string();
+            Ok(vec![
+                "grep".into(),
+                "-r".into(),
+                "-l".into(),
+                "zzqqxyz".into(),
+                tree,
+            ])
+        }
+        _ => {
+            // A data set of records read in shuffled order, as a training
+            // loader reads its shards.
+            let mib = ctx.pick(4u64, 64, 256);
+            let shard = dir.join("shard.bin");
+            write(&shard, mib << 20, 7)?;
+            let code = format!(
+                "import random\nf = open({:?}, 'rb')\noffs = list(range(0, {mib} << 20, 65536))\nrandom.Random(1).shuffle(offs)\nfor o in offs[:len(offs) // 2]:\n    f.seek(o); f.read(16384)\n",
+                shard.display().to_string()
+            );
+            Ok(vec!["python3".into(), "-c".into(), code])
+        }
+    }
+}
+
+/// Records one of the experiment's own programs (data and log in a
+/// directory of their own under the lab directory, removed afterwards).
+fn record_own(name: &str, ctx: &Ctx) -> Result<Trace> {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("iolab-lab-record-{name}-"))
+        .tempdir_in(&ctx.dir)
+        .map_err(|e| io_err(&ctx.dir, e))?;
+    let program = own_program(name, dir.path(), ctx)?;
+    let log = dir.path().join("strace.log");
+    let argv: Vec<std::ffi::OsString> = program.iter().map(Into::into).collect();
+    let t = tr::capture::record(&argv, &log).map_err(err)?.trace;
+    if t.reads.is_empty() {
+        return Err(BenchError::Usage(format!(
+            "{NAME}: {name}: the recording has no reads ({})",
+            program.join(" ")
+        )));
+    }
+    Ok(t)
+}
+
+/// Replays `t` against every reader, `repeats` rounds, from `cache`, and
+/// reduces the result to the experiment's record: each reader's time per
+/// round (s) as extras, `auto`'s time over the best fixed reader's per
+/// round as samples and `auto:builtin`'s as an extra.
+fn measure(t: &Trace, name: &str, cache: Cache, repeats: usize, ctx: &Ctx) -> Result<Measured> {
     // The trace's files (and the directories its paths name) live in a
     // directory of their own, removed with everything in it afterwards.
     let dir = tempfile::Builder::new()
         .prefix(&format!("iolab-lab-replay-{name}-"))
         .tempdir_in(&ctx.dir)
-        .map_err(|e| BenchError::Usage(format!("{NAME}: {}: {e}", ctx.dir.display())))?;
+        .map_err(|e| io_err(&ctx.dir, e))?;
     let placed = tr::place::place(t, dir.path(), ctx.stop, &mut |_, _| {}).map_err(err)?;
     let hints = readers::hints_for(t, &placed.paths);
     let rs = all_readers(&hints);
     let plan = replay::plan(t, Threads::Recorded, None);
     let opts = SessionOpts {
         repeat: repeats,
-        cache: Cache::Cold,
+        cache,
         timing: Timing::Asap,
         verify: false,
     };
@@ -163,14 +213,23 @@ fn measure(t: &Trace, name: &str, repeats: usize, ctx: &Ctx) -> Result<Measured>
             format!("{}_s", r.reader),
             r.runs.iter().map(|x| x.wall_ns as f64 / 1e9).collect(),
         );
+        if !r.switches.is_empty() {
+            m.notes
+                .push(format!("{}: guard: {}", r.reader, r.switches.join("; ")));
+        }
     }
-    m.samples = auto_ratios(&m.extra);
+    m.samples = ratios(&m.extra, &auto_name());
+    m.extra.insert(
+        BUILTIN_RATIO.into(),
+        ratios(&m.extra, readers::AUTO_BUILTIN),
+    );
     m.notes.push(format!(
-        "{}: {} requests, {} bytes, {} files; cold cache, timing asap, {} rounds in rotating order",
+        "{}: {} requests, {} bytes, {} files; {} cache, timing asap, {} rounds in rotating order",
         name,
         t.reads.len(),
         t.total_bytes(),
         t.files.len(),
+        if cache == Cache::Cold { "cold" } else { "warm" },
         repeats
     ));
     Ok(m)
@@ -178,7 +237,7 @@ fn measure(t: &Trace, name: &str, repeats: usize, ctx: &Ctx) -> Result<Measured>
 
 /// The fixed reader with the best median time and that median, from the
 /// per-reader extras (`<reader>_s`).
-fn best_fixed(extra: &std::collections::BTreeMap<String, Vec<f64>>) -> Option<(String, f64)> {
+fn best_fixed(extra: &BTreeMap<String, Vec<f64>>) -> Option<(String, f64)> {
     extra
         .iter()
         .filter_map(|(k, v)| Some((k.strip_suffix("_s")?, v)))
@@ -187,15 +246,52 @@ fn best_fixed(extra: &std::collections::BTreeMap<String, Vec<f64>>) -> Option<(S
         .min_by(|a, b| a.1.total_cmp(&b.1))
 }
 
-/// Per round: auto's time over the best fixed reader's (same round).
-fn auto_ratios(extra: &std::collections::BTreeMap<String, Vec<f64>>) -> Vec<f64> {
-    let (Some((best, _)), Some(auto)) =
-        (best_fixed(extra), extra.get(&format!("{}_s", auto_name())))
-    else {
+/// Per round: `reader`'s time over the best fixed reader's (same round).
+fn ratios(extra: &BTreeMap<String, Vec<f64>>, reader: &str) -> Vec<f64> {
+    let (Some((best, _)), Some(a)) = (best_fixed(extra), extra.get(&format!("{reader}_s"))) else {
         return Vec::new();
     };
     let b = &extra[&format!("{best}_s")];
-    auto.iter().zip(b).map(|(a, b)| a / b.max(1e-12)).collect()
+    a.iter().zip(b).map(|(a, b)| a / b.max(1e-12)).collect()
+}
+
+/// The median of `v` and its 95 % interval from order statistics (the
+/// sign test's: no assumption about the noise's shape): the k-th smallest
+/// and k-th largest with P(Binomial(n, 1/2) < k) <= 2.5 %; the whole range
+/// when there are too few values for that. NaN for none.
+pub fn median_interval(v: &[f64]) -> (f64, f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    let (mut k, mut tail, mut comb) = (0usize, 0.0f64, 1.0f64);
+    let half_n = 0.5f64.powi(n as i32);
+    while k < n / 2 {
+        let next = tail + comb * half_n;
+        if next > 0.025 {
+            break;
+        }
+        tail = next;
+        comb = comb * (n - k) as f64 / (k + 1) as f64;
+        k += 1;
+    }
+    let (lo, hi) = if k == 0 {
+        (s[0], s[n - 1])
+    } else {
+        (s[k - 1], s[n - k])
+    };
+    (median(&s), lo, hi)
+}
+
+/// The tags of a configuration.
+fn tags(trace: &str, half: &str, cache: &str) -> [(&'static str, String); 3] {
+    [
+        ("half", half.to_string()),
+        ("trace", trace.to_string()),
+        ("cache", cache.to_string()),
+    ]
 }
 
 impl Experiment for Replay {
@@ -206,73 +302,89 @@ impl Experiment for Replay {
         "000"
     }
     fn answers(&self) -> &'static str {
-        "replaying an application's reads, which reader is fastest, and is auto within 5 % of the best fixed one?"
+        "replaying real programs' reads, is auto within 5 % of the best fixed reader on programs it was not tuned on?"
     }
     fn times(&self) -> [&'static str; 3] {
-        ["5 s", "3 min", "20 min"]
+        ["10 s", "3 min", "30 min"]
     }
-    fn configs(&self, ctx: &Ctx) -> Vec<Config> {
-        let mut v: Vec<Config> = ["db", "imports", "grep"]
-            .iter()
-            .map(|t| Config::new(&[("trace", t.to_string())], Work::Custom))
-            .collect();
+    fn configs(&self, _ctx: &Ctx) -> Vec<Config> {
+        let mut traces: Vec<(String, String)> = match std::env::var_os(CORPUS_ENV) {
+            Some(d) => std::fs::read_to_string(Path::new(&d).join("MANIFEST.tsv"))
+                .map(|t| manifest(&t))
+                .unwrap_or_default(),
+            None => OWN
+                .iter()
+                .map(|(n, h)| (n.to_string(), h.to_string()))
+                .collect(),
+        };
         if let Some(p) = std::env::var_os(TRACE_ENV) {
-            v.push(Config::new(
-                &[("trace", PathBuf::from(p).display().to_string())],
-                Work::Custom,
-            ));
+            traces.push((PathBuf::from(p).display().to_string(), "user".into()));
         }
-        let _ = ctx;
+        let mut v = Vec::new();
+        for (trace, half) in &traces {
+            for cache in ["cold", "warm"] {
+                v.push(Config::new(&tags(trace, half, cache), Work::Custom));
+            }
+        }
         v
     }
     fn custom(&self, cfg: &Config, ctx: &Ctx) -> Result<Measured> {
-        let repeats = ctx.pick(1, 3, 5);
-        let which = cfg.tags.get("trace").cloned().unwrap_or_default();
-        let mem_pages = size_for(ctx, ctx.pick(4 * MIB, 64 * MIB, 512 * MIB)) / 4096;
-        let text = match which.as_str() {
-            "db" => db_trace(mem_pages),
-            "imports" => imports_trace(ctx.pick(40, 400, 2000)),
-            "grep" => grep_trace(ctx.pick(40, 500, 4000)),
-            path => {
-                let t = tr::load(std::path::Path::new(path), None).map_err(err)?;
-                return measure(&t, "user", repeats, ctx);
-            }
+        let repeats = ctx.pick(1, 5, 11);
+        let trace = cfg.tags.get("trace").cloned().unwrap_or_default();
+        let half = cfg.tags.get("half").cloned().unwrap_or_default();
+        let cache = match cfg.tags.get("cache").map(String::as_str) {
+            Some("warm") => Cache::Warm,
+            _ => Cache::Cold,
         };
-        let t = tr::parse(&text, &which, None).map_err(err)?;
-        measure(&t, &which, repeats, ctx)
+        let t = if half == "user" {
+            tr::load(Path::new(&trace), None).map_err(err)?
+        } else if let Some(d) = std::env::var_os(CORPUS_ENV) {
+            tr::load(&Path::new(&d).join(format!("{trace}.csv")), None).map_err(err)?
+        } else {
+            record_own(&trace, ctx)?
+        };
+        let short = Path::new(&trace)
+            .file_stem()
+            .map_or(trace.clone(), |s| s.to_string_lossy().into_owned());
+        measure(&t, &short, cache, repeats, ctx)
     }
     fn analyse(&self, recs: &[LabRecord]) -> Analysis {
-        let mut recs: Vec<&LabRecord> = recs.iter().collect();
-        recs.sort_by_key(|r| r.tag("trace").to_string());
-        let cats: Vec<String> = recs.iter().map(|r| r.tag("trace").to_string()).collect();
-        let mut names: Vec<String> = Vec::new();
-        for r in &recs {
-            for k in r.extra.keys() {
-                if let Some(n) = k.strip_suffix("_s") {
-                    if !names.iter().any(|x| x == n) {
-                        names.push(n.to_string());
-                    }
-                }
-            }
-        }
-        let figures = vec![figure::bars(
-            "replay-readers",
-            "Replayed traces, cold cache: each reader's time over the fastest",
-            "replayed trace (application shape)",
-            &cats,
-            Axis::new("time (× the fastest reader's median)", false, figure::num),
-            &relative_times(&recs, &names),
-        )];
+        let recs = ordered(recs);
+        let cats: Vec<String> = recs.iter().map(|r| category(r)).collect();
+        let figures = vec![
+            figure::bars(
+                "replay-auto",
+                "Auto over the best fixed reader: train half (policy set on it), test half",
+                "replayed program (half · trace · cache)",
+                &cats,
+                Axis::new(
+                    "auto's time (× the best fixed reader's, same round)",
+                    false,
+                    figure::num,
+                ),
+                &auto_series(&recs),
+            ),
+            figure::bars(
+                "replay-readers",
+                "Every reader's time over the fastest reader's median",
+                "replayed program (half · trace · cache)",
+                &cats,
+                Axis::new("time (× the fastest reader's median)", true, figure::num),
+                &relative_times(&recs),
+            ),
+        ];
         let (rows, findings) = auto_findings(&recs);
         Analysis {
             figures,
             table: table(
                 &[
+                    "half",
                     "trace",
-                    "best fixed reader",
+                    "cache",
+                    "best fixed",
                     "its time",
-                    "auto",
-                    "auto/best",
+                    "auto/best [95 %]",
+                    "built-in/best [95 %]",
                 ],
                 &rows,
             ),
@@ -281,8 +393,65 @@ impl Experiment for Replay {
     }
 }
 
-/// Bars: each reader's time per round over the trace's best median.
-fn relative_times(recs: &[&LabRecord], names: &[String]) -> Vec<BarSeries> {
+/// Records in the order the figure shows them: train, test, user; then by
+/// trace and cache.
+fn ordered(recs: &[LabRecord]) -> Vec<&LabRecord> {
+    let rank = |h: &str| match h {
+        "train" => 0,
+        "test" => 1,
+        _ => 2,
+    };
+    let mut v: Vec<&LabRecord> = recs.iter().collect();
+    v.sort_by(|a, b| {
+        (rank(a.tag("half")), a.tag("trace"), a.tag("cache")).cmp(&(
+            rank(b.tag("half")),
+            b.tag("trace"),
+            b.tag("cache"),
+        ))
+    });
+    v
+}
+
+/// A record's category in the figures: half, trace, cache.
+fn category(r: &LabRecord) -> String {
+    let t = Path::new(r.tag("trace"))
+        .file_stem()
+        .map_or(r.tag("trace").to_string(), |s| {
+            s.to_string_lossy().into_owned()
+        });
+    format!("{} · {t} · {}", r.tag("half"), r.tag("cache"))
+}
+
+/// Bars: auto's per-round ratio with the profile and without.
+fn auto_series(recs: &[&LabRecord]) -> Vec<BarSeries> {
+    let of = |v: &[f64]| (!v.is_empty()).then(|| Stats::of(v));
+    vec![
+        BarSeries {
+            name: "auto (this machine's profile)".into(),
+            vals: recs.iter().map(|r| of(&r.samples)).collect(),
+        },
+        BarSeries {
+            name: "auto:builtin (no profile)".into(),
+            vals: recs
+                .iter()
+                .map(|r| of(r.extra.get(BUILTIN_RATIO).map_or(&[][..], |v| &v[..])))
+                .collect(),
+        },
+    ]
+}
+
+/// Bars: each reader's time per round over the record's best median.
+fn relative_times(recs: &[&LabRecord]) -> Vec<BarSeries> {
+    let mut names: Vec<String> = Vec::new();
+    for r in recs {
+        for k in r.extra.keys() {
+            if let Some(n) = k.strip_suffix("_s") {
+                if !names.iter().any(|x| x == n) {
+                    names.push(n.to_string());
+                }
+            }
+        }
+    }
     names
         .iter()
         .map(|n| BarSeries {
@@ -304,74 +473,88 @@ fn relative_times(recs: &[&LabRecord], names: &[String]) -> Vec<BarSeries> {
         .collect()
 }
 
-/// Auto against the best fixed reader of each trace: the table rows and
-/// the two findings (within `WITHIN` on every trace; `WINS` on one).
+/// Whether the 95 % interval of the median ratio lies at or under `limit`
+/// (reproduced), over it (not reproduced), or across it.
+fn judge(v: &[f64], limit: f64) -> Verdict {
+    let (_, lo, hi) = median_interval(v);
+    crate::verdict::over_range(lo, hi, |x| x <= limit)
+}
+
+fn cell(v: &[f64]) -> String {
+    let (m, lo, hi) = median_interval(v);
+    if m.is_nan() {
+        return "-".into();
+    }
+    format!("{m:.2} [{lo:.2}–{hi:.2}]")
+}
+
+/// A record's row of the table: half, trace, cache, the best fixed reader
+/// and its median, and the two ratios with their intervals.
+fn row(r: &LabRecord) -> Option<Vec<String>> {
+    let (bname, bmed) = best_fixed(&r.extra)?;
+    let b = r.extra.get(BUILTIN_RATIO).map_or(&[][..], |v| &v[..]);
+    Some(vec![
+        r.tag("half").to_string(),
+        category(r).split(" · ").nth(1).unwrap_or("").to_string(),
+        r.tag("cache").to_string(),
+        bname,
+        format!("{bmed:.3} s"),
+        cell(&r.samples),
+        cell(b),
+    ])
+}
+
+/// The table rows and the findings: on the test half, `auto` within
+/// [`WITHIN_TUNED`] and `auto:builtin` within [`WITHIN_BUILTIN`] of the
+/// best fixed reader on every trace, and at most the per-trace best in
+/// geometric mean.
 fn auto_findings(recs: &[&LabRecord]) -> (Vec<Vec<String>>, Vec<Finding>) {
-    let mut rows = Vec::new();
-    let (mut within, mut wins, mut nums) = (Vec::new(), Vec::new(), Vec::new());
-    for r in recs {
-        let best = best_fixed(&r.extra);
-        let auto = r
-            .extra
-            .get(&format!("{}_s", auto_name()))
-            .map(|v| median(v));
-        let s = Stats::of(&r.samples);
-        let (Some((bname, bmed)), Some(amed)) = (best, auto) else {
-            within.push(Verdict::Inconclusive);
+    let rows: Vec<Vec<String>> = recs.iter().filter_map(|r| row(r)).collect();
+    let (mut tuned, mut builtin, mut nums, mut logs) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for r in recs.iter().filter(|r| r.tag("half") == "test") {
+        let Some((bname, _)) = best_fixed(&r.extra) else {
             continue;
         };
-        // Auto against the second-best fixed reader too: "beats every
-        // fixed reader" means beating the best one.
-        let judge = |limit: f64| {
-            if r.samples.is_empty() {
-                Verdict::Inconclusive
-            } else {
-                over_range(s.min, s.max, |x| x <= limit)
-            }
-        };
-        within.push(judge(WITHIN));
-        wins.push(judge(WINS));
-        nums.push(format!(
-            "{}: auto/{bname} {:.2} (rounds {:.2}–{:.2})",
-            r.tag("trace"),
-            amed / bmed.max(1e-12),
-            s.min,
-            s.max
-        ));
-        rows.push(vec![
-            r.tag("trace").to_string(),
-            bname,
-            format!("{bmed:.3} s"),
-            format!("{amed:.3} s"),
-            format!("{:.2}", amed / bmed.max(1e-12)),
-        ]);
+        let b = r.extra.get(BUILTIN_RATIO).map_or(&[][..], |v| &v[..]);
+        tuned.push(judge(&r.samples, WITHIN_TUNED));
+        builtin.push(judge(b, WITHIN_BUILTIN));
+        let (m, ..) = median_interval(&r.samples);
+        let (mb, ..) = median_interval(b);
+        logs.push(m.ln());
+        nums.push(format!("{}: {m:.2} / {mb:.2} (best {bname})", category(r)));
     }
-    let any_win = if wins.contains(&Verdict::Reproduced) {
-        Verdict::Reproduced
-    } else if wins.is_empty() || wins.contains(&Verdict::Inconclusive) {
-        Verdict::Inconclusive
-    } else {
-        Verdict::NotReproduced
-    };
     let numbers = if nums.is_empty() {
-        "no traces measured".to_string()
+        "no test traces measured".to_string()
     } else {
         nums.join("; ")
+    };
+    let gmean = (logs.iter().sum::<f64>() / logs.len().max(1) as f64).exp();
+    let gm_verdict = if logs.is_empty() || logs.iter().any(|x| x.is_nan()) {
+        Verdict::Inconclusive
+    } else if gmean <= 1.0 {
+        Verdict::Reproduced
+    } else {
+        Verdict::NotReproduced
     };
     let findings = vec![
         Finding::new(
             NAME,
-            format!(
-                "auto takes at most {WITHIN:.2}× the best fixed reader's time on every replayed trace (cold cache, per-round ratios)"
-            ),
-            all_of(&within),
+            format!("on every test trace, auto with this machine's profile takes at most {WITHIN_TUNED:.2}× the best fixed reader's time (95 % interval of the per-round median)"),
+            all_of(&tuned),
+            format!("auto / auto:builtin over the best fixed: {numbers}"),
+        ),
+        Finding::new(
+            NAME,
+            format!("on every test trace, auto without a profile takes at most {WITHIN_BUILTIN:.2}× the best fixed reader's time"),
+            all_of(&builtin),
             numbers.clone(),
         ),
         Finding::new(
             NAME,
-            "auto is at least 10 % faster than every fixed reader on at least one trace",
-            any_win,
-            numbers,
+            "over the test half, auto's geometric mean time is at most the per-trace best fixed reader's",
+            gm_verdict,
+            format!("geometric mean {gmean:.3} over {} test traces", logs.len()),
         ),
     ];
     (rows, findings)
@@ -382,28 +565,46 @@ mod tests {
     use super::*;
     use crate::testing::rec_x;
 
-    fn rec(trace: &str, auto: f64, mapped: f64, stream: f64) -> LabRecord {
-        let mut extra = std::collections::BTreeMap::new();
+    fn rec(
+        half: &str,
+        trace: &str,
+        auto: f64,
+        builtin: f64,
+        mapped: f64,
+        stream: f64,
+    ) -> LabRecord {
+        let mut extra = BTreeMap::new();
         extra.insert("auto_s".to_string(), vec![auto, auto * 1.01, auto * 0.99]);
+        extra.insert("auto:builtin_s".to_string(), vec![builtin; 3]);
         extra.insert("mapped_s".to_string(), vec![mapped; 3]);
         extra.insert("stream_s".to_string(), vec![stream; 3]);
-        extra.insert("thesis_s".to_string(), vec![0.01; 3]);
-        let samples = auto_ratios(&extra);
+        let samples = ratios(&extra, "auto");
+        let b = ratios(&extra, readers::AUTO_BUILTIN);
+        extra.insert(BUILTIN_RATIO.to_string(), b);
         let ex: Vec<(&str, &[f64])> = extra.iter().map(|(k, v)| (k.as_str(), &v[..])).collect();
-        rec_x(NAME, &[("trace", trace)], &samples, &ex)
+        rec_x(
+            NAME,
+            &[("half", half), ("trace", trace), ("cache", "cold")],
+            &samples,
+            &ex,
+        )
     }
 
     #[test]
-    fn ratios_pair_auto_with_the_best_fixed_reader_not_thesis() {
-        let r = rec("db", 1.0, 2.0, 4.0);
+    fn ratios_pair_auto_with_the_best_fixed_reader_never_an_adaptive_one() {
+        // auto:builtin is the fastest of all, but it is not fixed.
+        let r = rec("test", "db", 1.0, 0.1, 2.0, 4.0);
         assert_eq!(best_fixed(&r.extra).unwrap().0, "mapped");
         assert!((r.samples[0] - 0.5).abs() < 1e-9, "{:?}", r.samples);
+        assert!((r.extra[BUILTIN_RATIO][0] - 0.05).abs() < 1e-9);
     }
 
     #[test]
-    fn verdicts_follow_the_ratios() {
-        // Auto as fast as the best on one trace, twice as fast on another.
-        let a = Replay.analyse(&[rec("db", 1.0, 2.0, 4.0), rec("grep", 1.0, 1.0, 3.0)]);
+    fn only_the_test_half_decides_and_both_halves_are_drawn() {
+        // Auto twice as slow on a train trace: shown, not judged.
+        let train = rec("train", "grep", 2.0, 2.0, 1.0, 3.0);
+        let test = rec("test", "loader", 1.0, 1.05, 1.0, 3.0);
+        let a = Replay.analyse(&[test.clone(), train.clone()]);
         assert_eq!(
             a.findings[0].verdict,
             Verdict::Reproduced,
@@ -411,26 +612,52 @@ mod tests {
             a.findings
         );
         assert_eq!(a.findings[1].verdict, Verdict::Reproduced);
-        assert_eq!(a.figures.len(), 1);
-        assert!(a.table.contains("mapped"), "{}", a.table);
-        // Auto 40 % slower than the best on one trace.
-        let a = Replay.analyse(&[rec("db", 1.0, 2.0, 4.0), rec("grep", 1.4, 1.0, 3.0)]);
+        // As fast as the best fixed reader: at most it, in geometric mean.
+        assert_eq!(
+            a.findings[2].verdict,
+            Verdict::Reproduced,
+            "{:?}",
+            a.findings[2]
+        );
+        assert_eq!(a.figures.len(), 2);
+        // Train first, then test, in the table as in the figure.
+        let t = a.table.find("train").unwrap();
+        assert!(t < a.table.find("test").unwrap(), "{}", a.table);
+        // Auto 40 % slower than the best on a test trace: not reproduced.
+        let slow = rec("test", "db", 1.4, 1.0, 1.0, 3.0);
+        let a = Replay.analyse(&[train, test, slow]);
         assert_eq!(a.findings[0].verdict, Verdict::NotReproduced);
-        assert!(a.findings[0].numbers.contains("grep: auto/mapped 1.40"));
-        // Never better than the best by 10 %.
-        let a = Replay.analyse(&[rec("grep", 1.0, 1.0, 3.0)]);
-        assert_eq!(a.findings[1].verdict, Verdict::NotReproduced);
+        assert!(
+            a.findings[0].numbers.contains("test · db · cold: 1.40"),
+            "{}",
+            a.findings[0].numbers
+        );
+        assert_eq!(a.findings[2].verdict, Verdict::NotReproduced);
     }
 
     #[test]
-    fn traces_are_deterministic_and_parse() {
-        assert_eq!(db_trace(64), db_trace(64));
-        for text in [db_trace(64), imports_trace(10), grep_trace(5)] {
-            let t = tr::parse(&text, "t", None).unwrap();
-            assert!(!t.reads.is_empty());
-        }
-        let g = tr::parse(&grep_trace(5), "g", None).unwrap();
-        assert_eq!(g.files.len(), 5);
-        assert!(g.reads.iter().all(|r| r.len <= 96 * 1024));
+    fn the_interval_of_the_median_comes_from_order_statistics() {
+        // 11 rounds: the 2nd and the 10th of the sorted ratios (98.8 %).
+        let v: Vec<f64> = (1..=11).map(f64::from).collect();
+        assert_eq!(median_interval(&v), (6.0, 2.0, 10.0));
+        // 5 rounds are too few for 95 %: the whole range.
+        assert_eq!(median_interval(&[3.0, 1.0, 2.0, 5.0, 4.0]), (3.0, 1.0, 5.0));
+        // 20 rounds: the 6th and the 15th.
+        let v: Vec<f64> = (1..=20).map(f64::from).collect();
+        let (_, lo, hi) = median_interval(&v);
+        assert_eq!((lo, hi), (6.0, 15.0));
+        assert!(median_interval(&[]).0.is_nan());
+    }
+
+    #[test]
+    fn a_manifest_names_each_trace_and_its_half() {
+        let m = "name\thalf\tshape\tmaps\twhat\nsqlite-index\ttrain\tdb\tno\tlook-ups\n\nzstd-big\ttest\tarchiver\tno\tzstd\n";
+        assert_eq!(
+            manifest(m),
+            vec![
+                ("sqlite-index".to_string(), "train".to_string()),
+                ("zstd-big".to_string(), "test".to_string())
+            ]
+        );
     }
 }

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""The corpus replay report (Markdown on stdout), from the records of
+scripts/corpus-replay.sh.
+
+    corpus-report.py MANIFEST.tsv REPLAY.jsonl "COMMAND"
+    (env IOLAB_COMMIT=REV names the commit the replayed binary was built at)
+
+A ratio is the median over the rounds of the per-round ratio auto / the
+fixed reader whose median time is best on that trace and cache state
+("fixed": every reader but `auto` and `auto:builtin`; `thesis` included),
+with the 95 % interval of that median from order statistics (the sign
+test's: no assumption about the noise's shape). Geometric means are over
+the traces of one half and cache state: against the per-trace best, and
+against the best single fixed reader (the one reader whose geometric mean
+time over the per-trace best is lowest in that half)."""
+import json, math, os, platform, statistics, subprocess, sys
+from collections import defaultdict
+
+ADAPTIVE = ("auto", "auto:builtin")
+
+
+def interval(v):
+    """The 95 % interval of the median of v: order statistics k and n+1-k
+    with P(Binomial(n, 1/2) < k) <= 0.025."""
+    v, n = sorted(v), len(v)
+    k, tail = 0, 0.0
+    while True:
+        nxt = tail + math.comb(n, k) / 2 ** n
+        if nxt > 0.025:
+            break
+        tail, k = nxt, k + 1
+    if k == 0:
+        return (v[0], v[-1], 1.0 - 2 * 0.0)  # too few rounds: the range
+    return (v[k - 1], v[n - k], 1.0 - 2 * tail)
+
+
+def gmean(v):
+    return math.exp(statistics.fmean(math.log(x) for x in v)) if v else float("nan")
+
+
+def machine():
+    def read(p):
+        try:
+            return open(p).read()
+        except OSError:
+            return ""
+    cpu = next((l.split(":", 1)[1].strip() for l in read("/proc/cpuinfo").splitlines()
+                if l.startswith("model name")), "?")
+    mem = next((int(l.split()[1]) >> 20 for l in read("/proc/meminfo").splitlines()
+                if l.startswith("MemTotal:")), 0)
+    return f"{platform.node()}: {cpu}, {os.cpu_count()} CPUs, {mem} GiB, Linux {platform.release()}"
+
+
+def commit():
+    # The binary replayed may be older than the checkout (IOLAB=...).
+    if os.environ.get("IOLAB_COMMIT"):
+        return os.environ["IOLAB_COMMIT"] + " (the replayed binary's)"
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        c = subprocess.run(["git", "-C", here, "rev-parse", "--short=12", "HEAD"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return c + (" (with uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+def load(manifest, jsonl):
+    halves, what = {}, {}
+    for i, line in enumerate(open(manifest)):
+        f = line.rstrip("\n").split("\t")
+        if i == 0 or len(f) < 5:
+            continue
+        halves[f[0]], what[f[0]] = f[1], (f[2], f[3], f[4])
+    # (trace, cache) -> reader -> {round: seconds}; the last session of a
+    # trace and cache state wins (a rerun replaces it).
+    runs = defaultdict(dict)
+    cpu = defaultdict(dict)
+    notes = defaultdict(list)
+    for line in open(jsonl):
+        r = json.loads(line)
+        name = os.path.basename(r["trace"]).rsplit(".", 1)[0]
+        key = (name, r["cache"])
+        runs[key][r["reader"]] = {x["round"]: x["wall_ns"] / 1e9 for x in r["runs"]}
+        cpu[key][r["reader"]] = {x["round"]: (x.get("user_ns", 0) + x.get("sys_ns", 0)) / 1e9
+                                 for x in r["runs"]}
+        fell = [x.get("fell_back", 0) for x in r["runs"]]
+        if r["reader"] in ADAPTIVE and any(fell):
+            notes[key].append((r["reader"], statistics.median(fell), r.get("switches", [])))
+    return halves, what, runs, cpu, notes
+
+
+def fixed_readers(runs):
+    names = sorted({n for rd in runs.values() for n in rd if n not in ADAPTIVE})
+    return ", ".join(f"`{n}`" for n in names)
+
+
+def ratios(readers, a, b):
+    ra, rb = readers[a], readers[b]
+    return [ra[k] / rb[k] for k in sorted(ra) if k in rb and rb[k] > 0]
+
+
+def best_fixed(readers):
+    fixed = {n: statistics.median(v.values()) for n, v in readers.items() if n not in ADAPTIVE and v}
+    return min(fixed, key=fixed.get), fixed
+
+
+def fmt(v):
+    m = statistics.median(v)
+    lo, hi, _ = interval(v)
+    mark = "" if m <= 1.05 else (" ¹" if m <= 1.10 else " **")
+    return f"{m:.3f} [{lo:.2f}–{hi:.2f}]{mark}"
+
+
+def cpu_cell(rc, best):
+    """Median per-round ratio of CPU time (user + system), tuned / built-in."""
+    cells = []
+    for a in ADAPTIVE:
+        v = ratios(rc, a, best) if a in rc else []
+        cells.append(f"{statistics.median(v):.2f}" if v else "–")
+    return " / ".join(cells)
+
+
+def half_table(half, halves, what, runs, cpu, out):
+    keys = sorted(k for k in runs if halves.get(k[0]) == half)
+    if not keys:
+        return
+    out.append(f"\n## {half} half\n")
+    out.append("| trace | shape | cache | best fixed | its median | auto ÷ best (tuned) | auto ÷ best (built-in) | CPU time ÷ best's (tuned / built-in) | rounds |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
+    for name, cache in keys:
+        rd = runs[(name, cache)]
+        best, fixed = best_fixed(rd)
+        cells = []
+        for a in ADAPTIVE:
+            cells.append(fmt(ratios(rd, a, best)) if a in rd else "–")
+        n = min(len(v) for v in rd.values())
+        out.append(f"| {name} | {what[name][0]} | {cache} | {best} | {fixed[best]*1e3:.1f} ms | {cells[0]} | {cells[1]} "
+                   f"| {cpu_cell(cpu[(name, cache)], best)} | {n} |")
+    out.append("")
+    out.append("| cache | geomean auto ÷ per-trace best (tuned / built-in) | best single fixed reader | geomean auto ÷ it (tuned / built-in) |")
+    out.append("|---|---|---|---|")
+    for cache in ("cold", "warm"):
+        ks = [k for k in keys if k[1] == cache]
+        if not ks:
+            continue
+        common = set.intersection(*(set(runs[k]) for k in ks)) - set(ADAPTIVE)
+        score = {r: gmean([statistics.median(runs[k][r].values()) / best_fixed(runs[k])[1][best_fixed(runs[k])[0]]
+                           for k in ks]) for r in common}
+        single = min(score, key=score.get)
+        per_best, per_single = [], []
+        for a in ADAPTIVE:
+            per_best.append(gmean([statistics.median(ratios(runs[k], a, best_fixed(runs[k])[0])) for k in ks if a in runs[k]]))
+            per_single.append(gmean([statistics.median(ratios(runs[k], a, single)) for k in ks if a in runs[k]]))
+        out.append(f"| {cache} | {per_best[0]:.3f} / {per_best[1]:.3f} | {single} | {per_single[0]:.3f} / {per_single[1]:.3f} |")
+
+
+def main():
+    manifest, jsonl, command = sys.argv[1:4]
+    halves, what, runs, cpu, notes = load(manifest, jsonl)
+    out = ["# Auto on the trace corpus", "",
+           f"- command: `{command}`",
+           f"- commit: {commit()}",
+           f"- machine: {machine()} (shared with other builds: medians of alternating rounds)",
+           f"- records: `{os.path.basename(jsonl)}`",
+           f"- fixed readers replayed: {fixed_readers(runs)}", "",
+           "A ratio is the median over the rounds of the per-round ratio auto ÷ the fixed reader "
+           "with the best median on that trace (every fixed reader replayed; thesis included), with the "
+           "95 % interval of that median. Marks: ¹ above 1.05, ** above 1.10. The CPU column is "
+           "the same ratio of CPU time (user + system): on a machine shared with other work a "
+           "replay of cached data waits for a CPU more than it reads, and CPU time shows what "
+           "Auto itself costs. "
+           "Tuned: the profile of `iolab tune --quick`; built-in: no profile."]
+    for half in ("train", "test"):
+        half_table(half, halves, what, runs, cpu, out)
+    if notes:
+        out.append("\n## Where the run-time guard fell back to pread\n")
+        out.append("Open files on which the guard fell back (median over the rounds), and some of the switches of the last round.\n")
+        for (name, cache), v in sorted(notes.items()):
+            for reader, files, sw in v:
+                out.append(f"- {name}, {cache}, {reader}: {files:g} file(s)")
+                for x in sw:
+                    out.append(f"  - {x}")
+    out.append("\n## The programs\n")
+    out.append("| trace | half | shape | maps | what it does |")
+    out.append("|---|---|---|---|---|")
+    for name in sorted(what, key=lambda n: (halves[n], n)):
+        s, m, w = what[name]
+        out.append(f"| {name} | {halves[name]} | {s} | {m} | {w} |")
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
