@@ -148,9 +148,13 @@ fn validate_engine(spec: &WorkloadSpec) -> Result<()> {
             spec.engine
         )));
     }
-    if spec.verify && (spec.engine == EngineKind::Null || spec.engine_opts.mmap_touch) {
+    if spec.verify
+        && (spec.engine == EngineKind::Null
+            || spec.engine_opts.mmap_touch
+            || spec.engine_opts.uring.nop)
+    {
         return Err(usage(
-            "--verify: the null engine and --mmap-touch copy no bytes, so there is nothing to verify".into(),
+            "--verify: the null engine, --mmap-touch and --uring-nop copy no bytes, so there is nothing to verify".into(),
         ));
     }
     if spec.engine_opts.hipri && !matches!(spec.engine, EngineKind::Preadv2 | EngineKind::Uring) {
@@ -159,15 +163,7 @@ fn validate_engine(spec: &WorkloadSpec) -> Result<()> {
             spec.engine
         )));
     }
-    if spec.engine == EngineKind::Uring
-        && (spec.engine_opts.hipri || spec.engine_opts.uring.iopoll)
-        && !spec.direct
-    {
-        return Err(usage(
-            "--iopoll/--hipri with uring needs --direct: polled completion bypasses the page cache"
-                .into(),
-        ));
-    }
+    validate_polling(spec)?;
     if spec.engine_opts.mmap_touch && spec.engine != EngineKind::Mmap {
         return Err(usage(format!(
             "--mmap-touch: only the mmap engine takes it, not {}",
@@ -178,6 +174,25 @@ fn validate_engine(spec: &WorkloadSpec) -> Result<()> {
         if read_pct > 100 {
             return Err(usage(format!("--read-pct {read_pct}: must be 0..=100")));
         }
+    }
+    Ok(())
+}
+
+/// Polled completion (`--iopoll`, `--hipri` with uring) against what it
+/// needs: O_DIRECT, and something to poll.
+fn validate_polling(spec: &WorkloadSpec) -> Result<()> {
+    let polled = spec.engine_opts.hipri || spec.engine_opts.uring.iopoll;
+    if spec.engine == EngineKind::Uring && polled && !spec.direct {
+        return Err(usage(
+            "--iopoll/--hipri with uring needs --direct: polled completion bypasses the page cache"
+                .into(),
+        ));
+    }
+    if spec.engine_opts.uring.nop && polled {
+        return Err(usage(
+            "--uring-nop: no-ops reach no device, so there is nothing to poll (drop --iopoll/--hipri)"
+                .into(),
+        ));
     }
     Ok(())
 }

@@ -460,7 +460,8 @@ impl WorkloadSpec {
 
     /// A compact label in the style of the Linux read-interfaces study:
     /// `P` pread, `U64B1` io_uring depth 64 batch 1, `M` fixed buffers, `F`
-    /// registered files, `S` SQPOLL, `T2` two threads, `D` O_DIRECT.
+    /// registered files, `S` SQPOLL, `N` io_uring NOPs, `T2` two threads,
+    /// `D` O_DIRECT.
     pub fn label(&self) -> String {
         let u = &self.engine_opts.uring;
         let mut s = match self.engine.desc().label {
@@ -493,6 +494,9 @@ impl WorkloadSpec {
         }
         if u.sqpoll {
             s.push('S');
+        }
+        if u.nop {
+            s.push('N');
         }
         if self.direct {
             s.push('D');

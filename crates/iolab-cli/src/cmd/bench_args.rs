@@ -223,6 +223,11 @@ pub struct BenchArgs {
     /// uring: busy-poll for completions (O_DIRECT, device with poll queues).
     #[arg(long)]
     pub iopoll: bool,
+    /// uring: send NOPs instead of reads and writes, each naming the op's
+    /// file and buffer and completing with its length (t/io_uring's -N1):
+    /// the cost of the runner and the ring without I/O. Needs Linux 6.13+.
+    #[arg(long)]
+    pub uring_nop: bool,
     /// threadpool: helper threads (default: one per op in flight).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub pool_threads: Option<u32>,

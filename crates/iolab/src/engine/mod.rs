@@ -27,6 +27,8 @@ pub mod posixaio;
 pub mod pread;
 pub mod preadv2;
 pub mod read;
+mod ring_fd;
+mod sqe;
 pub mod stream;
 mod sync;
 mod table;
@@ -188,6 +190,12 @@ pub struct UringOpts {
     /// With SQPOLL: spin on the CQ ring or sleep (`--sqpoll-wait`).
     #[serde(default, skip_serializing_if = "SqpollWait::is_auto")]
     pub sqpoll_wait: SqpollWait,
+    /// Send NOPs instead of reads and writes (`--uring-nop`): each names
+    /// the op's file and buffer (registered ones with `reg_files` and
+    /// `fixed_bufs`) and completes with the op's length, as t/io_uring's
+    /// `-N1` does, so the runner and the ring are measured without I/O.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nop: bool,
 }
 
 /// Engine options beyond depth and buffers.
