@@ -350,6 +350,10 @@ pub struct WorkloadSpec {
     /// Sync the file every so many writes (fio's `fsync=N`/`fdatasync=N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync_every: Option<SyncEvery>,
+    /// Open the files O_NOATIME (`--noatime`, as t/io_uring does): reads
+    /// skip the access-time check and update.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub noatime: bool,
     /// The CPUs worker threads run on (fio's `cpus_allowed`); None: any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<crate::pin::CpuPin>,
@@ -396,6 +400,7 @@ impl Default for WorkloadSpec {
             time_submit: false,
             place: None,
             sync_every: None,
+            noatime: false,
             cpus: None,
             placement: Placement::Irq,
         }

@@ -55,6 +55,9 @@ fn build_engine(
             },
         )?;
         iolab::cache::advise(&file, spec.pattern.hint())?;
+        if spec.noatime {
+            iolab::kernel::fs::set_noatime(&file, &f.path)?;
+        }
         files.push(EngineFile {
             path: f.path.clone(),
             file,

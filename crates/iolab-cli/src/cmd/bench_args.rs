@@ -228,6 +228,10 @@ pub struct BenchArgs {
     /// the cost of the runner and the ring without I/O. Needs Linux 6.13+.
     #[arg(long)]
     pub uring_nop: bool,
+    /// Open the files O_NOATIME, as t/io_uring does: reads skip the
+    /// access-time check and update (the file's owner or root only).
+    #[arg(long)]
+    pub noatime: bool,
     /// threadpool: helper threads (default: one per op in flight).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub pool_threads: Option<u32>,
