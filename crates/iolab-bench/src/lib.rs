@@ -11,6 +11,7 @@ pub mod cpu;
 pub mod devstat;
 pub mod env;
 pub mod error;
+pub mod lat_record;
 pub mod measure;
 pub mod metrics;
 pub mod offsets;

@@ -350,6 +350,9 @@ pub struct WorkloadSpec {
     /// Sync the file every so many writes (fio's `fsync=N`/`fdatasync=N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync_every: Option<SyncEvery>,
+    /// Which ops' latency is recorded (`--lat`: all, one in N, none).
+    #[serde(default)]
+    pub lat: crate::lat_record::LatRecord,
     /// Open the files O_NOATIME (`--noatime`, as t/io_uring does): reads
     /// skip the access-time check and update.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -400,6 +403,7 @@ impl Default for WorkloadSpec {
             time_submit: false,
             place: None,
             sync_every: None,
+            lat: crate::lat_record::LatRecord::All,
             noatime: false,
             cpus: None,
             placement: Placement::Irq,

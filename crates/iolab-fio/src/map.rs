@@ -334,6 +334,7 @@ pub fn map_job(job: &RawJob, groupid: u32, lenient: bool) -> Result<FioJob, FioJ
         sync_every: if op.writes() { sync_every(g)? } else { None },
         cpus: cpus(g)?,
         placement: iolab_bench::spec::Placement::Irq,
+        lat: Default::default(),
         noatime: false,
     };
     let spec_check = iolab_bench::prepare::validate(&spec);

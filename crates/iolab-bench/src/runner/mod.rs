@@ -9,7 +9,8 @@
 //! - `control`: what workers share (stop, errors, the `--op-timeout` watch);
 //! - `merge`: the workers' counts merged into one [`RunMetrics`];
 //! - `clock`: the hot loop's clock;
-//! - `split`: per-direction latency and slat/clat, only when asked.
+//! - `split`: per-direction latency and slat/clat, only when asked;
+//! - `lat`: which ops are timed (`--lat`) and their recording in runs.
 //!
 //! A run that meets an error still hands back what it measured:
 //! [`BenchError::Partial`] carries the metrics next to the error.
@@ -17,6 +18,7 @@
 mod clock;
 mod control;
 mod intervals;
+mod lat;
 mod merge;
 mod plan;
 mod split;

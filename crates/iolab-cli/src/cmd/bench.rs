@@ -204,6 +204,7 @@ fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
             .map(|(writes, data_only)| SyncEvery { writes, data_only }),
         cpus: cpu_pin(a),
         placement: a.placement,
+        lat: a.lat,
         noatime: a.noatime,
         ..WorkloadSpec::default()
     }

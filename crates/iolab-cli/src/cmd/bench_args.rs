@@ -7,6 +7,7 @@ use crate::output;
 use crate::parse;
 use anyhow::Result;
 use iolab::engine::EngineKind;
+use iolab_bench::lat_record::LatRecord;
 use iolab_bench::pin::CpuPin;
 use iolab_bench::rank_place::Layout;
 use iolab_bench::spec::{AccessPattern, CacheMode};
@@ -36,6 +37,9 @@ fn placement(s: &str) -> Result<iolab_bench::spec::Placement, String> {
     s.parse()
 }
 fn sqpoll_wait(s: &str) -> Result<iolab::engine::SqpollWait, String> {
+    s.parse()
+}
+fn lat(s: &str) -> Result<LatRecord, String> {
     s.parse()
 }
 
@@ -232,6 +236,11 @@ pub struct BenchArgs {
     /// access-time check and update (the file's owner or root only).
     #[arg(long)]
     pub noatime: bool,
+    /// Which ops' latency is recorded: all (default), sampled (1 op in 32,
+    /// at random, so percentiles stay unbiased), sampled:N (1 in N), or off
+    /// (counts, bytes and CPU only; fio's disable_lat, t/io_uring's -t0).
+    #[arg(long, default_value = "all", value_name = "all|sampled[:N]|off", value_parser = lat)]
+    pub lat: LatRecord,
     /// threadpool: helper threads (default: one per op in flight).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub pool_threads: Option<u32>,
