@@ -23,7 +23,9 @@
 #   nop               no-ops through io_uring_enter (-N1 / --uring-nop, each
 #                     naming the registered file and buffer);
 #   2-threads         two submitters (-n2 / --threads 2) on CPUS2.
-# Both open the file O_NOATIME (t/io_uring always does; iolab --noatime).
+# Both open the file O_NOATIME (t/io_uring always does; iolab --noatime)
+# and read into page-aligned buffers (t/io_uring's; iolab's with fixed
+# buffers or O_DIRECT, and in the plain row by --buf-offset 0).
 # Windows: t/io_uring -r5 prints one line per second; the first is the
 # ramp, the mean of the next three is its figure; iolab --ramp 1s --time 3s.
 # CPU per op: t/io_uring's threads' CPU time (/proc/PID/task/*/schedstat)
@@ -68,7 +70,7 @@ workloads=(
   "cached-regfix-off|$cpu|-O0 -F1 -B1 -n1 -t0|--reg-files --fixed-bufs --lat off"
   "cached-regfix-sampled|$cpu|-O0 -F1 -B1 -n1 -t1|--reg-files --fixed-bufs --lat sampled"
   "cached-regfix-all|$cpu|-O0 -F1 -B1 -n1 -t1|--reg-files --fixed-bufs --lat all"
-  "cached-plain|$cpu|-O0 -F0 -B0 -n1 -t0|--lat off"
+  "cached-plain|$cpu|-O0 -F0 -B0 -n1 -t0|--lat off --buf-offset 0"
   "direct|$cpu|-O1 -F1 -B1 -n1 -t0|--direct --reg-files --fixed-bufs --lat off"
   "nop|$cpu|-N1 -F1 -B1 -n1 -t0|--uring-nop --reg-files --fixed-bufs --lat off"
   "2-threads|$cpus2|-O0 -F1 -B1 -n2 -t0|--threads 2 --reg-files --fixed-bufs --lat off"

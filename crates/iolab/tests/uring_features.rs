@@ -86,6 +86,10 @@ fn fixed_buffers_and_registered_files_are_used_and_read_right() {
             let op = ops[d.tag as usize];
             assert!(pat.verify(&e.buf(op.buf)[..4096], op.offset).is_ok());
         }
+        if fixed_bufs {
+            // The kernel copies into registered buffers page by page.
+            assert_eq!(e.pool().backing().slot_offset, 0, "slots start on a page");
+        }
         let s = e.stats();
         assert_eq!(s.fixed_buf_ops, if fixed_bufs { 8 } else { 0 }, "{s:?}");
         assert_eq!(s.fixed_file_ops, if reg_files { 8 } else { 0 }, "{s:?}");

@@ -254,9 +254,16 @@ pub struct EngineConfig {
 impl EngineConfig {
     /// The buffer pool this configuration calls for: one slot per op in flight.
     pub fn pool(&self) -> Result<BufPool> {
+        self.pool_aligned(self.direct)
+    }
+
+    /// [`EngineConfig::pool`], with slots that start on their alignment
+    /// unless `--buf-offset` says otherwise when `aligned` (an engine
+    /// whose kernel copy goes page by page, as into registered buffers).
+    pub fn pool_aligned(&self, aligned: bool) -> Result<BufPool> {
         let offset = match self.opts.buf_offset {
             Some(o) => o as usize,
-            None if self.direct => 0,
+            None if aligned => 0,
             None => crate::buf::buffered_slot_offset(),
         };
         BufPool::with_layout(

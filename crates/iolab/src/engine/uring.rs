@@ -244,7 +244,11 @@ impl Uring {
         let qd = cfg.qd.max(1);
         let ring = setup_ring(&u, qd)?;
         probe_read_write(&ring)?;
-        let mut pool = cfg.pool()?;
+        // The kernel copies into registered buffers page by page (one
+        // bio_vec each): a slot that starts past its page makes every op
+        // copy into two. Page-aligned, as t/io_uring's (measured here: 4 KiB
+        // cached reads cost 15-20 % more CPU per op at +16 B).
+        let mut pool = cfg.pool_aligned(cfg.direct || u.fixed_bufs)?;
         register(&ring, &u, &cfg.files, &mut pool)?;
         let fds = (cfg.files.iter().enumerate())
             .map(|(i, f)| {
