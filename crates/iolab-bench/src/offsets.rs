@@ -122,18 +122,12 @@ impl OffsetGen {
 
     /// The next byte offset. Sequential and shuffled orders start a new
     /// pass (shuffle with a fresh order) when one ends.
-    #[inline(always)]
+    #[inline]
     pub fn next_offset(&mut self) -> u64 {
         if let (AccessPattern::Rand, None) = (self.pattern, &self.place) {
             // The common random case, inlined into the runner's loop.
             return self.base + (self.first + self.rng.below(self.blocks)) * self.bs;
         }
-        self.next_offset_any()
-    }
-
-    /// [`OffsetGen::next_offset`] for every other case.
-    #[inline(never)]
-    fn next_offset_any(&mut self) -> u64 {
         let b = self.next_block();
         let off = match self.pattern {
             AccessPattern::Stride(gap) => self.first * self.bs + b * (self.bs + gap),

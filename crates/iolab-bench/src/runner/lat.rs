@@ -92,12 +92,21 @@ impl Runs {
     /// Records the run so far.
     #[inline]
     pub fn flush(&mut self, h: &mut Histogram<u64>, iv: &mut super::intervals::Sampler) {
-        if self.n > 0 {
-            h.saturating_record_n(self.lat, self.n);
-            iv.record_lat(self.lat, self.n);
-            self.n = 0;
+        match self.n {
+            0 => return,
+            // A run of one (depth 1: every round) inlined, as one value
+            // records fastest; longer runs (one or two a round) out of line.
+            1 => h.saturating_record(self.lat),
+            n => record_many(h, self.lat, n),
         }
+        iv.record_lat(self.lat, self.n);
+        self.n = 0;
     }
+}
+
+#[inline(never)]
+fn record_many(h: &mut Histogram<u64>, lat: u64, n: u64) {
+    h.saturating_record_n(lat, n);
 }
 
 #[cfg(test)]

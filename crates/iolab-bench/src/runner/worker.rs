@@ -406,27 +406,15 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// [`Worker::fill`] for a run of reads of one file: `n` ops in one
-    /// extend of the batch (no per-op capacity checks, no calls).
+    /// [`Worker::fill`] for a run of reads of one file: each op needs a
+    /// slot and an offset, nothing else.
     #[inline]
     fn fill_simple(&mut self, n: usize) {
-        let n = n.min(self.free.len());
-        let (meta, bs) = (&mut self.meta, self.bs);
-        let gen = &mut self.plan.files[0].gen;
-        let slots = self.free.drain(self.free.len() - n..).rev();
-        self.pending.extend(slots.map(|slot| {
-            let off = gen.next_offset();
-            meta[slot as usize] = (off, OpKind::Read, 0);
-            Op {
-                tag: slot as u64,
-                kind: OpKind::Read,
-                file: FileId(0),
-                offset: off,
-                len: bs,
-                buf: BufId(slot),
-            }
-        }));
-        self.issued += n as u64;
+        for _ in 0..n {
+            let Some(slot) = self.free.pop() else { break };
+            let off = self.plan.files[0].gen.next_offset();
+            self.push_op(slot, off, OpKind::Read, 0);
+        }
     }
 
     /// Queues ops one by one, each when the pace releases it and after the
@@ -630,10 +618,10 @@ impl<'a> Worker<'a> {
         let (mut ops, mut bytes) = (0u64, 0u64);
         let timed = !matches!(self.timing, Timing::Off);
         let mut runs = Runs::default();
-        self.free.extend(self.done.iter().map(|d| d.tag as u32));
         for i in 0..self.done.len() {
             let d = self.done[i];
             let slot = d.tag as usize;
+            self.free.push(slot as u32);
             let n = match self.check(&d) {
                 Ok(n) => n,
                 Err(e) => {
