@@ -7,6 +7,10 @@ doc comment and attributes) says why, and contains the word "long" (e.g.
 Lines are counted from the `fn` line to its closing brace. Exit status 1
 when a long function carries no such comment, so CI can run it.
 
+Test code is exempt (a test reads best as one story): files under a
+crate's tests/, functions marked #[test], and everything after a file's
+`#[cfg(test)]` module opens.
+
 Usage: scripts/long-fns.py [--limit N] [--all] [ROOT]
   --all  also list the explained ones
 """
@@ -89,6 +93,25 @@ def reason(lines, start):
     return None
 
 
+def test_module_start(lines):
+    """Index of the first line of the file's `#[cfg(test)]` module (or past
+    the end)."""
+    for i, line in enumerate(lines[:-1]):
+        if line.strip() == "#[cfg(test)]" and re.match(r"\s*(pub(\([^)]*\))?\s+)?mod\s+\w+", lines[i + 1]):
+            return i
+    return len(lines)
+
+
+def is_test(lines, start):
+    """Whether the attributes above the function make it a test."""
+    i = start - 1
+    while i >= 0 and (lines[i].strip().startswith("#[") or lines[i].strip().startswith("//")):
+        if re.match(r"#\[(tokio::)?test\b", lines[i].strip()):
+            return True
+        i -= 1
+    return False
+
+
 def scan(root, limit):
     out = []
     for dirpath, _, files in os.walk(os.path.join(root, "crates")):
@@ -98,10 +121,14 @@ def scan(root, limit):
             if not f.endswith(".rs"):
                 continue
             path = os.path.join(dirpath, f)
+            rel_dir = os.path.relpath(dirpath, os.path.join(root, "crates"))
+            if "/tests" in "/" + rel_dir.split(os.sep, 1)[-1] and rel_dir.split(os.sep)[1:2] == ["tests"]:
+                continue
             lines = open(path, encoding="utf-8").read().split("\n")
+            tests_from = test_module_start(lines)
             for i, line in enumerate(lines):
                 m = FN.match(line)
-                if not m:
+                if not m or i >= tests_from or is_test(lines, i):
                     continue
                 end = body_end(lines, i)
                 if end is None:

@@ -18,6 +18,13 @@ command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 [ -e /usr/include/fuse3/fuse.h ] || need+=(libfuse3-dev)
+# The Python package's tests build it into a virtual environment (below),
+# which needs venv's ensurepip; its permission test drops capabilities with
+# setpriv (util-linux).
+if [ "$(command -v python3 || true)" = /usr/bin/python3 ] && command -v dpkg >/dev/null 2>&1; then
+  dpkg -s python3-venv >/dev/null 2>&1 || need+=(python3-venv)
+fi
+command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 # MPI scale-out (`cargo test --workspace` builds the `mpi` feature): Open MPI
 # to build against and to launch ranks, libclang for rsmpi's bindings.
 command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
@@ -32,4 +39,24 @@ if [ ${#need[@]} -gt 0 ]; then
   else
     echo "setup: missing ${need[*]} (install them with your package manager)" >&2
   fi
+fi
+
+# The Python package (python/, crates/iolab-py): a virtual environment at
+# .venv-py with maturin to build it and what its tests compare against.
+# `cargo test -p iolab-py-tests` builds the package into it and runs pytest.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="${IOLAB_PY_VENV:-$root/.venv-py}"
+py_need=('maturin>=1.9.4,<2' pytest numpy safetensors)
+if ! command -v python3 >/dev/null 2>&1; then
+  echo "setup: no python3, so no Python environment for the Python package's tests" >&2
+  exit 0
+fi
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: making the Python environment $venv" >&2
+  python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c 'import maturin, pytest, numpy, safetensors' >/dev/null 2>&1 \
+   || [ ! -x "$venv/bin/maturin" ]; then
+  echo "setup: installing ${py_need[*]} into $venv" >&2
+  "$venv/bin/python" -m pip install -q "${py_need[@]}"
 fi

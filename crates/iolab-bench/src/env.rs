@@ -1,6 +1,7 @@
 //! The environment a measurement ran in: enough to tell two machines apart
 //! and to reproduce a run (kernel, CPU, memory, file system, device, queue).
 
+use iolab::file::BlockDevice;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -135,60 +136,23 @@ impl Environment {
             path
         };
         let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        let cpu_model = cpuinfo
-            .lines()
-            .find(|l| l.starts_with("model name"))
-            .and_then(|l| l.split(':').nth(1))
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|| "unknown".into());
-        let memory_bytes = std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|m| {
-                m.lines()
-                    .find(|l| l.starts_with("MemTotal:"))
-                    .and_then(|l| l.split_whitespace().nth(1))
-                    .and_then(|v| v.parse::<u64>().ok())
-            })
-            .unwrap_or(0)
-            * 1024;
         let dev = iolab::file::block_device_of(path);
         let (device, device_model, scheduler, queue) = match &dev {
-            Some(d) => {
-                let model = read_trim(d.sysfs.join("device/model"))
-                    .or_else(|| {
-                        read_trim(d.sysfs.join("device/vendor")).map(|v| format!("vendor {v}"))
-                    })
-                    .or_else(|| {
-                        std::fs::read_link(d.sysfs.join("device/driver"))
-                            .ok()
-                            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-                    });
-                let sched = d.queue_attr("scheduler").map(|s| {
-                    s.split_whitespace()
-                        .find(|w| w.starts_with('['))
-                        .map(|w| w.trim_matches(['[', ']']).to_string())
-                        .unwrap_or(s)
-                });
-                let q = QueueLimits {
-                    logical_block_bytes: d.queue_num("logical_block_size"),
-                    physical_block_bytes: d.queue_num("physical_block_size"),
-                    max_sectors_kb: d.queue_num("max_sectors_kb"),
-                    nr_requests: d.queue_num("nr_requests"),
-                    rotational: d.queue_num("rotational").map(|v| v != 0),
-                    read_ahead_kb: d.queue_num("read_ahead_kb"),
-                    max_segments: d.queue_num("max_segments"),
-                };
-                (Some(d.name.clone()), model, sched, q)
-            }
+            Some(d) => (
+                Some(d.name.clone()),
+                device_model(d),
+                scheduler(d),
+                queue_limits(d),
+            ),
             None => (None, None, None, QueueLimits::default()),
         };
         Environment {
             kernel: read_trim("/proc/sys/kernel/osrelease").unwrap_or_default(),
-            cpu_model,
+            cpu_model: cpu_model(&cpuinfo),
             cores: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1),
-            memory_bytes,
+            memory_bytes: memory_bytes(),
             hostname: read_trim("/proc/sys/kernel/hostname").unwrap_or_default(),
             fs_type: iolab::file::fs_type(path).map(str::to_string),
             device,
@@ -205,6 +169,65 @@ impl Environment {
             fio_version: None,
             waker: None,
         }
+    }
+}
+
+/// The first CPU's `model name` in `/proc/cpuinfo`, or "unknown".
+fn cpu_model(cpuinfo: &str) -> String {
+    cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// `MemTotal` from `/proc/meminfo` in bytes (0 when unreadable).
+fn memory_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .unwrap_or(0)
+        * 1024
+}
+
+/// The device's model, else its vendor, else the name of its driver.
+fn device_model(d: &BlockDevice) -> Option<String> {
+    read_trim(d.sysfs.join("device/model"))
+        .or_else(|| read_trim(d.sysfs.join("device/vendor")).map(|v| format!("vendor {v}")))
+        .or_else(|| {
+            std::fs::read_link(d.sysfs.join("device/driver"))
+                .ok()
+                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        })
+}
+
+/// The active I/O scheduler: the bracketed one of the queue's list (the
+/// whole list if none is).
+fn scheduler(d: &BlockDevice) -> Option<String> {
+    d.queue_attr("scheduler").map(|s| {
+        s.split_whitespace()
+            .find(|w| w.starts_with('['))
+            .map(|w| w.trim_matches(['[', ']']).to_string())
+            .unwrap_or(s)
+    })
+}
+
+/// The queue's limits from sysfs.
+fn queue_limits(d: &BlockDevice) -> QueueLimits {
+    QueueLimits {
+        logical_block_bytes: d.queue_num("logical_block_size"),
+        physical_block_bytes: d.queue_num("physical_block_size"),
+        max_sectors_kb: d.queue_num("max_sectors_kb"),
+        nr_requests: d.queue_num("nr_requests"),
+        rotational: d.queue_num("rotational").map(|v| v != 0),
+        read_ahead_kb: d.queue_num("read_ahead_kb"),
+        max_segments: d.queue_num("max_segments"),
     }
 }
 

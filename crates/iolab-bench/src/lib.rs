@@ -7,7 +7,9 @@
 //! only through the `iolab` crate.
 #![forbid(unsafe_code)]
 
+pub mod content;
 pub mod cpu;
+pub mod depths;
 pub mod devstat;
 pub mod env;
 pub mod error;
@@ -15,6 +17,8 @@ pub mod lat_record;
 pub mod measure;
 pub mod metrics;
 pub mod offsets;
+pub mod oplog;
+pub mod pacing;
 pub mod pin;
 pub mod placement;
 pub mod prepare;
@@ -23,9 +27,12 @@ pub mod rank_place;
 pub mod record;
 pub mod residency;
 pub mod runner;
+pub mod service;
+pub mod sizes;
 pub mod skew;
 pub mod spec;
 pub mod stats;
 pub mod units;
+pub mod zones;
 
 pub use error::{BenchError, Result};

@@ -101,7 +101,10 @@ impl OffsetGen {
             return;
         }
         match self.pattern {
-            AccessPattern::Seq | AccessPattern::Shuffle | AccessPattern::Stride(_) => {
+            AccessPattern::Seq
+            | AccessPattern::Shuffle
+            | AccessPattern::Stride(_)
+            | AccessPattern::Back(_) => {
                 self.pass = n / self.blocks;
                 self.pos = n % self.blocks;
                 self.perm = self.new_perm(self.pass);
@@ -114,9 +117,13 @@ impl OffsetGen {
                     self.next_block();
                 }
             }
-            AccessPattern::Rand | AccessPattern::Skewed(_) | AccessPattern::RandRun(_) => {
+            AccessPattern::Rand
+            | AccessPattern::Skewed(_)
+            | AccessPattern::RandRun(_)
+            | AccessPattern::Zoned(_) => {
                 self.rng = Rng::new(self.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15));
             }
+            AccessPattern::Sequence(_) => self.pos = n,
         }
     }
 
@@ -128,10 +135,12 @@ impl OffsetGen {
             // The common random case, inlined into the runner's loop.
             return self.base + (self.first + self.rng.below(self.blocks)) * self.bs;
         }
-        let b = self.next_block();
         let off = match self.pattern {
-            AccessPattern::Stride(gap) => self.first * self.bs + b * (self.bs + gap),
-            _ => (self.first + b) * self.bs,
+            AccessPattern::Back(back) => self.first * self.bs + self.next_back(back),
+            AccessPattern::Stride(gap) => {
+                self.first * self.bs + self.next_block() * (self.bs + gap)
+            }
+            _ => (self.first + self.next_block()) * self.bs,
         };
         self.base
             + match &self.place {
@@ -140,11 +149,33 @@ impl OffsetGen {
             }
     }
 
+    /// [`AccessPattern::Back`]: the next byte offset in the range, `back`
+    /// bytes before the end of the last block; past the start, `back`
+    /// before the range's end (fio's wrap for a negative `rw=read:-N`).
+    fn next_back(&mut self, back: u64) -> u64 {
+        let first = self.in_pass(self.blocks) == 0 && self.pass == 0;
+        let len = self.blocks * self.bs;
+        let next = self.block as i128 + self.bs as i128 - back as i128;
+        self.block = if first {
+            0
+        } else if next < 0 || next as u64 + self.bs > len {
+            len.saturating_sub(back.max(self.bs))
+        } else {
+            next as u64
+        };
+        self.block
+    }
+
     /// The next block of the range, from 0.
     #[inline]
     fn next_block(&mut self) -> u64 {
         match self.pattern {
             AccessPattern::Rand => self.rng.below(self.blocks),
+            AccessPattern::Zoned(z) => z.next_block(self.blocks, &mut self.rng),
+            AccessPattern::Sequence(q) => {
+                self.pos += 1;
+                q.block(self.pos - 1, self.blocks)
+            }
             AccessPattern::Skewed(_) => match &self.skew {
                 Some(g) => g.next_block(&mut self.rng),
                 None => self.rng.below(self.blocks),
@@ -171,7 +202,9 @@ impl OffsetGen {
                 let i = self.in_pass(self.blocks);
                 self.perm.apply(i)
             }
-            AccessPattern::Seq | AccessPattern::Stride(_) => self.in_pass(self.blocks),
+            AccessPattern::Seq | AccessPattern::Stride(_) | AccessPattern::Back(_) => {
+                self.in_pass(self.blocks)
+            }
         }
     }
 
@@ -216,6 +249,17 @@ impl OffsetGen {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backwards_steps_back_and_wraps_to_the_end_as_fio_does() {
+        // fio's rw=read:-8k with bs=4k over 64 KiB: 0, then 56k down to 0.
+        let mut g = OffsetGen::new(AccessPattern::Back(8192), 0, 16, 4096, 1).with_base(4096);
+        let got: Vec<u64> = (0..18).map(|_| (g.next_offset() - 4096) / 1024).collect();
+        let mut want = vec![0u64];
+        want.extend((0..=14).rev().map(|b| b * 4));
+        want.extend([56, 52]);
+        assert_eq!(got, want);
+    }
 
     #[test]
     fn permutation_is_a_bijection() {

@@ -65,7 +65,27 @@ fn writers() -> String {
 pub fn validate(spec: &WorkloadSpec) -> Result<()> {
     validate_sizes(spec)?;
     validate_files(spec)?;
+    validate_lat(spec)?;
     validate_engine(spec)
+}
+
+/// `--lat off|sampled` against what needs every op's latency: a per-I/O
+/// log and a latency target.
+fn validate_lat(spec: &WorkloadSpec) -> Result<()> {
+    if spec.lat == crate::lat_record::LatRecord::All {
+        return Ok(());
+    }
+    let need = if spec.log_ops {
+        "a per-I/O log"
+    } else if spec.pacing.lat_target.is_some() {
+        "a latency target"
+    } else {
+        return Ok(());
+    };
+    Err(usage(format!(
+        "--lat {}: {need} needs every op's latency (--lat all)",
+        spec.lat
+    )))
 }
 
 /// A list of files (`--files`) and `--nrfiles` against the other ways of
@@ -277,6 +297,9 @@ pub fn prepare(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Prepared> {
     validate(spec)?;
+    if spec.no_files {
+        return Ok(nothing_made(spec));
+    }
     let paths = spec.files();
     // O_DIRECT alignment, checked before any file is made.
     let align = if spec.direct {
@@ -289,7 +312,12 @@ pub fn prepare(
                 .unwrap_or(Path::new("."))
                 .to_path_buf()
         };
-        let a = file::dio_alignment(&probe)?;
+        let mut a = file::dio_alignment(&probe)?;
+        if spec.direct_logical {
+            // fio's rule: the kernel's alignment, whatever the device's
+            // physical block.
+            a.required = a.kernel.max(1);
+        }
         if !spec.bs.is_multiple_of(a.required as u64) {
             return Err(usage(format!(
                 "--bs {}: O_DIRECT on {} needs a multiple of {} bytes (device physical block {}, kernel minimum {})",
@@ -460,9 +488,28 @@ pub fn prepare(
     Ok(prep)
 }
 
+/// The files of a run without files (`no_files`, fio's null engine): their
+/// names and lengths only; none is made, opened or checked.
+fn nothing_made(spec: &WorkloadSpec) -> Prepared {
+    let files = spec
+        .files()
+        .into_iter()
+        .map(|path| PreparedFile {
+            path,
+            len: spec.file_end(),
+            pattern: None,
+            created: false,
+        })
+        .collect();
+    Prepared { files, align: None }
+}
+
 /// Puts the files' pages in the state `spec.cache` asks for and returns the
 /// resident fraction measured afterwards (mincore).
 pub fn set_cache(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<f64> {
+    if spec.no_files {
+        return Ok(0.0);
+    }
     match spec.cache {
         CacheMode::Cold => {
             if spec.drop_caches {

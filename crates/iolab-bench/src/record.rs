@@ -122,6 +122,32 @@ pub struct RunMetrics {
     /// what multi-rank runs place on a common clock. Not serialised.
     #[serde(skip)]
     pub window: Option<(std::time::Instant, std::time::Instant)>,
+    /// Of `bytes`, those read (the rest were written).
+    #[serde(default)]
+    pub read_bytes: u64,
+    /// Trims done (fio's trim workloads); they are not among `ops`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trim_ops: u64,
+    /// Bytes trimmed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub trim_bytes: u64,
+    /// Latency of each trim. Not serialised.
+    #[serde(skip)]
+    pub trim_hist: Option<hdrhistogram::Histogram<u64>>,
+    /// How deep the queue was (fio's IO depths, submit and complete).
+    #[serde(default)]
+    pub depths: crate::depths::Depths,
+    /// The depth a latency target settled on (fio's `latency_depth`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_depth: Option<u32>,
+    /// Every I/O, when the spec logs them (`log_ops`). Not serialised.
+    #[serde(skip)]
+    pub oplog: Option<Vec<crate::oplog::OpRecord>>,
+}
+
+/// serde's test for counts left out at 0.
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Statistics across the repeats of one configuration.

@@ -47,6 +47,15 @@ impl Snapshot {
         Ok(Snapshot { files })
     }
 
+    /// [`Snapshot::take`] for a run of `spec`: nothing for a run without
+    /// files (`no_files`).
+    pub fn of_run(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<Self> {
+        if spec.no_files {
+            return Ok(Snapshot { files: Vec::new() });
+        }
+        Snapshot::take(prep, spec.offset, size)
+    }
+
     /// Resident fraction over all files (1.0 when there are no pages).
     pub fn fraction(&self) -> f64 {
         let (r, t) = self
@@ -102,7 +111,7 @@ pub fn check(
     before: &Snapshot,
     ops: u64,
 ) -> Result<CacheCheck> {
-    let after = Snapshot::take(prep, spec.offset, size)?;
+    let after = Snapshot::of_run(spec, prep, size)?;
     let resident_after = after.fraction();
     Ok(CacheCheck {
         files: before.per_file(&after),

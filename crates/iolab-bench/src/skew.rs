@@ -74,8 +74,9 @@ impl Skew {
             None => (s, None),
         };
         let (rule, make): (&str, fn(f64) -> Option<Skew>) = match kind {
-            "zipf" => ("zipf:THETA with THETA > 0 and not 1 (e.g. zipf:1.2)", |t| {
-                (t > 0.0 && t != 1.0).then_some(Skew::Zipf(t))
+            // Past θ = 100 every access already goes to the first block.
+            "zipf" => ("zipf:THETA with 0 < THETA <= 100, not 1 (e.g. zipf:1.2)", |t| {
+                (t > 0.0 && t != 1.0 && t <= 100.0).then_some(Skew::Zipf(t))
             }),
             "pareto" => ("pareto:H with 0 < H < 1 (e.g. pareto:0.9)", |h| {
                 (h > 0.0 && h < 1.0).then_some(Skew::Pareto(h))

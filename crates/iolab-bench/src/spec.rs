@@ -24,6 +24,10 @@ pub enum AccessPattern {
     /// `rw=read:N` (the holes of a strided layout, column reads of a
     /// row-major table).
     Stride(u64),
+    /// Backwards: after each block, this many bytes back from its end
+    /// (fio's `rw=read:-N`), wrapping to the end of the range when the
+    /// start is passed, as fio wraps.
+    Back(u64),
     /// Runs of this many blocks in order, each from a uniformly random
     /// block (with replacement): fio's `rw=randread:N` with `norandommap`
     /// (N I/Os per random offset, the ones between sequential).
@@ -34,6 +38,12 @@ pub enum AccessPattern {
     /// random map (every block once), runs starting at multiples of N.
     #[serde(rename = "shuffle-run")]
     ShuffleRun(u32),
+    /// Random with replacement, each zone of the range taking its share
+    /// of the accesses (fio's `random_distribution=zoned`).
+    Zoned(crate::zones::Zones),
+    /// A fixed order of block indices, repeated (fio's
+    /// `random_distribution=sequence`).
+    Sequence(crate::zones::BlockSeq),
 }
 
 impl AccessPattern {
@@ -45,8 +55,11 @@ impl AccessPattern {
             AccessPattern::Shuffle => "shuffle",
             AccessPattern::Skewed(k) => k.kind(),
             AccessPattern::Stride(_) => "stride",
+            AccessPattern::Back(_) => "back",
             AccessPattern::RandRun(_) => "rand-run",
             AccessPattern::ShuffleRun(_) => "shuffle-run",
+            AccessPattern::Zoned(_) => "zoned",
+            AccessPattern::Sequence(_) => "sequence",
         }
     }
 
@@ -55,7 +68,11 @@ impl AccessPattern {
     pub fn with_replacement(self) -> bool {
         matches!(
             self,
-            AccessPattern::Rand | AccessPattern::Skewed(_) | AccessPattern::RandRun(_)
+            AccessPattern::Rand
+                | AccessPattern::Skewed(_)
+                | AccessPattern::RandRun(_)
+                | AccessPattern::Zoned(_)
+                | AccessPattern::Sequence(_)
         )
     }
 
@@ -73,7 +90,9 @@ impl AccessPattern {
     pub fn hint(self) -> AccessHint {
         match self {
             // As fio's fadvise_hint does for rw=read:N.
-            AccessPattern::Seq | AccessPattern::Stride(_) => AccessHint::Sequential,
+            AccessPattern::Seq | AccessPattern::Stride(_) | AccessPattern::Back(_) => {
+                AccessHint::Sequential
+            }
             _ => AccessHint::Random,
         }
     }
@@ -84,6 +103,7 @@ impl fmt::Display for AccessPattern {
         match self {
             AccessPattern::Skewed(k) => write!(f, "{k}"),
             AccessPattern::Stride(gap) => write!(f, "stride:{}", crate::units::fio_size(*gap)),
+            AccessPattern::Back(b) => write!(f, "back:{}", crate::units::fio_size(*b)),
             AccessPattern::RandRun(n) | AccessPattern::ShuffleRun(n) => {
                 write!(f, "{}:{n}", self.name())
             }
@@ -103,6 +123,13 @@ impl FromStr for AccessPattern {
                 .map(AccessPattern::Stride)
                 .map_err(|e| {
                     format!("stride:{n}: {e} (the bytes skipped after each block, e.g. stride:4k)")
+                });
+        }
+        if let Some(n) = s.strip_prefix("back:") {
+            return crate::units::bytes(n)
+                .map(AccessPattern::Back)
+                .map_err(|e| {
+                    format!("back:{n}: {e} (the bytes moved back after each block, e.g. back:8k)")
                 });
         }
         for (name, make) in [
@@ -152,6 +179,27 @@ impl SyncEvery {
             "fsync"
         }
     }
+}
+
+/// Files opened with `O_SYNC` or `O_DSYNC` (fio's `sync=1`/`sync`,
+/// `sync=dsync`): every write returns once it is on stable storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpenSync {
+    /// O_SYNC: data and metadata.
+    Sync,
+    /// O_DSYNC: data (and the metadata needed to read it back).
+    Dsync,
+}
+
+/// Trims among a write job's I/Os (fio's `rw=trim`, `randtrim`,
+/// `trimwrite`, `randtrimwrite`): a trim frees the blocks of its range
+/// (`fallocate(FALLOC_FL_PUNCH_HOLE)` on a file, as fio does on files).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrimMix {
+    /// Every I/O is a trim (`trim`, `randtrim`); otherwise each write is
+    /// preceded by a trim of the same range (`trimwrite`).
+    pub only: bool,
 }
 
 /// serde's test for fields left out at 0.
@@ -365,6 +413,41 @@ pub struct WorkloadSpec {
     /// them (`crate::placement`).
     #[serde(default)]
     pub placement: Placement,
+    /// What else holds an I/O back (fio's thinktime, rate, iodepth_low,
+    /// flow, latency_target).
+    #[serde(default, skip_serializing_if = "crate::pacing::Pacing::is_none")]
+    pub pacing: crate::pacing::Pacing,
+    /// Sizes that vary per I/O (fio's bssplit, bsrange, bs=R,W): `bs` is
+    /// then the offsets' alignment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<crate::sizes::BlockSizes>,
+    /// Which file each I/O goes to (fio's file_service_type).
+    #[serde(default)]
+    pub file_service: crate::service::FileService,
+    /// What writes carry (fio's buffer options).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::content::WriteContent::keeps_pattern"
+    )]
+    pub content: crate::content::WriteContent,
+    /// Open the files with O_SYNC / O_DSYNC (fio's `sync`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_sync: Option<OpenSync>,
+    /// Trims among the writes (fio's trim workloads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trim: Option<TrimMix>,
+    /// O_DIRECT I/O need only follow the kernel's alignment (the logical
+    /// block), as fio's does, rather than iolab's (the physical block).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub direct_logical: bool,
+    /// Record every I/O (its time, latencies, direction, length and
+    /// offset) for fio's logs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub log_ops: bool,
+    /// No files at all (fio's `ioengine=null`, which creates and opens
+    /// none): the null engine's I/Os go nowhere.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_files: bool,
 }
 
 impl Default for WorkloadSpec {
@@ -407,6 +490,15 @@ impl Default for WorkloadSpec {
             noatime: false,
             cpus: None,
             placement: Placement::Irq,
+            pacing: Default::default(),
+            sizes: None,
+            file_service: Default::default(),
+            content: Default::default(),
+            open_sync: None,
+            trim: None,
+            direct_logical: false,
+            log_ops: false,
+            no_files: false,
         }
     }
 }
@@ -455,6 +547,31 @@ impl WorkloadSpec {
         } else {
             0..(1 + self.more_files.len()) * per_name
         }
+    }
+
+    /// The longest I/O: each buffer's length (`bs`, or the largest of
+    /// `sizes`).
+    pub fn max_len(&self) -> u64 {
+        self.sizes
+            .as_ref()
+            .map_or(self.bs, |s| s.max().max(self.bs))
+    }
+
+    /// The mean I/O length (`bs`, or the mean of `sizes` over the
+    /// directions the run does): what a limit in bytes is divided by.
+    pub fn mean_len(&self) -> f64 {
+        let Some(s) = &self.sizes else {
+            return self.bs as f64;
+        };
+        if self.trim.is_some_and(|t| t.only) {
+            return s.trim.mean();
+        }
+        let r = match self.op {
+            OpMix::Read => 1.0,
+            OpMix::Write => 0.0,
+            OpMix::Rw { read_pct } => read_pct as f64 / 100.0,
+        };
+        r * s.read.mean() + (1.0 - r) * s.write.mean()
     }
 
     /// Bytes each file needs: its region's end.

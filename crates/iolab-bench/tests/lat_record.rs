@@ -80,3 +80,19 @@ fn off_records_no_latency_and_sampled_times_one_op_in_n() {
         }
     }
 }
+
+#[test]
+fn what_needs_every_latency_refuses_fewer() {
+    let mut s = WorkloadSpec {
+        log_ops: true,
+        lat: LatRecord::Off,
+        ..WorkloadSpec::default()
+    };
+    let e = iolab_bench::prepare::validate(&s).unwrap_err().to_string();
+    assert!(
+        e.contains("--lat off") && e.contains("per-I/O log") && e.contains("--lat all"),
+        "{e}"
+    );
+    s.lat = LatRecord::All;
+    assert!(iolab_bench::prepare::validate(&s).is_ok());
+}

@@ -23,7 +23,7 @@ where
                 return line;
             }
         }
-        one_line(&e)
+        crate::error::clean(&one_line(&e))
     })
 }
 
@@ -57,10 +57,10 @@ fn negative_value(args: &[OsString]) -> Option<String> {
         let negative =
             c.next() == Some('-') && c.next().is_some_and(|d| d.is_ascii_digit() || d == '.');
         if flag.starts_with("--") && !flag.contains('=') && negative {
-            return Some(format!(
-                "error: {flag} {val}: negative values are not accepted; give zero or more (e.g. {flag} {})",
+            return Some(crate::error::clean(&format!(
+                "error: {flag} {val}: negative values are not accepted (e.g. {flag} {})",
                 &val[1..]
-            ));
+            )));
         }
     }
     None

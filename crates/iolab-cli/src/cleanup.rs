@@ -1,8 +1,10 @@
 //! Signals and the files this run made.
 //!
 //! The first SIGINT/SIGTERM asks the run to stop (what was measured is
-//! still printed and written); a second one ends the process at once (the
-//! thread-free handler lives in [`iolab::stop`]). Files are registered
+//! still printed and written); a second one changes nothing, and a run
+//! still going a second later is ended by the watchdog, which removes the
+//! files this run made first (the thread-free handlers live in
+//! [`iolab::stop`]). Files are registered
 //! with the identity (device, inode) they had when iolab created them, and
 //! [`remove_all`] removes a name only while it still refers to that file:
 //! never a path iolab found existing, never a file another run put there.
@@ -18,6 +20,9 @@ use std::sync::Mutex;
 type Made = (PathBuf, FileIdent, Option<ForcedExitSlot>);
 
 static CREATED: Mutex<Vec<Made>> = Mutex::new(Vec::new());
+
+/// Directories this run made to work in: removed at the end if empty.
+static MADE_DIRS: Mutex<Vec<(PathBuf, FileIdent)>> = Mutex::new(Vec::new());
 
 /// Installs the signal handler; returns the flag runs watch.
 pub fn install() -> &'static AtomicBool {
@@ -99,12 +104,29 @@ fn unwatch(slot: Option<ForcedExitSlot>) {
     }
 }
 
-/// Removes every registered file that still is the one this run made.
+/// Registers a directory this run made to work in (`--dir`): at the end
+/// it is removed if it is still that directory and nothing is left in it.
+pub fn remove_if_empty_at_exit(p: &Path, ident: FileIdent) {
+    MADE_DIRS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((p.to_path_buf(), ident));
+}
+
+/// Removes every registered file that still is the one this run made,
+/// then the directories it made that are left empty.
 pub fn remove_all() {
     let files = std::mem::take(&mut *CREATED.lock().unwrap_or_else(|e| e.into_inner()));
     for (p, id, slot) in files.iter().rev() {
         unwatch(*slot);
         iolab::file::remove_if_same(p, *id);
+    }
+    let dirs = std::mem::take(&mut *MADE_DIRS.lock().unwrap_or_else(|e| e.into_inner()));
+    for (p, id) in dirs.iter().rev() {
+        if FileIdent::of_path(p) == Some(*id) {
+            // Fails, as it should, unless the directory is empty.
+            let _ = std::fs::remove_dir(p);
+        }
     }
 }
 

@@ -1,4 +1,4 @@
-//! The corpus of bad command lines of issue 13 §2, generated from the flag
+//! The corpus of bad command lines, generated from the flag
 //! table: every flag that takes a value × zero (where zero is wrong),
 //! negative, huge, overflowing, non-numeric, empty and wrong-unit values;
 //! every kind of wrong path for every path flag; conflicting combinations.

@@ -1,9 +1,9 @@
-//! Issue 13 §2: property tests (proptest, 10,000 cases each) of every
+//! Property tests (proptest, 10,000 cases each) of every
 //! parser of the command line and of the one file iolab reads back (a
 //! `--jsonl` file it is asked to append to). None may panic on any input,
 //! and valid inputs round-trip.
 
-use crate::output::target::{is_iolab_jsonl, Mode, OutputTarget};
+use crate::export::target::{is_iolab_jsonl, Mode, OutputTarget};
 use crate::parse;
 use iolab::engine::EngineKind;
 use iolab_bench::spec::{AccessPattern, CacheMode};

@@ -51,10 +51,10 @@ fn every_path_and_type_the_architecture_names_exists() {
         } else if q.chars().next().is_some_and(|c| c.is_ascii_uppercase())
             && q.chars().all(|c| c.is_ascii_alphanumeric() || c == ':')
         {
-            // A type, or Type::Variant: the type must be defined.
+            // A type, or Type::Variant, or a constant: it must be defined.
             types += 1;
             let ty = q.split("::").next().unwrap();
-            let defined = ["struct", "enum", "trait", "type"]
+            let defined = ["struct", "enum", "trait", "type", "const", "static"]
                 .iter()
                 .any(|k| src.contains(&format!("{k} {ty}")));
             if !defined {
@@ -88,4 +88,67 @@ fn file_exists(dir: &Path, name: &str) -> bool {
             p.file_name().is_some_and(|n| n == name)
         }
     })
+}
+
+/// The crates of the workspace's `Cargo.toml`, and each one's dependencies on
+/// other crates of the workspace (normal dependencies, not dev ones).
+fn workspace_crates(root: &Path) -> Vec<(String, Vec<String>)> {
+    let ws = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let members = ws
+        .split("members = [")
+        .nth(1)
+        .unwrap()
+        .split(']')
+        .next()
+        .unwrap();
+    let mut out = Vec::new();
+    for m in members
+        .split(',')
+        .map(|m| m.trim().trim_matches('"'))
+        .filter(|m| !m.is_empty())
+    {
+        let toml = std::fs::read_to_string(root.join(m).join("Cargo.toml")).unwrap();
+        let deps = toml
+            .split("[dependencies]")
+            .nth(1)
+            .map(|d| d.split("\n[").next().unwrap())
+            .unwrap_or("");
+        let mut uses: Vec<String> = deps
+            .lines()
+            .filter_map(|l| l.split(['=', '.', ' ']).next())
+            .filter(|n| *n == "iolab" || n.starts_with("iolab-"))
+            .map(String::from)
+            .collect();
+        uses.sort();
+        out.push((m.to_string(), uses));
+    }
+    out
+}
+
+#[test]
+fn the_crate_table_matches_the_workspace() {
+    let root = root();
+    let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
+    let mut table: Vec<(String, Vec<String>)> = doc
+        .lines()
+        .filter(|l| l.starts_with("| `crates/"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let name = cells[1].trim_matches('`').to_string();
+            let mut uses: Vec<String> = cells[3]
+                .split(',')
+                .map(|u| u.trim().to_string())
+                .filter(|u| u.starts_with("iolab"))
+                .collect();
+            uses.sort();
+            (name, uses)
+        })
+        .collect();
+    table.sort();
+    let mut crates = workspace_crates(&root);
+    crates.sort();
+    assert_eq!(
+        table, crates,
+        "docs/ARCHITECTURE.md's crate table (left) against the workspace (right)"
+    );
 }

@@ -429,10 +429,16 @@ fn vs_fio_shows_the_device_view_of_both_sides() {
         assert!(reqs >= ops, "{side}: {reqs} requests for {ops} ops");
         let wait = s["dev_await_ns"].as_f64().unwrap();
         let mean = 1e9 / s["iops"].as_f64().unwrap();
-        assert!(
-            wait > 0.0 && wait < mean * 1.5,
-            "{side}: await {wait} ns, mean op {mean} ns"
-        );
+        assert!(wait > 0.0, "{side}: await {wait} ns");
+        // The device's time per request is within the op's time, unless
+        // other processes' requests (a parallel test's writes) shared the
+        // disk: then their queueing is in the mean too.
+        if reqs <= ops * 1.1 {
+            assert!(
+                wait < mean * 1.5,
+                "{side}: await {wait} ns, mean op {mean} ns"
+            );
+        }
     }
     let o = iolab(
         &words("bench --engine pread --pattern rand --bs 4k --direct --file f --size 8m --ops 3000 --vs fio --pairs 1"),
@@ -591,7 +597,7 @@ fn most_threads_while(args: &[&str]) -> usize {
     most
 }
 
-/// Issue 11 §4: a one-worker run is a single-threaded process (no worker
+/// A one-worker run is a single-threaded process (no worker
 /// spawned, no signal or watchdog thread), as fio's job and lmbench are;
 /// with two workers the sampling does see the threads.
 #[test]

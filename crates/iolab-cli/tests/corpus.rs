@@ -1,7 +1,7 @@
-//! Issue 13 §2, the binary half: a sample (every 12th, ≥ 50, and every
-//! line for the commands not checked in process) of the corpus
-//! of bad command lines that `src/fuzz_tests.rs` checks in process, run
-//! through the real `iolab` with `--json`: no panic (exit 101), exit 2,
+//! The binary half of the corpus of bad command lines: a sample (every
+//! 12th, ≥ 50, and every line for the commands not checked in process) of
+//! what `src/fuzz_tests.rs` checks in process, run through the real
+//! `iolab` with `--json`: no panic (exit 101), exit 2,
 //! exactly one line on stderr naming the flag, nothing on stdout, and
 //! nothing in the scratch directory created or changed. The flag table
 //! comes from the binary's own `--help`.
@@ -99,10 +99,11 @@ fn a_sample_of_the_corpus_is_refused_by_the_binary() {
                     .args
                     .first()
                     .is_some_and(|a| binary_only.iter().any(|b| a == b))
-                    && (path
-                        .as_deref()
-                        .is_some_and(|p| !p.is_empty() && l.contains(p))
-                        || l.contains("UTF-8")
+                    && (path.as_deref().is_some_and(|p| {
+                        // A long path is quoted by its start only.
+                        let start: String = p.chars().take(40).collect();
+                        !p.is_empty() && (l.contains(p) || l.contains(&start))
+                    }) || l.contains("UTF-8")
                         || l.contains("'<")))
         };
         let ok = o.status.code() == Some(2)

@@ -1,4 +1,4 @@
-//! Issue 13 §1: faults injected for real, through the FUSE file system of
+//! Faults injected for real, through the FUSE file system of
 //! `iolab-faultfs`, and what `iolab bench` does about them: every failed op
 //! named with its file and offset, short reads completed or reported and
 //! never counted as full blocks, a shrunken file a clear error, `mmap` never
@@ -133,7 +133,8 @@ fn eio_continue_on_error_counts_and_without_it_partial_results_are_kept() {
     let f = m.path("eio");
     let d = tempfile::tempdir().unwrap();
     // --continue-on-error: every other op is measured, the failed one is
-    // counted with its file and offset, and the run succeeds.
+    // counted with its file and offset, and the run still fails (exit 1,
+    // saying how many ops failed).
     for engine in ["pread", "uring"] {
         let o = run(
             &argv(
@@ -142,7 +143,8 @@ fn eio_continue_on_error_counts_and_without_it_partial_results_are_kept() {
             ),
             "continue on error",
         );
-        assert_eq!(o.status.code(), Some(0), "{engine}: {}", stderr(&o));
+        assert_eq!(o.status.code(), Some(1), "{engine}: {}", stderr(&o));
+        assert!(stderr(&o).contains("error: 1 ops failed"), "{}", stderr(&o));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         let r = &v["records"][0]["runs"][0];
         assert_eq!(r["errors"], 1, "{engine}: {r}");

@@ -1,4 +1,4 @@
-//! `iolab run` and `run2`, the course's programs (issue 9 §6), against a
+//! `iolab run` and `run2`, the course's programs, against a
 //! small C reference written the assignment's way (`read` of BLOCK_SIZE
 //! bytes, `xorbuf(buf, bytes_read / 4)`), compiled with gcc into a
 //! temporary directory.

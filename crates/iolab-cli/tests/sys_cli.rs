@@ -58,9 +58,18 @@ fn syscall_json_parses() {
         let r: serde_json::Value = serde_json::from_str(l).unwrap();
         assert!(r["entry"]["method"].is_string());
     }
-    // No series in these two: the CSV has only its header.
+    // No series in these two: the CSV has the header and each median.
     let c = std::fs::read_to_string(&csv).unwrap();
-    assert!(c.is_empty() || c.starts_with("series,x,x_unit,y,y_unit"));
+    assert!(c.starts_with("series,x,x_unit,y,y_unit"), "{c}");
+    let row = c.lines().find(|l| l.starts_with("getpid,")).expect(&c);
+    let f: Vec<&str> = row.split(',').collect();
+    assert_eq!((f[1], f[2], f[4]), ("", "", "ns"), "{row}");
+    let (med, lo, hi): (f64, f64, f64) = (
+        f[3].parse().unwrap(),
+        f[5].parse().unwrap(),
+        f[6].parse().unwrap(),
+    );
+    assert!(lo > 0.0 && lo <= med && med <= hi, "{row}");
 }
 
 #[test]
@@ -69,7 +78,8 @@ fn series_reach_the_csv() {
     let d = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let csv = d.path().join("r.csv");
     let o = iolab()
-        .args(["sys", "contention", "--quick", "--repeat", "1", "--dir"])
+        .args(["sys", "contention", "--quick", "--repeat", "1", "--detail"])
+        .arg("--dir")
         .arg(d.path())
         .arg("--csv")
         .arg(&csv)

@@ -88,7 +88,11 @@ fn bad_traces_are_refused_before_anything_is_made() {
         d.path(),
         "--threads",
     );
-    assert_refused(&["replay", "ok.csv", "--dir", "nope"], d.path(), "--dir");
+    assert_refused(
+        &["replay", "ok.csv", "--dir", "nope/deeper"],
+        d.path(),
+        "--dir",
+    );
 }
 
 // Long on purpose: one hostile trace replayed end to end, then what was
@@ -272,4 +276,11 @@ fn records_a_real_program() {
         .map(|l| l.split(',').nth(2).unwrap().parse::<u64>().unwrap())
         .sum();
     assert_eq!(total, 300_000, "{csv}");
+    // The files it read (and mapped: mmap lengths are whole pages, past
+    // the end of a shared library) replay in place as recorded.
+    let o = iolab(
+        &words("replay t.csv --in-place --repeat 1 --reader pread --cache warm"),
+        d.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
 }

@@ -1,4 +1,4 @@
-//! `iolab tune` end to end (issue 9 §5): it measures a real file under
+//! `iolab tune` end to end: it measures a real file under
 //! `--dir`, writes a profile the reading library then loads without a
 //! warning, refuses a missing directory, and does not replace a file that
 //! is not a profile. One scenario: the quick tune takes ~15 s of real I/O.
@@ -14,10 +14,13 @@ fn quick_tune_writes_a_profile_that_cat_then_uses() {
     let p = d.path();
 
     // A --dir that is not there: one line naming it, exit 2, nothing written.
-    let o = iolab(&words("tune --quick --dir nowhere --out prof.json"), p);
+    let o = iolab(
+        &words("tune --quick --dir nowhere/deeper --out prof.json"),
+        p,
+    );
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
-    assert!(e.contains("--dir nowhere: no such directory"), "{e}");
+    assert!(e.contains("--dir nowhere/deeper: no such directory"), "{e}");
     assert_eq!(e.trim_end().lines().count(), 1, "{e}");
     assert!(!p.join("prof.json").exists());
 

@@ -225,6 +225,47 @@ impl FaultFs {
         }
     }
 
+    /// The bytes a read of `size` at `off` gets from `n` after its faults:
+    /// EIO on the fault's range, at most `short_read` bytes, and the file
+    /// shrinking once enough was read. Err is the errno to answer.
+    fn read_node(&self, n: &mut Node, off: u64, size: u64) -> Result<Vec<u8>, i32> {
+        let f = &n.faults;
+        if let Some(r) = &f.eio {
+            if overlaps(r, off, size) {
+                self.stats.eio.fetch_add(1, Ordering::Relaxed);
+                let _ = self.stats.first_eio_offset.compare_exchange(
+                    u64::MAX,
+                    off,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+                return Err(libc::EIO);
+            }
+        }
+        let mut len = size.min(n.size.saturating_sub(off));
+        if let Some(s) = f.short_read {
+            if len > s as u64 {
+                len = s as u64;
+                self.stats.short.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let shrink_after = f.shrink_after;
+        let mut buf = vec![0u8; len as usize];
+        match (&n.data, n.seed) {
+            (Some(d), _) => buf.copy_from_slice(&d[off as usize..(off + len) as usize]),
+            (None, Some(seed)) => Pattern::new(seed).fill(&mut buf, off),
+            (None, None) => {}
+        }
+        n.read_bytes += len;
+        if let Some((after, to)) = shrink_after {
+            if n.read_bytes >= after && n.size > to {
+                n.size = to;
+                self.stats.shrunk.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(buf)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -352,41 +393,13 @@ impl Filesystem for FaultFs {
         let Some(n) = st.nodes.get_mut(&ino) else {
             return reply.error(libc::ENOENT);
         };
-        let f = n.faults.clone();
-        if let Some(r) = &f.eio {
-            if overlaps(r, off, size as u64) {
-                self.stats.eio.fetch_add(1, Ordering::Relaxed);
-                let _ = self.stats.first_eio_offset.compare_exchange(
-                    u64::MAX,
-                    off,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
-                return reply.error(libc::EIO);
-            }
-        }
-        let mut len = (size as u64).min(n.size.saturating_sub(off));
-        if let Some(s) = f.short_read {
-            if len > s as u64 {
-                len = s as u64;
-                self.stats.short.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        let mut buf = vec![0u8; len as usize];
-        match (&n.data, n.seed) {
-            (Some(d), _) => buf.copy_from_slice(&d[off as usize..(off + len) as usize]),
-            (None, Some(seed)) => Pattern::new(seed).fill(&mut buf, off),
-            (None, None) => {}
-        }
-        n.read_bytes += len;
-        if let Some((after, to)) = f.shrink_after {
-            if n.read_bytes >= after && n.size > to {
-                n.size = to;
-                self.stats.shrunk.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        let stall = n.faults.stall.clone();
+        let buf = match self.read_node(n, off, size as u64) {
+            Ok(buf) => buf,
+            Err(errno) => return reply.error(errno),
+        };
         drop(st);
-        match f.stall {
+        match stall {
             Some((r, d)) if overlaps(&r, off, size as u64) => {
                 self.stats.stalled.fetch_add(1, Ordering::Relaxed);
                 self.reply_after(d, req.pid(), buf, reply);

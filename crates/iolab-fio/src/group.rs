@@ -8,9 +8,19 @@
 //! job's name, the sums of their I/O, latency histograms merged.
 
 use super::map::FioJob;
+use hdrhistogram::Histogram;
 use iolab_bench::metrics::{LatSplit, LatencySummary};
 use iolab_bench::record::RunMetrics;
 use iolab_bench::spec::OpMix;
+
+/// One job's runs: its I/O, and the read-back of `verify`.
+#[derive(Clone, Debug, Default)]
+pub struct Run {
+    /// The job's own run.
+    pub run: RunMetrics,
+    /// The verification pass (reported as reads).
+    pub verify: Option<RunMetrics>,
+}
 
 /// The jobs split into batches that run at the same time: a new batch at
 /// each `stonewall`. Indices into `jobs`.
@@ -26,19 +36,60 @@ pub fn batches(jobs: &[FioJob]) -> Vec<Vec<usize>> {
 }
 
 /// A run's latency per direction, from its split or (a one-direction job)
-/// its whole histogram.
-fn split_of(job: &FioJob, run: &RunMetrics) -> Option<LatSplit> {
-    if let Some(s) = &run.lat_split {
-        return Some(s.clone());
+/// its whole histogram; `timed`: with slat and clat (empty if it has none).
+fn split_of(job: &FioJob, run: &RunMetrics, timed: bool) -> Option<LatSplit> {
+    let mut s = LatSplit::new(timed);
+    if let Some(x) = &run.lat_split {
+        for (a, b) in s.lat.iter_mut().zip(&x.lat) {
+            let _ = a.add(b);
+        }
+        if let (Some(p), Some(q)) = (s.parts.as_mut(), x.parts.as_ref()) {
+            for (a, b) in p.iter_mut().flatten().zip(q.iter().flatten()) {
+                let _ = a.add(b);
+            }
+        }
+        return Some(s);
     }
     let h = run.latency_hist.as_ref()?;
-    let mut s = LatSplit::new(false);
     let d = match job.spec.op {
         OpMix::Write => 1,
         _ => 0,
     };
     s.lat[d] = h.clone();
     Some(s)
+}
+
+/// Several histograms in one (None when none has any).
+fn sum_hists<'a>(hs: impl Iterator<Item = Option<&'a Histogram<u64>>>) -> Option<Histogram<u64>> {
+    hs.flatten().fold(None, |acc, h| {
+        let mut acc = acc.unwrap_or_else(iolab_bench::metrics::new_histogram);
+        let _ = acc.add(h);
+        Some(acc)
+    })
+}
+
+/// Adds what [`merge_runs`] does not sum itself of run `r` to `m`:
+/// interval samples by position, the largest CPU (the windows overlap),
+/// errors, bytes read, trims and depths.
+fn add_run(m: &mut RunMetrics, r: &RunMetrics) {
+    for (a, b) in m.intervals.iter_mut().zip(&r.intervals) {
+        a.mib_per_s += b.mib_per_s;
+        a.iops += b.iops;
+    }
+    let c = &r.cpu;
+    let mc = &mut m.cpu;
+    mc.user_pct = mc.user_pct.max(c.user_pct);
+    mc.sys_pct = mc.sys_pct.max(c.sys_pct);
+    mc.vol_csw = mc.vol_csw.max(c.vol_csw);
+    mc.invol_csw = mc.invol_csw.max(c.invol_csw);
+    mc.minor_faults = mc.minor_faults.max(c.minor_faults);
+    mc.major_faults = mc.major_faults.max(c.major_faults);
+    m.first_errors.extend(r.first_errors.iter().cloned());
+    m.interrupted |= r.interrupted;
+    m.read_bytes += r.read_bytes;
+    m.trim_ops += r.trim_ops;
+    m.trim_bytes += r.trim_bytes;
+    m.depths.add(&r.depths);
 }
 
 /// Runs of jobs that ran at the same time, as one: I/O summed over the
@@ -55,6 +106,9 @@ pub fn merge_runs(members: &[(&FioJob, &RunMetrics)]) -> RunMetrics {
         .unwrap_or(0);
     let mut hist = iolab_bench::metrics::new_histogram();
     let mut split: Option<LatSplit> = None;
+    let timed = members
+        .iter()
+        .all(|(_, r)| r.lat_split.as_ref().is_some_and(|s| s.parts.is_some()));
     let (mut bytes, mut ops, mut reads, mut writes, mut errors) = (0, 0, 0, 0, 0);
     for (i, (j, r)) in members.iter().enumerate() {
         bytes += r.bytes;
@@ -65,29 +119,18 @@ pub fn merge_runs(members: &[(&FioJob, &RunMetrics)]) -> RunMetrics {
         if let Some(h) = &r.latency_hist {
             let _ = hist.add(h);
         }
-        if let Some(s) = split_of(j, r) {
+        if let Some(s) = split_of(j, r, timed) {
             match split.as_mut() {
                 None => split = Some(s),
                 Some(acc) => acc.add(&s),
             }
         }
         if i > 0 {
-            for (a, b) in m.intervals.iter_mut().zip(&r.intervals) {
-                a.mib_per_s += b.mib_per_s;
-                a.iops += b.iops;
-            }
-            let c = &r.cpu;
-            let mc = &mut m.cpu;
-            mc.user_pct = mc.user_pct.max(c.user_pct);
-            mc.sys_pct = mc.sys_pct.max(c.sys_pct);
-            mc.vol_csw = mc.vol_csw.max(c.vol_csw);
-            mc.invol_csw = mc.invol_csw.max(c.invol_csw);
-            mc.minor_faults = mc.minor_faults.max(c.minor_faults);
-            mc.major_faults = mc.major_faults.max(c.major_faults);
-            m.first_errors.extend(r.first_errors.iter().cloned());
-            m.interrupted |= r.interrupted;
+            add_run(&mut m, r);
         }
     }
+    m.trim_hist = sum_hists(members.iter().map(|(_, r)| r.trim_hist.as_ref()));
+    m.sync_hist = sum_hists(members.iter().map(|(_, r)| r.sync_hist.as_ref()));
     let secs = duration_ns.max(1) as f64 / 1e9;
     m.duration_ns = duration_ns;
     (m.bytes, m.ops, m.read_ops, m.write_ops, m.errors) = (bytes, ops, reads, writes, errors);
@@ -107,8 +150,8 @@ pub fn merge_runs(members: &[(&FioJob, &RunMetrics)]) -> RunMetrics {
 /// With `group_reporting`, each group of more than one job becomes one
 /// result (the first job's name and options, `numjobs` summed, reads and
 /// writes both reported if its jobs do both); other jobs are kept as they are.
-pub fn report_groups(results: Vec<(FioJob, RunMetrics)>) -> Vec<(FioJob, RunMetrics)> {
-    let mut out: Vec<(FioJob, RunMetrics)> = Vec::new();
+pub fn report_groups(results: Vec<(FioJob, Run)>) -> Vec<(FioJob, Run)> {
+    let mut out: Vec<(FioJob, Run)> = Vec::new();
     let mut i = 0;
     while i < results.len() {
         let g = results[i].0.groupid;
@@ -118,32 +161,41 @@ pub fn report_groups(results: Vec<(FioJob, RunMetrics)>) -> Vec<(FioJob, RunMetr
             .map_or(results.len(), |n| i + n);
         let members = &results[i..end];
         if members.len() > 1 && members.iter().any(|(j, _)| j.group_reporting) {
-            let refs: Vec<(&FioJob, &RunMetrics)> = members.iter().map(|(j, r)| (j, r)).collect();
-            let run = merge_runs(&refs);
-            let mut job = members[0].0.clone();
-            job.numjobs = members.iter().map(|(j, _)| j.numjobs).sum();
-            job.group_reporting = true;
-            if members.iter().any(|(j, _)| j.spec.op != job.spec.op) {
-                let pct = (run.read_ops * 100).checked_div(run.ops).unwrap_or(50);
-                job.spec.op = OpMix::Rw {
-                    read_pct: pct as u8,
-                };
-            }
-            job.notes.push(format!(
-                "group_reporting: jobs {} ran at the same time, reported as one",
-                members
-                    .iter()
-                    .map(|(j, _)| j.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-            out.push((job, run));
+            out.push(merge_group(members));
         } else {
             out.extend(members.iter().cloned());
         }
         i = end;
     }
     out
+}
+
+/// One group's jobs as one.
+fn merge_group(members: &[(FioJob, Run)]) -> (FioJob, Run) {
+    let refs: Vec<(&FioJob, &RunMetrics)> = members.iter().map(|(j, r)| (j, &r.run)).collect();
+    let run = merge_runs(&refs);
+    let verified: Vec<(&FioJob, &RunMetrics)> = members
+        .iter()
+        .filter_map(|(j, r)| r.verify.as_ref().map(|v| (j, v)))
+        .collect();
+    let verify = (!verified.is_empty()).then(|| merge_runs(&verified));
+    let mut job = members[0].0.clone();
+    job.numjobs = members.iter().map(|(j, _)| j.numjobs).sum();
+    job.group_reporting = true;
+    if members.iter().any(|(j, _)| j.spec.op != job.spec.op) {
+        let pct = (run.read_ops * 100).checked_div(run.ops).unwrap_or(50);
+        job.spec.op = OpMix::Rw {
+            read_pct: pct as u8,
+        };
+    }
+    let mut names: Vec<&str> = members.iter().map(|(j, _)| j.name.as_str()).collect();
+    names.dedup();
+    job.notes.push(format!(
+        "group_reporting: {} job(s) ({}) ran at the same time, reported as one",
+        members.len(),
+        names.join(", ")
+    ));
+    (job, Run { run, verify })
 }
 
 #[cfg(test)]
@@ -181,18 +233,24 @@ mod tests {
                 read_ops: reads,
                 write_ops: writes,
                 bytes: (reads + writes) * 4096,
+                read_bytes: reads * 4096,
                 latency_hist: Some(h),
                 ..RunMetrics::default()
             }
         };
-        let res = vec![
+        let res: Vec<(FioJob, Run)> = vec![
             (j[0].clone(), mk(1000, 100, 0, 50)),
             (j[1].clone(), mk(5000, 0, 30, 80)),
             (j[2].clone(), mk(7, 10, 0, 1)),
-        ];
+        ]
+        .into_iter()
+        .map(|(j, run)| (j, Run { run, verify: None }))
+        .collect();
         let out = report_groups(res);
         assert_eq!(out.len(), 2);
         let (job, run) = &out[0];
+        let run = &run.run;
+        assert_eq!(run.read_bytes, 100 * 4096);
         assert_eq!((job.name.as_str(), job.numjobs), ("r", 2));
         assert!(matches!(job.spec.op, OpMix::Rw { read_pct: 76 }));
         assert_eq!(

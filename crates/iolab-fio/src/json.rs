@@ -4,12 +4,12 @@
 //! tools that read fio's JSON read iolab's. What iolab measures beyond fio
 //! goes under an `"iolab"` key of each job.
 //!
-//! Latency: for synchronous engines the measured time is the whole call,
-//! fio's clat (and lat); for asynchronous ones it is from the submit call
-//! to the completion, fio's lat. When the job asks for slat
-//! (`disable_slat=0`, `slat_percentiles=1`) the submit call is timed too,
-//! giving slat and clat; otherwise both are left empty (`N: 0`). Reads and
-//! writes of a mixed job have their own histograms, as in fio.
+//! Latency is placed as fio places it: for synchronous engines the call is
+//! clat (and lat; slat has N=0); for asynchronous ones the submit call is
+//! slat, from its end to the completion clat, and lat their sum. The
+//! percentiles (and json+ bins) go under `clat_ns`, or `lat_ns` with
+//! `lat_percentiles`. `gtod_reduce` and `disable_*lat` leave them empty,
+//! as in fio. Reads and writes have their own histograms.
 
 use super::map::FioJob;
 use hdrhistogram::Histogram;
@@ -23,6 +23,8 @@ pub struct JobResult<'a> {
     pub job: &'a FioJob,
     /// Its measured run.
     pub run: &'a RunMetrics,
+    /// The read-back of a job that verifies what it wrote: its reads.
+    pub verify: Option<&'a RunMetrics>,
     /// The wakers that ran beside it (`--waker`), if any.
     pub waker: Option<&'a iolab_bench::env::WakerInfo>,
 }
@@ -30,6 +32,152 @@ pub struct JobResult<'a> {
 /// fio's percentile key (`99.000000`).
 pub fn pct_key(p: f64) -> String {
     format!("{p:.6}")
+}
+
+/// fio's directions, in its order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dir {
+    /// Reads.
+    Read,
+    /// Writes.
+    Write,
+    /// Trims.
+    Trim,
+}
+
+impl Dir {
+    /// The three, in fio's order.
+    pub const ALL: [Dir; 3] = [Dir::Read, Dir::Write, Dir::Trim];
+
+    /// fio's name (`read`, `write`, `trim`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dir::Read => "read",
+            Dir::Write => "write",
+            Dir::Trim => "trim",
+        }
+    }
+}
+
+/// One direction of a job: its I/O and its latencies, as fio names them.
+pub struct Side<'a> {
+    /// Operations.
+    pub ios: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Its time, ns (the run's, or the read-back's for verified reads).
+    pub duration_ns: u64,
+    /// The run it comes from (interval samples).
+    pub run: &'a RunMetrics,
+    /// Its share of the run's operations (for interval samples).
+    pub share: f64,
+    /// Submission latency (asynchronous engines).
+    pub slat: Option<&'a Histogram<u64>>,
+    /// Completion latency.
+    pub clat: Option<&'a Histogram<u64>>,
+    /// Total latency.
+    pub lat: Option<&'a Histogram<u64>>,
+}
+
+impl Side<'_> {
+    /// fio's runtime of the direction, ms (0 without I/O).
+    pub fn runtime_ms(&self) -> u64 {
+        if self.ios == 0 {
+            0
+        } else {
+            (self.duration_ns / 1_000_000).max(1)
+        }
+    }
+
+    /// Bytes per second over its runtime, as fio computes it.
+    pub fn bw(&self) -> u64 {
+        match self.runtime_ms() {
+            0 => 0,
+            ms => 1000 * self.bytes / ms,
+        }
+    }
+
+    /// I/Os per second over its runtime.
+    pub fn iops(&self) -> f64 {
+        match self.runtime_ms() {
+            0 => 0.0,
+            ms => self.ios as f64 * 1000.0 / ms as f64,
+        }
+    }
+}
+
+/// A run's latency histograms of one direction (reads 0, writes 1): lat,
+/// and slat and clat when the submit call was timed.
+fn hists(run: &RunMetrics, d: usize, single: bool) -> [Option<&Histogram<u64>>; 3] {
+    let lat = run
+        .lat_split
+        .as_ref()
+        .map(|s| &s.lat[d])
+        .or(run.latency_hist.as_ref().filter(|_| single));
+    let parts = run.lat_split.as_ref().and_then(|s| s.parts.as_ref());
+    match parts {
+        Some([slat, clat]) => [Some(&slat[d]), Some(&clat[d]), lat],
+        None => [None, None, lat],
+    }
+}
+
+/// One direction of a job, its latencies placed as fio places them.
+pub fn side<'a>(r: &JobResult<'a>, dir: Dir) -> Side<'a> {
+    let (job, run) = (r.job, r.run);
+    let rep = &job.report;
+    if dir == Dir::Trim {
+        let h = run.trim_hist.as_ref().filter(|h| !h.is_empty());
+        let on = |x: bool| h.filter(|_| x);
+        return Side {
+            ios: run.trim_ops,
+            bytes: run.trim_bytes,
+            duration_ns: run.duration_ns,
+            run,
+            share: 0.0,
+            slat: None,
+            clat: on(rep.clat),
+            lat: on(rep.lat),
+        };
+    }
+    let verified = dir == Dir::Read && r.verify.is_some();
+    let run = if verified {
+        r.verify.expect("a read-back")
+    } else {
+        run
+    };
+    let read = dir == Dir::Read;
+    let ios = if read { run.read_ops } else { run.write_ops };
+    let bytes = if read {
+        run.read_bytes
+    } else {
+        run.bytes.saturating_sub(run.read_bytes)
+    };
+    let single = verified || !matches!(job.spec.op, OpMix::Rw { .. });
+    let [slat, clat, lat] = hists(run, (!read) as usize, single);
+    let has = |h: Option<&'a Histogram<u64>>| h.filter(|h| ios > 0 && !h.is_empty());
+    let (slat, clat, lat) = if job.spec.engine.is_sync() || verified && job.spec.engine.is_sync() {
+        (None, has(lat), has(lat))
+    } else if clat.is_some() {
+        (has(slat), has(clat), has(lat))
+    } else {
+        // The submit call was not timed (disable_slat): the whole time is
+        // both clat and lat, as fio's without slat.
+        (None, has(lat), has(lat))
+    };
+    Side {
+        ios,
+        bytes,
+        duration_ns: run.duration_ns,
+        run,
+        share: if run.ops == 0 {
+            0.0
+        } else {
+            ios as f64 / run.ops as f64
+        },
+        slat: slat.filter(|_| rep.slat),
+        clat: clat.filter(|_| rep.clat),
+        lat: lat.filter(|_| rep.lat),
+    }
 }
 
 /// Statistics of one latency kind (`slat_ns`, `clat_ns`, `lat_ns`).
@@ -49,22 +197,22 @@ fn lat_obj(h: Option<&Histogram<u64>>, pcts: Option<&[f64]>, bins: bool) -> Valu
             m.insert(pct_key(p), json!(h.value_at_percentile(p)));
         }
         o.insert("percentile".into(), Value::Object(m));
-    }
-    // fio's json+ has bins where it has percentiles.
-    if bins && pcts.is_some() {
-        let mut m = Map::new();
-        for v in h.iter_recorded() {
-            m.insert(
-                h.highest_equivalent(v.value_iterated_to()).to_string(),
-                json!(v.count_at_value()),
-            );
+        // fio's json+ has bins where it has percentiles.
+        if bins {
+            let mut m = Map::new();
+            for v in h.iter_recorded() {
+                m.insert(
+                    h.highest_equivalent(v.value_iterated_to()).to_string(),
+                    json!(v.count_at_value()),
+                );
+            }
+            o.insert("bins".into(), Value::Object(m));
         }
-        o.insert("bins".into(), Value::Object(m));
     }
     Value::Object(o)
 }
 
-/// Min, max, mean, standard deviation of samples (population, as fio).
+/// Min, max, mean, standard deviation of samples (as fio: sample stddev).
 pub fn sample_stats(v: &[f64]) -> (f64, f64, f64, f64) {
     if v.is_empty() {
         return (0.0, 0.0, 0.0, 0.0);
@@ -82,129 +230,78 @@ pub fn sample_stats(v: &[f64]) -> (f64, f64, f64, f64) {
     (lo, hi, mean, var.sqrt())
 }
 
-/// The share of a run's ops going one direction.
-pub fn share(run: &RunMetrics, read: bool) -> f64 {
-    let ops = if read { run.read_ops } else { run.write_ops };
-    if run.ops == 0 {
-        0.0
-    } else {
-        ops as f64 / run.ops as f64
+/// Per interval, one direction's KiB/s and IOPS.
+pub fn interval_samples(s: &Side) -> (Vec<f64>, Vec<f64>) {
+    if s.ios == 0 {
+        return (Vec::new(), Vec::new());
     }
-}
-
-/// Per interval, one direction's KiB/s and IOPS (`sh`: its share of the ops).
-pub fn interval_samples(run: &RunMetrics, sh: f64) -> (Vec<f64>, Vec<f64>) {
-    let kib = run
-        .intervals
-        .iter()
-        .map(|s| s.mib_per_s * 1024.0 * sh)
-        .collect();
-    let iops = run.intervals.iter().map(|s| s.iops * sh).collect();
+    let iv = &s.run.intervals;
+    let kib = iv.iter().map(|x| x.mib_per_s * 1024.0 * s.share).collect();
+    let iops = iv.iter().map(|x| x.iops * s.share).collect();
     (kib, iops)
 }
 
-/// Whether the job's engine is synchronous (clat = the whole call).
-pub fn sync_engine(job: &FioJob) -> bool {
-    job.spec.engine.is_sync()
+/// What each direction's latencies report percentiles for: (slat, clat,
+/// lat).
+pub fn pct_flags(job: &FioJob) -> (bool, bool, bool) {
+    let r = &job.report;
+    (r.slat_percentiles, r.clat_percentiles, r.lat_percentiles)
 }
 
-/// One direction's latencies as fio names them; None when not measured.
-pub struct SideLat<'a> {
-    /// Submission latency (asynchronous engines, when asked).
-    pub slat: Option<&'a Histogram<u64>>,
-    /// Completion latency.
-    pub clat: Option<&'a Histogram<u64>>,
-    /// Total latency.
-    pub lat: Option<&'a Histogram<u64>>,
+/// A group's aggregate bandwidth per direction, bytes/s: what fio's
+/// `bw_agg` (a job's share of it) is taken against.
+pub fn group_agg(results: &[&JobResult], dir: Dir) -> f64 {
+    let (bytes, span) = results.iter().fold((0u64, 0u64), |(b, t), r| {
+        let s = side(r, dir);
+        (b + s.bytes, t.max(s.duration_ns))
+    });
+    bytes as f64 / (span.max(1) as f64 / 1e9)
 }
 
-/// The slat, clat and lat histograms of one direction of a job.
-pub fn side_lat<'a>(r: &JobResult<'a>, read: bool) -> SideLat<'a> {
-    let run = r.run;
-    let ops = if read { run.read_ops } else { run.write_ops };
-    let d = (!read) as usize;
-    let some = |h: Option<&'a Histogram<u64>>| h.filter(|h| ops > 0 && !h.is_empty());
-    let lat = some(
-        run.lat_split
-            .as_ref()
-            .map(|s| &s.lat[d])
-            .or(run.latency_hist.as_ref()),
-    );
-    let parts = run.lat_split.as_ref().and_then(|s| s.parts.as_ref());
-    match parts {
-        _ if sync_engine(r.job) => SideLat {
-            slat: None,
-            clat: lat,
-            lat,
-        },
-        Some([slat, clat]) => SideLat {
-            slat: some(Some(&slat[d])),
-            clat: some(Some(&clat[d])),
-            lat,
-        },
-        None => SideLat {
-            slat: None,
-            clat: None,
-            lat,
-        },
-    }
-}
-
-/// One direction (`read` or `write`) of a job.
-fn side(r: &JobResult, read: bool, plus: bool) -> Value {
-    let run = r.run;
-    let job = r.job;
-    let ops = if read { run.read_ops } else { run.write_ops };
-    let sh = share(run, read);
-    let bytes = ops * job.spec.bs;
-    let runtime_ms = run.duration_ns / 1_000_000;
-    let secs = run.duration_ns.max(1) as f64 / 1e9;
-    let bw_bytes = if ops > 0 { bytes as f64 / secs } else { 0.0 };
-    let h = side_lat(r, read);
-    let want = |on: bool| {
-        if on {
-            Some(job.percentiles.as_slice())
-        } else {
-            None
-        }
-    };
-    // Without clat (an untimed submit), lat carries clat's percentiles.
-    let lat_pcts = job.lat_percentiles || (job.clat_percentiles && h.clat.is_none());
-    let slat = lat_obj(h.slat, want(job.slat_percentiles), plus);
-    let clat = lat_obj(h.clat, want(job.clat_percentiles), plus);
-    let lat = lat_obj(h.lat, want(lat_pcts), plus);
-    let (kib, iops) = interval_samples(run, sh);
+/// One direction (`read`, `write` or `trim`) of a job.
+fn side_obj(r: &JobResult, dir: Dir, plus: bool, agg: f64) -> Value {
+    let s = side(r, dir);
+    let pct = r.job.report.percentiles.as_slice();
+    let (ps, pc, pl) = pct_flags(r.job);
+    let want = |on: bool| on.then_some(pct);
+    let (kib, iops) = interval_samples(&s);
     let (bmin, bmax, bmean, bdev) = sample_stats(&kib);
     let (imin, imax, imean, idev) = sample_stats(&iops);
-    let n = if ops > 0 { run.intervals.len() } else { 0 };
+    let n = kib.len();
+    // fio: a job's mean bandwidth as a share of its group's, at most 100.
+    let agg_pct = if n > 0 && agg > 1024.0 {
+        (bmean * 100.0 / (agg / 1024.0)).min(100.0)
+    } else {
+        0.0
+    };
     json!({
-        "io_bytes": bytes,
-        "io_kbytes": bytes / 1024,
-        "bw_bytes": bw_bytes.round() as u64,
-        "bw": (bw_bytes / 1024.0).round() as u64,
-        "iops": if ops > 0 { ops as f64 / secs } else { 0.0 },
-        "runtime": if ops > 0 { runtime_ms } else { 0 },
-        "total_ios": ops,
+        "io_bytes": s.bytes,
+        "io_kbytes": s.bytes / 1024,
+        "bw_bytes": s.bw(),
+        "bw": s.bw() / 1024,
+        "iops": s.iops(),
+        "runtime": s.runtime_ms(),
+        "total_ios": s.ios,
         "short_ios": 0,
         "drop_ios": 0,
-        "slat_ns": slat,
-        "clat_ns": clat,
-        "lat_ns": lat,
-        "bw_min": if n > 0 { bmin.round() as u64 } else { 0 },
-        "bw_max": if n > 0 { bmax.round() as u64 } else { 0 },
-        "bw_agg": if n > 0 { 100.0 } else { 0.0 },
-        "bw_mean": if n > 0 { bmean } else { 0.0 },
-        "bw_dev": if n > 0 { bdev } else { 0.0 },
+        "slat_ns": lat_obj(s.slat, want(ps), plus),
+        "clat_ns": lat_obj(s.clat, want(pc), plus),
+        "lat_ns": lat_obj(s.lat, want(pl), plus),
+        "bw_min": bmin.round() as u64,
+        "bw_max": bmax.round() as u64,
+        "bw_agg": agg_pct,
+        "bw_mean": bmean,
+        "bw_dev": bdev,
         "bw_samples": n,
-        "iops_min": if n > 0 { imin.round() as u64 } else { 0 },
-        "iops_max": if n > 0 { imax.round() as u64 } else { 0 },
-        "iops_mean": if n > 0 { imean } else { 0.0 },
-        "iops_stddev": if n > 0 { idev } else { 0.0 },
+        "iops_min": imin.round() as u64,
+        "iops_max": imax.round() as u64,
+        "iops_mean": imean,
+        "iops_stddev": idev,
         "iops_samples": n,
     })
 }
 
-/// fio's latency distribution buckets: % of ops at or below each bound
+/// fio's latency distribution buckets: % of I/Os at or below each bound
 /// (and above the previous one), in ns, us and ms.
 pub fn lat_buckets(h: Option<&Histogram<u64>>) -> [(&'static str, Vec<(String, f64)>); 3] {
     const NS: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
@@ -252,75 +349,110 @@ pub fn lat_buckets(h: Option<&Histogram<u64>>) -> [(&'static str, Vec<(String, f
     out
 }
 
-/// One job's object in fio's `jobs` array.
-pub fn job_obj(r: &JobResult, plus: bool) -> Value {
-    let job = r.job;
-    let run = r.run;
+/// fio's depth distributions as percentages: (level, submit, complete),
+/// each with fio's bucket names.
+pub fn depth_dists(run: &RunMetrics) -> [(&'static str, Vec<(&'static str, f64)>); 3] {
+    let pct = |v: &[u64; 7]| -> Vec<f64> {
+        let t: u64 = v.iter().sum();
+        v.iter()
+            .map(|x| {
+                if t == 0 {
+                    0.0
+                } else {
+                    *x as f64 * 100.0 / t as f64
+                }
+            })
+            .collect()
+    };
+    let d = &run.depths;
+    let level = ["1", "2", "4", "8", "16", "32", ">=64"];
+    let batch = ["0", "4", "8", "16", "32", "64", ">=64"];
+    let zip = |names: [&'static str; 7], v: Vec<f64>| names.into_iter().zip(v).collect();
+    [
+        ("iodepth_level", zip(level, pct(&d.level))),
+        ("iodepth_submit", zip(batch, pct(&d.submit))),
+        ("iodepth_complete", zip(batch, pct(&d.complete))),
+    ]
+}
+
+/// The job's latency histogram over every direction (fio's distribution
+/// buckets count every I/O).
+pub fn all_lat(r: &JobResult) -> Option<Histogram<u64>> {
+    let mut h = iolab_bench::metrics::new_histogram();
+    for d in Dir::ALL {
+        let s = side(r, d);
+        if let Some(x) = s.clat.or(s.lat) {
+            let _ = h.add(x);
+        }
+    }
+    (!h.is_empty()).then_some(h)
+}
+
+/// One job's object in fio's `jobs` array; `aggs` are its group's
+/// aggregate bandwidths (read, write, trim).
+pub fn job_obj(r: &JobResult, plus: bool, aggs: [f64; 3]) -> Value {
+    let (job, run) = (r.job, r.run);
     let nj = job.numjobs.max(1) as f64;
     let mut opts = Map::new();
     for (k, v) in &job.job_options {
         opts.insert(k.clone(), json!(v));
     }
-    let empty_side = {
-        let mut e = side(r, true, false);
-        for k in [
-            "io_bytes",
-            "io_kbytes",
-            "bw_bytes",
-            "bw",
-            "total_ios",
-            "runtime",
-            "bw_samples",
-            "iops_samples",
-        ] {
-            e[k] = json!(0);
-        }
-        e["iops"] = json!(0.0);
-        e["slat_ns"] = lat_obj(None, None, false);
-        e["clat_ns"] = lat_obj(None, None, false);
-        e["lat_ns"] = lat_obj(None, None, false);
-        e
-    };
-    let (read, write) = match job.spec.op {
-        OpMix::Read => (side(r, true, plus), empty_side.clone()),
-        OpMix::Write => (empty_side.clone(), side(r, false, plus)),
-        OpMix::Rw { .. } => (side(r, true, plus), side(r, false, plus)),
-    };
     let mut o = Map::new();
     o.insert("jobname".into(), json!(job.name));
     o.insert("groupid".into(), json!(job.groupid));
     o.insert("error".into(), json!(0));
     o.insert("eta".into(), json!(0));
-    o.insert(
-        "elapsed".into(),
-        json!(run.duration_ns.div_ceil(1_000_000_000)),
-    );
+    let secs = run.duration_ns + r.verify.map_or(0, |v| v.duration_ns);
+    o.insert("elapsed".into(), json!(secs.div_ceil(1_000_000_000)));
     o.insert("job options".into(), Value::Object(opts));
-    o.insert("read".into(), read);
-    o.insert("write".into(), write);
-    o.insert("trim".into(), empty_side);
+    if let Some(d) = &job.description {
+        o.insert("desc".into(), json!(d));
+    }
+    for (d, agg) in Dir::ALL.into_iter().zip(aggs) {
+        o.insert(d.name().into(), side_obj(r, d, plus, agg));
+    }
     // fsync=N / fdatasync=N: every sync, with the job's percentiles.
     let syncs = run.sync_hist.as_ref();
     o.insert(
         "sync".into(),
         json!({
             "total_ios": syncs.map_or(0, |h| h.len()),
-            "lat_ns": lat_obj(syncs, syncs.map(|_| job.percentiles.as_slice()), false),
+            "lat_ns": lat_obj(syncs, syncs.map(|_| job.report.percentiles.as_slice()), false),
         }),
     );
-    o.insert("job_runtime".into(), json!(run.duration_ns / 1_000_000));
+    o.insert("job_runtime".into(), json!(secs / 1_000_000));
     // fio's CPU is per job; with group reporting the average over the
-    // jobs. iolab measures the process: divide by the jobs (its threads).
+    // jobs. iolab measures the process: divide by the jobs.
     o.insert("usr_cpu".into(), json!(run.cpu.user_pct / nj));
     o.insert("sys_cpu".into(), json!(run.cpu.sys_pct / nj));
     o.insert("ctx".into(), json!(run.cpu.vol_csw + run.cpu.invol_csw));
     o.insert("majf".into(), json!(run.cpu.major_faults));
     o.insert("minf".into(), json!(run.cpu.minor_faults));
-    for (k, v) in lat_buckets(run.latency_hist.as_ref()) {
+    for (k, v) in depth_dists(run) {
+        let m: Map<String, Value> = v
+            .into_iter()
+            .map(|(b, p)| (b.to_string(), json!(p)))
+            .collect();
+        o.insert(k.into(), Value::Object(m));
+    }
+    for (k, v) in lat_buckets(all_lat(r).as_ref()) {
         let m: Map<String, Value> = v.into_iter().map(|(b, p)| (b, json!(p))).collect();
         o.insert(k.into(), Value::Object(m));
     }
-    o.insert("latency_depth".into(), json!(job.spec.qd));
+    let t = job.spec.pacing.lat_target;
+    o.insert(
+        "latency_depth".into(),
+        json!(run.latency_depth.unwrap_or(job.spec.qd)),
+    );
+    o.insert("latency_target".into(), json!(t.map_or(0, |t| t.target_ns)));
+    o.insert(
+        "latency_percentile".into(),
+        json!(t.map_or(100.0, |t| t.percentile)),
+    );
+    o.insert(
+        "latency_window".into(),
+        json!(t.map_or(0, |t| t.window_ns / 1000)),
+    );
     o.insert("iolab".into(), extras(r));
     Value::Object(o)
 }
@@ -342,11 +474,38 @@ pub fn extras(r: &JobResult) -> Value {
             "p99.9": l.p99_9_ns, "p99.99": l.p99_99_ns, "max": l.max_ns
         },
         "percentiles_accuracy": "HdrHistogram, 3 significant digits (every value within 0.1 %)",
-        "mixed_latency": matches!(r.job.spec.op, OpMix::Rw { .. })
-            .then_some("reads and writes share one latency histogram in iolab's runner; both sides show it"),
         "notes": r.job.notes,
         "warnings": r.job.warnings,
     })
+}
+
+/// fio's `disk_util` entries from the device counters of the runs (the
+/// first run seen of each device).
+pub fn disk_util(results: &[JobResult]) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for r in results.iter().filter(|r| !r.job.spec.no_files) {
+        let Some(v) = &r.run.device else { continue };
+        for d in &v.devices {
+            if seen.contains(&d.device) {
+                continue;
+            }
+            seen.push(d.device.clone());
+            let secs = d.interval_ns as f64 / 1e9;
+            out.push(json!({
+                "name": d.device,
+                "read_ios": d.read_ios,
+                "write_ios": d.write_ios,
+                "read_merges": (d.rrqm_s * secs).round() as u64,
+                "write_merges": (d.wrqm_s * secs).round() as u64,
+                "read_ticks": (d.r_await_ms * d.read_ios as f64).round() as u64,
+                "write_ticks": (d.w_await_ms * d.write_ios as f64).round() as u64,
+                "in_queue": (d.aqu_sz * secs * 1000.0).round() as u64,
+                "util": d.util_pct,
+            }));
+        }
+    }
+    out
 }
 
 /// The whole document: `plus` adds json+ `bins`.
@@ -371,10 +530,23 @@ pub fn document(results: &[JobResult], started_unix_ms: u64, plus: bool) -> Valu
     if !globals.is_empty() {
         o.insert("global options".into(), Value::Object(globals));
     }
-    o.insert(
-        "jobs".into(),
-        Value::Array(results.iter().map(|r| job_obj(r, plus)).collect()),
-    );
+    let jobs = results
+        .iter()
+        .map(|r| {
+            let group: Vec<&JobResult> = results
+                .iter()
+                .filter(|x| x.job.groupid == r.job.groupid)
+                .collect();
+            let aggs = Dir::ALL.map(|d| group_agg(&group, d));
+            job_obj(r, plus, aggs)
+        })
+        .collect();
+    o.insert("jobs".into(), Value::Array(jobs));
+    // fio has the key only when its jobs used a block device.
+    let disks = disk_util(results);
+    if results.iter().any(|r| r.job.report.disk_util) && !disks.is_empty() {
+        o.insert("disk_util".into(), Value::Array(disks));
+    }
     Value::Object(o)
 }
 
@@ -405,125 +577,4 @@ pub fn ctime(secs: u64) -> String {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use iolab_bench::metrics::{new_histogram, LatencySummary};
-    use iolab_bench::record::IntervalSample;
-
-    #[test]
-    fn ctime_matches_c() {
-        assert_eq!(ctime(0), "Thu Jan  1 00:00:00 1970");
-        assert_eq!(ctime(1_795_979_189), "Sun Nov 29 19:06:29 2026");
-    }
-
-    pub(crate) fn run_with(lat: &[u64], reads: u64, writes: u64) -> RunMetrics {
-        let mut h = new_histogram();
-        for &l in lat {
-            h.record(l).unwrap();
-        }
-        RunMetrics {
-            duration_ns: 2_000_000_000,
-            bytes: (reads + writes) * 4096,
-            ops: reads + writes,
-            read_ops: reads,
-            write_ops: writes,
-            latency: LatencySummary::of(&h),
-            latency_hist: Some(h),
-            intervals: vec![
-                IntervalSample {
-                    t_ms: 500,
-                    mib_per_s: 1.0,
-                    iops: 256.0,
-                    p50_ns: 1,
-                    p99_ns: 1,
-                    mean_ns: 1000.0,
-                },
-                IntervalSample {
-                    t_ms: 1000,
-                    mib_per_s: 3.0,
-                    iops: 768.0,
-                    p50_ns: 1,
-                    p99_ns: 1,
-                    mean_ns: 3000.0,
-                },
-            ],
-            ..Default::default()
-        }
-    }
-
-    /// The document of one job's run, no wakers.
-    fn doc_of(j: &FioJob, run: &RunMetrics, started: u64, plus: bool) -> Value {
-        let r = JobResult {
-            job: j,
-            run,
-            waker: None,
-        };
-        document(&[r], started, plus)
-    }
-
-    pub(crate) fn job(text: &str) -> FioJob {
-        let mut r = crate::parse::Reader::new();
-        r.read_text(text, std::path::Path::new("t.fio"), 0).unwrap();
-        crate::map::map_all(&r.finish(), false).unwrap().remove(0)
-    }
-
-    #[test]
-    fn fields_and_units_are_fio_s() {
-        let j = job("[r]\nfilename=/x\nsize=1m\npercentile_list=50:99\n");
-        let run = run_with(&[1000, 2000, 3000, 4000], 1024, 0);
-        let d = doc_of(&j, &run, 1_700_000_000_000, true);
-        let r = &d["jobs"][0]["read"];
-        assert_eq!(r["io_bytes"], 1024 * 4096);
-        assert_eq!(r["io_kbytes"], 4096);
-        // 4 MiB in 2 s = 2 MiB/s = 2048 KiB/s.
-        assert_eq!(r["bw"], 2048);
-        assert_eq!(r["bw_bytes"], 2 << 20);
-        assert_eq!(r["iops"], 512.0);
-        assert_eq!(r["runtime"], 2000);
-        assert_eq!(r["clat_ns"]["N"], 4);
-        assert_eq!(r["clat_ns"]["min"], 1000);
-        assert!(r["clat_ns"]["percentile"]["99.000000"].as_u64().unwrap() >= 3990);
-        assert!(r["clat_ns"]["percentile"].get("50.000000").is_some());
-        // lat percentiles only with lat_percentiles=1, as fio.
-        assert!(r["lat_ns"].get("percentile").is_none());
-        let bins = r["clat_ns"]["bins"].as_object().unwrap();
-        assert_eq!(bins.values().map(|v| v.as_u64().unwrap()).sum::<u64>(), 4);
-        assert_eq!(
-            (
-                r["bw_min"].clone(),
-                r["bw_max"].clone(),
-                r["bw_samples"].clone()
-            ),
-            (json!(1024), json!(3072), json!(2))
-        );
-        assert_eq!(d["jobs"][0]["write"]["io_bytes"], 0);
-        assert_eq!(d["jobs"][0]["jobname"], "r");
-        assert_eq!(d["jobs"][0]["job options"]["size"], "1m");
-        let us = &d["jobs"][0]["latency_us"];
-        assert_eq!(us["2"], 25.0);
-        assert_eq!(us["4"], 50.0);
-        assert_eq!(d["jobs"][0]["latency_ns"]["1000"], 25.0);
-    }
-
-    #[test]
-    fn asynchronous_engines_report_lat_not_clat() {
-        let j = job("[r]\nfilename=/x\nsize=1m\nioengine=libaio\niodepth=4\n");
-        let run = run_with(&[1000, 2000], 2, 0);
-        let d = doc_of(&j, &run, 0, false);
-        let r = &d["jobs"][0]["read"];
-        assert_eq!(r["clat_ns"]["N"], 0);
-        assert_eq!(r["lat_ns"]["N"], 2);
-        assert!(r["lat_ns"].get("percentile").is_some());
-        assert!(r["lat_ns"].get("bins").is_none());
-    }
-
-    #[test]
-    fn mixed_jobs_split_by_ops() {
-        let j = job("[m]\nfilename=/x\nsize=1m\nrw=randrw\nrwmixread=75\n");
-        let run = run_with(&[1000], 300, 100);
-        let d = doc_of(&j, &run, 0, false);
-        assert_eq!(d["jobs"][0]["read"]["total_ios"], 300);
-        assert_eq!(d["jobs"][0]["write"]["total_ios"], 100);
-        assert!(d["jobs"][0]["iolab"]["mixed_latency"].is_string());
-    }
-}
+pub(crate) mod tests;

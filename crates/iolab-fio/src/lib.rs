@@ -4,13 +4,17 @@
 //! terse, bw/lat/iops logs).
 //!
 //! - [`parse`]: the job-file language into raw options with file:line;
+//! - [`expr`]: arithmetic in values (fio's expressions and its `bc` path);
 //! - [`value`]: fio's sizes, times and booleans;
-//! - [`options`]: which of fio's options iolab maps, refuses, or tolerates;
-//! - [`map`]: raw options into [`map::FioJob`]s (a [`iolab_bench::spec::WorkloadSpec`] each);
+//! - [`options`]: what iolab does with each option fio documents (runs it,
+//!   notes it, refuses it, or names the engine it belongs to);
+//! - [`map`]: raw options into [`map::FioJob`]s, one per clone of a job
+//!   with `numjobs` (a [`iolab_bench::spec::WorkloadSpec`] each);
 //! - [`group`]: which jobs run at the same time, and `group_reporting`;
-//! - [`json`], [`report`], [`log`]: fio's output formats from iolab's runs.
+//! - [`json`], [`text`], [`log`]: fio's output formats from iolab's runs.
 #![forbid(unsafe_code)]
 
+pub mod expr;
 pub mod group;
 pub mod json;
 pub mod log;

@@ -1,22 +1,31 @@
-//! Which of fio's options iolab maps, which it refuses (and why), which
-//! only change presentation (refused too, unless `--lenient` makes them
-//! warnings), and fio's aliases.
+//! What iolab does with each option fio documents: runs it as fio does
+//! ([`Class::Mapped`], see `map/`), accepts it with a one-line note because
+//! it cannot change what is measured ([`Class::Noted`]), refuses it with the
+//! reason ([`Class::Refused`]), or names the engines it belongs to
+//! ([`Class::Engine`]: the job is refused at its `ioengine=` line when iolab
+//! has none of them).
 
-/// Names fio 3.33 documents (`fio --cmdhelp=all`, the aliases, and the
-/// options of the engines iolab maps): used to tell an option fio knows
-/// but iolab does not support from a misspelling.
+/// Every option name fio knows: its general options (fio 3.33 and the
+/// current source), its aliases, the options of each of its engines (a
+/// second column `engine:NAME,...`) and of its built-in profiles
+/// (`profile:NAME`). Used to tell an option iolab does not run from a
+/// misspelling, and to blame the right line.
 const FIO_NAMES: &str = include_str!("fio_names.txt");
 
 /// How iolab treats an option.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Class {
-    /// Mapped onto the workload (see `map.rs`).
+    /// Run as fio runs it (see `map/`).
     Mapped,
-    /// Changes only presentation or bookkeeping, not what is measured:
-    /// refused, or a warning with `--lenient`.
-    Cosmetic,
+    /// Accepted: it cannot change what is measured; the note says why.
+    Noted(&'static str),
     /// fio has it, iolab does not do it: refused with this reason.
     Refused(&'static str),
+    /// An option of these engines (fio's names, comma-separated), none of
+    /// which iolab runs it for.
+    Engine(&'static str),
+    /// An option of a built-in fio profile (`profile=NAME`).
+    Profile(&'static str),
     /// Not an option fio knows.
     Unknown,
 }
@@ -28,6 +37,8 @@ pub fn canonical(key: &str) -> &str {
         "readwrite" => "rw",
         "blocksize" => "bs",
         "blocksize_range" => "bsrange",
+        "blocksize_unaligned" => "bs_unaligned",
+        "blockalign" => "ba",
         "iodepth_batch_submit" => "iodepth_batch",
         "iodepth_batch_complete" => "iodepth_batch_complete_min",
         "wait_for_previous" => "stonewall",
@@ -35,20 +46,26 @@ pub fn canonical(key: &str) -> &str {
         "nr_files" => "nrfiles",
         "fileoffset" => "offset",
         "iomem" => "mem",
-        "blockalign" => "ba",
-        "blocksize_unaligned" => "bs_unaligned",
+        "mem_align" => "iomem_align",
+        "allrandrepeat" => "randrepeat",
         "ratemin" => "rate_min",
         "ratecycle" => "rate_cycle",
         "disable_bw" => "disable_bw_measurement",
         "fill_fs" => "fill_device",
+        "log_max_value" => "log_window_value",
+        "log_unix_epoch" => "log_alternate_epoch",
+        "data_placement" => "dataplacement",
+        "fdp_pli_select" => "plid_select",
+        "fdp_pli" => "plids",
         "ss" => "steadystate",
         "ss_dur" => "steadystate_duration",
         "ss_ramp" => "steadystate_ramp_time",
+        "ss_interval" => "steadystate_check_interval",
         k => k,
     }
 }
 
-/// The options iolab maps (canonical names).
+/// The options iolab runs as fio does (canonical names).
 pub const MAPPED: &[&str] = &[
     "name",
     "filename",
@@ -58,21 +75,31 @@ pub const MAPPED: &[&str] = &[
     "filesize",
     "size",
     "offset",
+    "offset_align",
     "io_size",
     "number_ios",
     "bs",
     "bsrange",
+    "bssplit",
+    "ba",
+    "bs_unaligned",
     "rw",
+    "rw_sequencer",
     "rwmixread",
     "rwmixwrite",
     "ioengine",
     "iodepth",
+    "iodepth_low",
     "iodepth_batch",
     "iodepth_batch_complete_min",
     "iodepth_batch_complete_max",
+    "io_submit_mode",
     "direct",
     "buffered",
+    "sync",
     "invalidate",
+    "pre_read",
+    "fadvise_hint",
     "runtime",
     "time_based",
     "ramp_time",
@@ -82,6 +109,7 @@ pub const MAPPED: &[&str] = &[
     "randrepeat",
     "randseed",
     "random_distribution",
+    "random_sequence_stride",
     "hipri",
     "fixedbufs",
     "registerfiles",
@@ -89,27 +117,85 @@ pub const MAPPED: &[&str] = &[
     "sqthread_poll_cpu",
     "cpus_allowed",
     "cpus_allowed_policy",
+    "cpumask",
+    "mem",
     "rate",
     "rate_iops",
+    "rate_min",
+    "rate_iops_min",
+    "rate_cycle",
+    "rate_process",
+    "rate_ignore_thinktime",
     "thinktime",
+    "thinktime_spin",
+    "thinktime_blocks",
+    "thinktime_blocks_type",
+    "thinktime_iotime",
+    "flow",
+    "flow_id",
+    "flow_sleep",
+    "flow_watermark",
+    "latency_target",
+    "latency_window",
+    "latency_percentile",
+    "latency_run",
+    "max_latency",
     "fsync",
     "fdatasync",
     "end_fsync",
+    "fsync_on_close",
     "create_on_open",
+    "create_only",
     "allow_file_create",
+    "fill_device",
     "unlink",
+    "fallocate",
+    "openfiles",
+    "overwrite",
+    "refill_buffers",
+    "zero_buffers",
+    "scramble_buffers",
+    "buffer_pattern",
+    "buffer_compress_percentage",
+    "buffer_compress_chunk",
+    "verify",
+    "do_verify",
+    "verify_only",
+    "verify_backlog",
+    "verify_backlog_batch",
+    "verify_interval",
+    "verify_offset",
+    "verify_pattern",
+    "verify_fatal",
+    "verify_dump",
+    "verify_async",
+    "verify_write_sequence",
+    "verify_header_seed",
+    "verifysort",
+    "verifysort_nr",
     "lat_percentiles",
     "clat_percentiles",
     "slat_percentiles",
     "percentile_list",
+    "gtod_reduce",
+    "disk_util",
+    "unified_rw_reporting",
+    "bwavgtime",
     "write_bw_log",
     "write_lat_log",
     "write_iops_log",
     "log_avg_msec",
+    "log_window_value",
+    "log_offset",
+    "log_alternate_epoch",
+    "per_job_logs",
     "numjobs",
     "group_reporting",
     "stonewall",
     "new_group",
+    "wait_for",
+    "exitall",
+    "exit_what",
     "thread",
     "kb_base",
     "disable_slat",
@@ -120,115 +206,151 @@ pub const MAPPED: &[&str] = &[
     "continue_on_error",
 ];
 
-/// Options that change only presentation or bookkeeping.
-pub const COSMETIC: &[&str] = &[
-    "description",
-    "per_job_logs",
-    "log_offset",
-    "log_unix_epoch",
-    "log_prio",
-    "log_max_value",
-    "log_compression",
-    "log_store_compressed",
-    "significant_figures",
-    "exitall",
-    "exitall_on_error",
-    "clocksource",
-    "gtod_reduce",
-    "disk_util",
-    "unit_base",
-    "create_serialize",
-    "fallocate",
-    "bwavgtime",
-    "iopsavgtime",
-    "stats",
-    "uid",
-    "gid",
-    "nice",
-];
+/// Options that cannot change what is measured, with the note iolab
+/// prints when a job sets one.
+fn note(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "description" => "a job's description is text only",
+        "clocksource" | "gtod_cpu" => "iolab times every I/O with its own calibrated TSC clock",
+        "significant_figures" | "unit_base" => "output formatting: iolab prints fio's defaults",
+        "iopsavgtime" => "iolab samples bandwidth and IOPS together, every bwavgtime",
+        "disable_bw_measurement" => {
+            "iolab still samples bandwidth (its cost is one clock read per completion round)"
+        }
+        "create_serialize" | "create_fsync" => {
+            "iolab lays out a job's files before any job starts, outside the measured time"
+        }
+        "exitall_on_error" => "an error ends iolab's run of every job",
+        "ignore_error" | "error_dump" => {
+            "iolab counts failed I/Os by direction (continue_on_error), not by errno"
+        }
+        "random_generator" => {
+            "iolab draws offsets with its own generator; the law (uniform, zipf, ...) is the job's"
+        }
+        "softrandommap" => "iolab's random map (a permutation) never runs out of memory",
+        "serialize_overlap" => "iolab's I/Os of one job never overlap in flight",
+        "allow_mounted_write" => "iolab never writes to block devices",
+        "unique_filename" => "iolab names files as filename/filename_format say",
+        "unlink_each_loop" => {
+            "iolab keeps a job's files between loops and removes what it made with unlink=1"
+        }
+        "per_job_logs"
+        | "log_prio"
+        | "log_issue_time"
+        | "log_compression"
+        | "log_store_compressed"
+        | "log_compression_cpus"
+        | "log_entries"
+        | "job_start_clock_id"
+        | "log_alternate_epoch_clock_id" => {
+            "log presentation: iolab writes fio's default log lines"
+        }
+        "write_hist_log" | "log_hist_msec" | "log_hist_coarseness" => {
+            "iolab writes no histogram logs (json+ has the full histogram)"
+        }
+        "write_iolog" => "iolab writes no I/O log of its own (`iolab record` captures traces)",
+        "block_error_percentiles" => {
+            "reported for trim errors only, which iolab's trims do not have"
+        }
+        "hugepage-size" => "iolab's huge-page buffers use the system's default huge page size",
+        "iomem_align" => "iolab aligns buffers to the page (and to O_DIRECT's alignment)",
+        "end_syncfs" => "iolab syncs the job's files at its end (fsync), outside the measured time",
+        "filetype" => "iolab finds each file's type itself",
+        "rwmixcycle" => "an option fio no longer uses",
+        "comm" => "the process name is iolab's",
+        "stats" => "iolab reports every job's statistics",
+        _ => return None,
+    })
+}
 
 /// Why iolab refuses an option fio knows.
 fn reason(key: &str) -> &'static str {
     match key {
-        k if k.starts_with("verify") || k == "do_verify" || k == "experimental_verify" => {
-            "fio's verification writes its own headers; iolab verifies its own pattern (iolab bench --verify)"
+        k if k.starts_with("zone") || k.ends_with("_zones") || k == "read_beyond_wp" || k == "ignore_zone_limits" || k == "recover_zbd_write_error" || k == "write_zone_remainder" => {
+            "zoned block devices (zonemode, zone sizes and resets) are not supported by iolab"
         }
-        k if k.starts_with("zone") || k.ends_with("_zones") || k == "read_beyond_wp" || k == "ignore_zone_limits" => {
-            "zoned block devices are not supported by iolab"
-        }
-        k if k.starts_with("dedupe") || k.starts_with("buffer_") || k == "refill_buffers" || k == "scramble_buffers" || k == "zero_buffers" => {
-            "iolab writes its own verifiable pattern; fio's buffer contents options do not apply"
-        }
-        k if k.starts_with("replay") || k.contains("iolog") || k.starts_with("merge_blktrace") => {
+        k if k.starts_with("dedupe") => "iolab does not generate dedupable buffers",
+        k if k.starts_with("replay") || k == "read_iolog" || k == "read_iolog_chunked" || k.starts_with("merge_blktrace") => {
             "replaying I/O logs is iolab's `replay` command, not a job option"
         }
-        k if k.starts_with("steadystate") => "iolab has no steady-state detection",
-        k if k.starts_with("cgroup") || k.starts_with("numa_") || k.starts_with("prio") || k == "cpumask" || k == "ioscheduler" => {
-            "iolab does not change scheduling, cgroups or NUMA placement"
+        k if k.starts_with("steadystate") => "iolab has no steady-state detection (it measures for the time or bytes given)",
+        k if k.starts_with("cgroup") => "iolab does not place jobs in cgroups",
+        k if k.starts_with("numa_") => "iolab does not set NUMA placement (use cpus_allowed)",
+        k if k.starts_with("prio") || k.starts_with("cmdprio") => "iolab does not set I/O priorities",
+        k if k.starts_with("trim_") => "iolab verifies no trims (trim_percentage, trim_backlog)",
+        k if k.starts_with("spr") => "SPRandom preconditioning (an order of writes that brings an SSD to its steady state) is not one of iolab's patterns",
+        "experimental_verify" => "iolab verifies against its pattern, not by replaying the written log",
+        "verify_state_save" | "verify_state_load" | "verify_async_cpus" | "verify_policy" | "verify_pattern_interval" => {
+            "iolab verifies every block it wrote against its pattern, after the writes"
         }
-        k if k.starts_with("trim") => "iolab does not issue trims",
-        k if k.starts_with("latency_") || k == "max_latency" => {
-            "iolab has no latency-target mode"
+        "percentage_random" | "percentage_sequential" | "bs_is_seq_rand" | "thinkcycles" | "ramp_size" => {
+            "iolab does not mix sequential and random offsets in one job"
         }
-        k if k.starts_with("rate_") || k == "flow" || k.starts_with("flow_") => {
-            "iolab paces only by rate or rate_iops, not by these"
-        }
-        k if k.starts_with("thinktime_") => "iolab supports plain thinktime only",
-        k if k.starts_with("cmdprio") => "iolab does not set I/O priorities",
-        "bssplit" => "iolab uses one block size per job (bs)",
-        "ba" | "bs_unaligned" => "iolab aligns every op to bs",
-        "mem" => "buffer backing is chosen by iolab's engines, not by job files",
-        "sync" | "write_barrier" | "sync_file_range" | "fsync_on_close" | "create_fsync" => {
-            "iolab issues no syncs of its own during a job"
-        }
+        "sync_file_range" | "write_barrier" => "iolab issues fsync and fdatasync, not sync_file_range or barriers",
         "opendir" => "iolab takes a job's files from filename, filename_format and nrfiles, not from a folder's listing",
-        "openfiles" => "iolab keeps every file of a job open for the whole job",
         "file_append" => "iolab's I/O stays in [offset, offset + size) of each file",
-        "lockfile" => "iolab does not lock files between threads",
-        "unique_filename" => "iolab names files as filename/filename_format say (fio's client prefix does not apply)",
-        "overwrite" | "create_only" | "pre_read" | "fill_device" => {
-            "iolab lays out missing files itself and never measures the layout"
-        }
-        "rw_sequencer" | "percentage_random" | "random_generator" | "allrandrepeat" => {
-            "iolab's offsets are seq, uniformly random (norandommap) or a shuffle (fio's random map)"
-        }
-        "unified_rw_reporting" => "iolab reports reads and writes as fio does by default",
-        "ignore_error" | "error_dump" => {
-            "iolab counts failed ops with continue_on_error, by kind of op, not by errno"
-        }
+        "lockfile" => "iolab does not lock files between jobs",
         "exec_prerun" | "exec_postrun" => "iolab runs no commands from job files",
-        "wait_for" => "iolab waits only for all jobs before (stonewall), not for a named one",
-        "disable_bw_measurement" => "iolab always measures bandwidth",
-        "write_hist_log" | "log_hist_msec" | "log_hist_coarseness" | "log_entries" | "log_alternate_epoch" | "log_alternate_epoch_clock_id" | "log_compression_cpus" => {
-            "iolab writes bw, lat and iops logs only"
-        }
-        "block_error_percentiles" => "iolab does not track block errors",
-        "iodepth_low" => "iolab refills the queue as soon as a slot frees",
-        "io_submit_mode" => "iolab submits inline",
-        "fadvise_hint" => "iolab sets the access hint from the pattern",
-        "lockmem" => "iolab does not lock memory",
+        "ioscheduler" => "iolab does not change the device's I/O scheduler",
+        "lockmem" => "iolab does not lock memory away from the run",
         "profile" => "fio's built-in profiles are not supported",
-        "atomic" | "write_hint" => "iolab does not set write hints or atomic writes",
-        "cmd_type" | "force_async" | "hipri_percentage" | "nonvectored" | "nowait" | "thp" | "uncached" | "userspace_reap" => {
-            "this engine option is not supported by iolab's engines"
-        }
-        "allow_mounted_write" => "iolab never writes to block devices",
-        "gtod_cpu" => "iolab reads the TSC clock in each thread",
+        "nice" | "uid" | "gid" => "iolab runs with the priority and identity of the user who starts it",
+        "write_hint" | "atomic" => "iolab sets no write hints and issues no atomic writes",
+        "gpu_dev_id" => "iolab's fio jobs use host memory (GPU buffers are iolab-reader's)",
         _ => "not supported by iolab",
     }
+}
+
+/// Why iolab refuses an option of an engine it has but does not run the
+/// option for.
+fn engine_reason(key: &str) -> &'static str {
+    match key {
+        "nonvectored" | "libaio_vectored" => {
+            "iolab's engines issue one buffer per I/O as they are built to"
+        }
+        "force_async" => "iolab's io_uring engine lets the kernel decide when to go async",
+        "userspace_reap" => "iolab's libaio engine reaps with io_getevents",
+        "hipri_percentage" => "iolab polls every I/O of a hipri job, or none",
+        "nowait" => "iolab's engines do not use RWF_NOWAIT",
+        "uncached" => "iolab's engines do not use RWF_DONTCACHE",
+        "thp" => "iolab's mmap engine does not ask for transparent huge pages",
+        _ => "an engine option iolab's engines do not implement",
+    }
+}
+
+/// One line of [`FIO_NAMES`]: the name and what it belongs to.
+fn lookup(key: &str) -> Option<&'static str> {
+    FIO_NAMES.lines().find_map(|l| {
+        let (n, kind) = l.split_once('\t').unwrap_or((l, ""));
+        (n == key).then_some(kind)
+    })
 }
 
 /// Classifies a canonical option name.
 pub fn class(key: &str) -> Class {
     if MAPPED.contains(&key) {
-        Class::Mapped
-    } else if COSMETIC.contains(&key) {
-        Class::Cosmetic
-    } else if FIO_NAMES.lines().any(|n| n == key) {
-        Class::Refused(reason(key))
-    } else {
-        Class::Unknown
+        return Class::Mapped;
     }
+    if let Some(n) = note(key) {
+        return Class::Noted(n);
+    }
+    match lookup(key) {
+        None => Class::Unknown,
+        Some(kind) => {
+            if let Some(e) = kind.strip_prefix("engine:") {
+                Class::Engine(e)
+            } else if let Some(p) = kind.strip_prefix("profile:") {
+                Class::Profile(p)
+            } else {
+                Class::Refused(reason(key))
+            }
+        }
+    }
+}
+
+/// Why the engine option `key` is refused for a job whose engine has it.
+pub fn engine_option_reason(key: &str) -> &'static str {
+    engine_reason(key)
 }
 
 /// For a mapped option that iolab takes only in part: what it takes (the
@@ -237,25 +359,24 @@ pub fn limits(name: &str) -> Option<&'static str> {
     Some(match name {
         "filename" => "a ':'-separated list is shared by every thread of the job",
         "nrfiles" => "not with filename= (the files are the ones it names)",
-        "file_service_type" => "roundrobin (fio's default) only",
-        "fsync" | "fdatasync" => {
-            "one of the two per job; the writing thread syncs before its next I/O, as fio"
-        }
+        "file_service_type" => "roundrobin, sequential, random, zipf, pareto, normal (gauss), each with :N",
         "kb_base" => "1024 only",
-        "rw" => {
-            "no trims; randread:N runs are drawn from the uniform law only (no random_distribution)"
-        }
-        "random_distribution" => "random, zipf:θ, pareto:h, normal:dev (not zoned)",
+        "random_distribution" => "random, zipf:θ, pareto:h, normal:dev, zoned and zoned_abs",
         "filename_format" => "STEM.$jobnum, or STEM.$jobnum.$filenum with nrfiles",
+        "verify" => "iolab checks every byte read against its pattern (a pure function of seed and offset), whichever checksum is named",
+        "unified_rw_reporting" => "none (0) only: reads and writes reported apart",
+        "mem" => "malloc, shm, mmap (shared memory and mmap'd memory are iolab's malloc), mmaphuge and shmhuge (huge pages)",
+        "fallocate" => "files iolab lays out are written in full: every mode behaves as native",
         _ => return None,
     })
 }
 
 /// Every option fio documents, with iolab's treatment, for the table in
-/// the README and `iolab fio --list-options`.
+/// the guide and `iolab fio --list-options`.
 pub fn table() -> Vec<(String, Class)> {
     let mut v: Vec<(String, Class)> = FIO_NAMES
         .lines()
+        .map(|l| l.split('\t').next().unwrap_or(l))
         .filter(|n| !n.is_empty() && canonical(n) == *n)
         .map(|n| (n.to_string(), class(n)))
         .collect();
@@ -268,6 +389,35 @@ pub fn table() -> Vec<(String, Class)> {
     v
 }
 
+/// The table as `iolab fio --list-options` prints it: one option a line,
+/// its name padded to a column, then what iolab does with it.
+pub fn table_text() -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    for (name, class) in table() {
+        let what = match class {
+            Class::Mapped => match limits(&name) {
+                Some(l) => format!("supported: {l}"),
+                None => "supported".to_string(),
+            },
+            Class::Noted(n) => format!("accepted with a note: {n}"),
+            Class::Refused(why) => format!("refused: {why}"),
+            Class::Engine(e) => {
+                let list = e.replace(',', ", ");
+                if e.split(',').any(|x| iolab::engine::EngineKind::of_fio(x).is_some()) {
+                    format!("refused: an option of ioengine {list}: {}", engine_reason(&name))
+                } else {
+                    format!("refused: an option of ioengine {list}, none of which iolab has (the job's ioengine= line is named)")
+                }
+            }
+            Class::Profile(p) => format!("option of fio's {p} profile: accepted with a note, it changes nothing without profile={p}"),
+            Class::Unknown => continue,
+        };
+        let _ = writeln!(o, "{name:<28} {what}");
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,26 +427,30 @@ mod tests {
         assert_eq!(canonical("timeout"), "runtime");
         assert_eq!(canonical("readwrite"), "rw");
         assert_eq!(canonical("iodepth_batch_submit"), "iodepth_batch");
+        assert_eq!(canonical("blockalign"), "ba");
         assert_eq!(canonical("bs"), "bs");
     }
 
     #[test]
     fn classes() {
         assert_eq!(class("bs"), Class::Mapped);
-        assert_eq!(class("description"), Class::Cosmetic);
-        assert!(matches!(class("verify"), Class::Refused(r) if r.contains("verif")));
-        assert!(matches!(class("zonemode"), Class::Refused(_)));
+        assert_eq!(class("verify"), Class::Mapped);
+        assert!(matches!(class("description"), Class::Noted(_)));
+        assert!(matches!(class("zonemode"), Class::Refused(r) if r.contains("zoned")));
+        assert!(matches!(class("steadystate"), Class::Refused(r) if r.contains("steady")));
+        assert_eq!(class("http_host"), Class::Engine("http"));
+        assert_eq!(class("fdp"), Class::Engine("io_uring_cmd,xnvme"));
+        assert_eq!(class("threads"), Class::Profile("tiobench"));
         assert_eq!(class("blocksise"), Class::Unknown);
-        // Every name iolab maps is one fio knows (no typos in the table).
+        // Every name iolab maps or notes is one fio knows (no typos).
         for m in MAPPED {
-            assert!(
-                FIO_NAMES.lines().any(|n| n == *m),
-                "{m} is not a fio option"
-            );
+            assert!(lookup(m).is_some(), "{m} is not a fio option");
         }
-        for c in COSMETIC {
-            assert!(FIO_NAMES.lines().any(|n| n == *c), "{c}");
+        for (n, c) in table() {
+            if let Class::Noted(_) = c {
+                assert!(lookup(&n).is_some(), "{n}");
+            }
         }
-        assert!(table().len() > 200);
+        assert!(table().len() > 300);
     }
 }

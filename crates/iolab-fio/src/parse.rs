@@ -2,12 +2,13 @@
 //! `key[=value]` options that remember where each came from.
 //!
 //! Job files: `[section]` headers, `key=value` or bare `key` lines, comments
-//! from `;` or `#` at the start of a line, `include FILE` (relative to the
-//! including file), `$VAR`/`${VAR}` from the environment and fio's
-//! built-ins `$ncpus`, `$pagesize`, `$mb_memory`. A job inherits the
-//! `[global]` options written before it. The command-line form is the same
-//! language: options before the first `--name` are global, each `--name`
-//! starts a job.
+//! from the first `;` or `#` of a line to its end (as fio cuts them, also
+//! after a value), `include FILE` (relative to the including file),
+//! `${VAR}` from the environment (nothing when unset, as fio) and fio's
+//! keywords `$ncpus`, `$pagesize`, `$mb_memory` (with `bc` arithmetic
+//! around them, see [`crate::expr`]). A job inherits the `[global]` options
+//! written before it. The command-line form is the same language: options
+//! before the first `--name` are global, each `--name` starts a job.
 
 use super::{FioJobError, Loc};
 use std::path::{Path, PathBuf};
@@ -19,6 +20,11 @@ pub struct RawOpt {
     pub key: String,
     /// Value after `=`, variables expanded; `None` for a bare `key`.
     pub value: Option<String>,
+    /// The value as written, before expansion (for messages).
+    pub written: Option<String>,
+    /// Environment variables the value used that are not set (fio expands
+    /// them to nothing).
+    pub unset: Vec<String>,
     /// Where it was written.
     pub loc: Loc,
 }
@@ -65,59 +71,72 @@ fn builtin(name: &str) -> Option<String> {
     }
 }
 
-/// Names fio itself fills in per job or file at run time (left as written).
-const RUNTIME_VARS: [&str; 4] = ["jobname", "jobnum", "filenum", "clientuid"];
-
-/// Expands `$VAR`, `${VAR}` and fio's built-ins in one value.
-pub fn expand(text: &str, loc: &Loc) -> Result<String, FioJobError> {
+/// Expands a value as fio does: `${VAR}` becomes the environment
+/// variable's value, or nothing when it is unset (fio substitutes it
+/// always); `$pagesize`, `$mb_memory` and `$ncpus` become their values
+/// wherever they appear, and a value in which one was replaced that holds
+/// `+ - * /` is computed as `bc` computes it (integers). Any other `$name`
+/// (fio's `$jobnum`, `$filenum` in `filename_format`) is left as written.
+/// Returns the value and the names of the unset variables it used.
+pub fn expand(text: &str, loc: &Loc) -> Result<(String, Vec<String>), FioJobError> {
     let mut out = String::new();
+    let mut unset = Vec::new();
     let mut rest = text;
-    while let Some(i) = rest.find('$') {
+    while let Some(i) = rest.find("${") {
         out.push_str(&rest[..i]);
-        let after = &rest[i + 1..];
-        let (name, len) = if let Some(b) = after.strip_prefix('{') {
-            let end = b
-                .find('}')
-                .ok_or_else(|| loc.err(format!("'${{' without a closing '}}' in '{text}'")))?;
-            (&b[..end], end + 2)
-        } else if after.starts_with('(') {
-            return Err(loc.err(format!(
-                "'$(...)' arithmetic in '{text}' is not supported by iolab; write the number"
-            )));
-        } else {
-            let end = after
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(after.len());
-            (&after[..end], end)
-        };
-        if name.is_empty() {
-            out.push('$');
-            rest = &after[len.min(after.len())..];
-            continue;
+        let after = &rest[i + 2..];
+        match after.find('}').filter(|&e| e > 0) {
+            Some(end) => {
+                let name = &after[..end];
+                match std::env::var(name) {
+                    Ok(v) => out.push_str(&v),
+                    Err(_) => unset.push(name.to_string()),
+                }
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push_str("${");
+                rest = after;
+            }
         }
-        if RUNTIME_VARS.contains(&name) {
-            out.push('$');
-            out.push_str(&after[..len]);
-        } else if let Some(v) = builtin(name) {
-            out.push_str(&v);
-        } else if let Ok(v) = std::env::var(name) {
-            out.push_str(&v);
-        } else {
-            return Err(loc.err(format!(
-                "${name}: no such environment variable (set it, or write the value)"
-            )));
-        }
-        rest = &after[len..];
     }
     out.push_str(rest);
-    Ok(out)
+    let mut replaced = false;
+    for kw in ["pagesize", "mb_memory", "ncpus"] {
+        let word = format!("${kw}");
+        if out.contains(&word) {
+            let v = builtin(kw)
+                .ok_or_else(|| loc.err(format!("${kw}: cannot be read on this machine")))?;
+            out = out.replace(&word, &v);
+            replaced = true;
+        }
+    }
+    if replaced && crate::expr::wants_bc(&out) {
+        let v = crate::expr::eval(&out, crate::expr::Units::Bc).map_err(|e| {
+            loc.err(format!(
+                "'{text}' is computed as bc computes it ({out}): {e}"
+            ))
+        })?;
+        out = v.to_string();
+    }
+    Ok((out, unset))
+}
+
+/// A job-file line without its comment: fio cuts a line at the first `;`
+/// or `#`, wherever it is (`numjobs=4 ; threads` is `numjobs=4`).
+pub fn strip_comment(line: &str) -> &str {
+    let cut = line.find([';', '#']).unwrap_or(line.len());
+    line[..cut].trim()
 }
 
 /// Splits `key=value` / `key` into a raw option.
 fn option(text: &str, loc: Loc) -> Result<RawOpt, FioJobError> {
-    let (k, v) = match text.split_once('=') {
-        Some((k, v)) => (k.trim(), Some(expand(v.trim(), &loc)?)),
-        None => (text.trim(), None),
+    let (k, v, written, unset) = match text.split_once('=') {
+        Some((k, v)) => {
+            let (x, unset) = expand(v.trim(), &loc)?;
+            (k.trim(), Some(x), Some(v.trim().to_string()), unset)
+        }
+        None => (text.trim(), None, None, Vec::new()),
     };
     if k.is_empty() || k.contains(char::is_whitespace) {
         return Err(loc.err(format!(
@@ -127,6 +146,8 @@ fn option(text: &str, loc: Loc) -> Result<RawOpt, FioJobError> {
     Ok(RawOpt {
         key: k.to_ascii_lowercase(),
         value: v,
+        written,
+        unset,
         loc,
     })
 }
@@ -181,7 +202,7 @@ impl Reader {
                     .err("not a regular file; name a job file".to_string()));
             }
         }
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = read_job_file(path).map_err(|e| {
             Loc::new(path.display().to_string(), 0).err(format!("cannot read the job file: {e}"))
         })?;
         self.read_text(&text, path, 0)
@@ -192,8 +213,8 @@ impl Reader {
         let name = path.display().to_string();
         for (i, raw) in text.lines().enumerate() {
             let loc = Loc::new(name.clone(), i + 1);
-            let line = raw.trim();
-            if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
+            let line = strip_comment(raw);
+            if line.is_empty() {
                 continue;
             }
             if let Some(rest) = line.strip_prefix('[') {
@@ -213,7 +234,7 @@ impl Reader {
             }
             if let Some(inc) = line.strip_prefix("include") {
                 if inc.starts_with(char::is_whitespace) {
-                    let inc = expand(inc.trim(), &loc)?;
+                    let (inc, _) = expand(inc.trim(), &loc)?;
                     if depth >= MAX_INCLUDE_DEPTH {
                         return Err(loc.err(format!(
                             "include {inc}: includes nested {MAX_INCLUDE_DEPTH} deep (does a file include itself?)"
@@ -225,8 +246,8 @@ impl Reader {
                     } else {
                         p
                     };
-                    let body = std::fs::read_to_string(&p)
-                        .map_err(|e| loc.err(format!("include {inc}: {e}")))?;
+                    let body =
+                        read_job_file(&p).map_err(|e| loc.err(format!("include {inc}: {e}")))?;
                     self.read_text(&body, &p, depth + 1)?;
                     continue;
                 }
@@ -278,6 +299,21 @@ impl Reader {
     }
 }
 
+/// The most bytes of a job file (or a file it includes) read: job files
+/// are a few KiB of text.
+const JOB_FILE_MAX_BYTES: u64 = 1 << 20;
+
+/// A job file's text, read only from a regular file and with a size limit.
+fn read_job_file(p: &Path) -> std::io::Result<String> {
+    let b = iolab::file::read_bounded(p, JOB_FILE_MAX_BYTES, "job file")?;
+    String::from_utf8(b).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,24 +357,56 @@ mod tests {
     }
 
     #[test]
-    fn variables_expand_from_the_environment_and_builtins() {
+    fn variables_expand_as_fio_expands_them() {
         std::env::set_var("IOLAB_TEST_BS", "64k");
         let jobs = read("[j]\nbs=${IOLAB_TEST_BS}\nsize=$IOLAB_TEST_BS\nnumjobs=$ncpus\niodepth=${pagesize}\nfilename_format=$jobname.$jobnum\n").unwrap();
         let v = kv(&jobs[0]);
         assert_eq!(v[0].1.as_deref(), Some("64k"));
-        assert_eq!(v[1].1.as_deref(), Some("64k"));
+        // Only ${VAR} is the environment's: a bare $VAR stays as written.
+        assert_eq!(v[1].1.as_deref(), Some("$IOLAB_TEST_BS"));
         let n: usize = v[2].1.as_deref().unwrap().parse().unwrap();
         assert!(n >= 1);
-        assert_eq!(
-            v[3].1.as_deref(),
-            Some(iolab::usage::page_size().to_string().as_str())
-        );
+        // ${pagesize} is an (unset) environment variable, not the keyword.
+        assert_eq!(v[3].1.as_deref(), Some(""));
+        assert_eq!(jobs[0].opts[3].unset, vec!["pagesize".to_string()]);
         assert_eq!(v[4].1.as_deref(), Some("$jobname.$jobnum"));
-        let e = read("[j]\n\nbs=${IOLAB_SURELY_UNSET_VAR}\n").unwrap_err();
-        assert_eq!(e.loc.line, 3);
-        assert!(e.msg.contains("IOLAB_SURELY_UNSET_VAR"), "{e}");
-        let e = read("[j]\nsize=$(1+2)\n").unwrap_err();
-        assert!(e.to_string().starts_with("t.fio:2: "), "{e}");
+        // An unset variable is nothing, as fio substitutes it.
+        let jobs = read("[j]\n\nbs=${IOLAB_SURELY_UNSET_VAR}k\n").unwrap();
+        let o = &jobs[0].opts[0];
+        assert_eq!(o.value.as_deref(), Some("k"));
+        assert_eq!(o.written.as_deref(), Some("${IOLAB_SURELY_UNSET_VAR}k"));
+        assert_eq!(o.unset, vec!["IOLAB_SURELY_UNSET_VAR".to_string()]);
+        assert_eq!(o.loc.line, 3);
+    }
+
+    #[test]
+    fn keywords_with_arithmetic_are_computed_as_bc_does() {
+        let page = iolab::usage::page_size() as u64;
+        let jobs =
+            read("[j]\nsize=8*1024*$pagesize\nbs=$pagesize\noffset=$pagesize/3\nnrfiles=2*2\n")
+                .unwrap();
+        let v = kv(&jobs[0]);
+        assert_eq!(v[0].1, Some((8 * 1024 * page).to_string()));
+        assert_eq!(v[1].1, Some(page.to_string()));
+        assert_eq!(v[2].1, Some((page / 3).to_string()));
+        // No keyword: no bc, the value stays as written (see value.rs).
+        assert_eq!(v[3].1.as_deref(), Some("2*2"));
+        let e = read("[j]\nsize=$pagesize*(2\n").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("t.fio:2: '$pagesize*(2' is computed as bc"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn comments_end_a_line_anywhere_as_in_fio() {
+        let jobs = read("[global]\nnumjobs=4\t; 4 simultaneous threads\n[a] ; first\nfilename=datafile.tmp\t; or a disk\nsize=5*1024 # 5/8 of memory\n").unwrap();
+        assert_eq!(jobs[0].name, "a");
+        let v = kv(&jobs[0]);
+        assert_eq!(v[0].1.as_deref(), Some("4"));
+        assert_eq!(v[1].1.as_deref(), Some("datafile.tmp"));
+        assert_eq!(v[2].1.as_deref(), Some("5*1024"));
     }
 
     #[test]

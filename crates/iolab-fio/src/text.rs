@@ -1,163 +1,281 @@
-//! fio's human-readable summary (`--output-format=normal`) and its terse
-//! line format (version 3), from iolab's runs, followed by iolab's extras.
+//! fio's human-readable output (`--output-format=normal`: the header, each
+//! job's block, each group's line, the disk stats) and its terse line
+//! (version 3), from iolab's runs, laid out as fio 3.33 lays them out
+//! (its `num2str`, units and line breaks), followed by iolab's extras.
 
-use super::json::{ctime, interval_samples, lat_buckets, sample_stats, share, side_lat, JobResult};
+use super::json::{
+    all_lat, ctime, depth_dists, group_agg, interval_samples, lat_buckets, pct_flags, sample_stats,
+    side, Dir, JobResult, Side,
+};
+use crate::map::FioJob;
 use hdrhistogram::Histogram;
 use iolab_bench::spec::OpMix;
 use std::fmt::Write;
 
-/// A number with fio's 3-significant-digit style and a unit prefix
-/// (`base` 1000: k, M, G; 1024: Ki, Mi, Gi).
+/// fio's `num2str`: `num` in at most `maxlen` digits, scaled by 1000 (or
+/// 1024 with `pow2`) with a unit prefix, `unit` appended.
+pub fn num2str(num: u64, maxlen: usize, pow2: bool, unit: &str) -> String {
+    let prefixes: [&str; 7] = if pow2 {
+        ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+    } else {
+        ["", "k", "M", "G", "T", "P", "E"]
+    };
+    let thousand: u64 = if pow2 { 1024 } else { 1000 };
+    let (mut num, mut post, mut modulo, mut carry) = (num, 0usize, None, false);
+    while post < prefixes.len() {
+        if num.to_string().len() <= maxlen {
+            break;
+        }
+        let m = num % thousand;
+        modulo = Some(m);
+        num /= thousand;
+        carry = m >= thousand / 2;
+        post += 1;
+    }
+    if post >= prefixes.len() {
+        post = 0;
+    }
+    let Some(m) = modulo else {
+        return format!("{num}{}{unit}", prefixes[post]);
+    };
+    let digits = num.to_string().len();
+    if maxlen.saturating_sub(digits) <= 1 {
+        return format!("{}{}{unit}", num + u64::from(carry), prefixes[post]);
+    }
+    let decimals = maxlen - digits - 1;
+    let frac = format!("{:.*}", decimals, m as f64 / thousand as f64);
+    let (num, frac) = if frac.starts_with('1') {
+        (num + 1, &frac[2..])
+    } else {
+        (num, &frac[2..])
+    };
+    format!("{num}.{frac}{}{unit}", prefixes[post])
+}
+
+/// A number in fio's 4-significant-figure style with a unit prefix, as
+/// its bandwidth figures are (`base` 1024: Ki, Mi; 1000: k, M).
 pub fn num(v: f64, base: f64) -> String {
-    let units: [&str; 5] = if base == 1024.0 {
-        ["", "Ki", "Mi", "Gi", "Ti"]
-    } else {
-        ["", "k", "M", "G", "T"]
-    };
-    let mut v = v;
-    let mut i = 0;
-    // Up to four digits are shown whole (4096KiB); more are scaled and
-    // shown with three significant digits (28.8MiB, 39.3k).
-    while v >= 10_000.0 && i < units.len() - 1 {
-        v /= base;
-        i += 1;
-    }
-    let s = if i == 0 || v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    };
-    format!("{s}{}", units[i])
+    num2str(v.round().max(0.0) as u64, 4, base == 1024.0, "")
 }
 
-/// The unit of a min/max/avg/stdev line: a larger unit only when every
-/// figure is above 1000 of the smaller one (as fio shows them).
-fn lat_unit(h: &Histogram<u64>) -> (&'static str, f64) {
-    let all_above = |d: f64| {
-        h.min() as f64 / d > 1000.0
-            && h.max() as f64 / d > 1000.0
-            && h.mean() / d > 1000.0
-            && h.stdev() / d > 1000.0
-    };
-    if all_above(1e3) {
-        ("msec", 1e6)
-    } else if all_above(1.0) {
-        ("usec", 1e3)
-    } else {
-        ("nsec", 1.0)
-    }
-}
-
-/// The unit of a percentile block: chosen from the smallest and largest
-/// values shown, so that they stay readable.
-fn pct_unit(lo: u64, hi: u64) -> (&'static str, f64) {
-    if lo > 2_000_000 && hi > 99_999_000 {
-        ("msec", 1e6)
-    } else if lo > 2_000 && hi > 99_999 {
-        ("usec", 1e3)
-    } else {
-        ("nsec", 1.0)
-    }
-}
-
+/// A latency line (`    clat (usec): min=..., max=..., avg=..., stdev=...`),
+/// in fio's unit choice.
 fn lat_line(o: &mut String, name: &str, h: &Histogram<u64>) {
-    let (u, d) = lat_unit(h);
+    let (mut min, mut max, mut mean, mut dev) = (h.min(), h.max(), h.mean(), h.stdev());
+    let mut unit = "nsec";
+    for (d, u, lo, hi, dv) in [
+        (
+            1_000_000u64,
+            "msec",
+            2_000_000u64,
+            99_999_999u64,
+            1_000_000.0,
+        ),
+        (1_000, "usec", 2_000, 99_999, 1_000.0),
+    ] {
+        if min > lo && max > hi && dev > dv {
+            (min, max, mean, dev) = (min / d, max / d, mean / d as f64, dev / d as f64);
+            unit = u;
+            break;
+        }
+    }
     let _ = writeln!(
         o,
-        "    {name:>4} ({u}): min={}, max={}, avg={:.2}, stdev={:.2}",
-        (h.min() as f64 / d).round(),
-        (h.max() as f64 / d).round(),
-        h.mean() / d,
-        h.stdev() / d
+        "    {name} ({unit}): min={}, max={}, avg={mean:5.02}, stdev={dev:5.02}",
+        num2str(min, 6, false, ""),
+        num2str(max, 6, false, "")
     );
 }
 
+/// fio's percentile block: 4 (or fewer, as wide as they are) per line.
 fn pct_block(o: &mut String, name: &str, h: &Histogram<u64>, pcts: &[f64]) {
-    let lo = h.value_at_percentile(pcts.iter().cloned().fold(100.0, f64::min));
-    let hi = h.value_at_percentile(pcts.iter().cloned().fold(0.0, f64::max));
-    let (u, d) = pct_unit(lo, hi);
-    let _ = writeln!(o, "    {name} percentiles ({u}):");
-    for row in pcts.chunks(4) {
-        let cells: Vec<String> = row
-            .iter()
-            .map(|&p| {
-                format!(
-                    "{:5.2}th=[{:5}]",
-                    p,
-                    (h.value_at_percentile(p) as f64 / d).round()
-                )
-            })
-            .collect();
-        let _ = writeln!(o, "     | {},", cells.join(", "));
-    }
-    // fio ends the block without the trailing comma.
-    if o.ends_with(",\n") {
-        o.truncate(o.len() - 2);
-        o.push('\n');
+    let vals: Vec<u64> = pcts.iter().map(|&p| h.value_at_percentile(p)).collect();
+    let (minv, maxv) = (
+        vals.iter().copied().min().unwrap_or(0),
+        vals.iter().copied().max().unwrap_or(0),
+    );
+    let (scale, unit) = if minv > 2_000_000 && maxv > 99_999_999 {
+        (2, "msec")
+    } else if minv > 2_000 && maxv > 99_999 {
+        (1, "usec")
+    } else {
+        (0, "nsec")
+    };
+    let div = 1000u64.pow(scale);
+    let width = 5usize.max(((maxv / div).max(1) as f64).log10() as usize + 1);
+    let per_line = 73 / (2 + 10 + width);
+    let _ = write!(o, "    {name} percentiles ({unit}):\n     |");
+    for (j, (&p, &v)) in pcts.iter().zip(&vals).enumerate() {
+        if j != 0 && j % per_line == 0 {
+            o.push_str("     |");
+        }
+        let mut v = v;
+        for _ in 0..scale {
+            v = v.div_ceil(1000);
+        }
+        let last = j == pcts.len() - 1;
+        let _ = write!(
+            o,
+            " {p:5.2}th=[{v:width$}]{}",
+            if last { '\n' } else { ',' }
+        );
+        if !last && j % per_line == per_line - 1 {
+            o.push('\n');
+        }
     }
 }
 
-fn side_text(o: &mut String, r: &JobResult, read: bool) {
-    let run = r.run;
-    let job = r.job;
-    let ops = if read { run.read_ops } else { run.write_ops };
-    if ops == 0 {
+/// One direction's block of a job.
+fn side_text(o: &mut String, r: &JobResult, d: Dir, agg: f64) {
+    let s = side(r, d);
+    if s.ios == 0 {
         return;
     }
-    let sh = share(run, read);
-    let bytes = ops * job.spec.bs;
-    let secs = run.duration_ns.max(1) as f64 / 1e9;
-    let bw = bytes as f64 / secs;
+    let ms = s.runtime_ms();
+    let bw = s.bw();
     let _ = writeln!(
         o,
-        "  {}: IOPS={}, BW={}B/s ({}B/s)({}B/{}msec)",
-        if read { "read" } else { "write" },
-        num(ops as f64 / secs, 1000.0),
-        num(bw, 1024.0),
-        num(bw, 1000.0),
-        num(bytes as f64, 1024.0),
-        run.duration_ns / 1_000_000
+        "  {}: IOPS={}, BW={}B/s ({}B/s)({}/{ms}msec){}",
+        d.name(),
+        num2str((1000 * s.ios) / ms, 4, false, ""),
+        num2str(bw, 4, true, ""),
+        num2str(bw, 4, false, ""),
+        num2str(s.bytes, 4, true, "B"),
+        if d == Dir::Write {
+            "; 0 zone resets"
+        } else {
+            ""
+        }
     );
-    let h = side_lat(r, read);
-    for (name, h) in [("slat", h.slat), ("clat", h.clat), ("lat", h.lat)] {
+    for (name, h) in [("slat", s.slat), ("clat", s.clat), (" lat", s.lat)] {
         if let Some(h) = h {
             lat_line(o, name, h);
         }
     }
-    let lat_pcts = job.lat_percentiles || (job.clat_percentiles && h.clat.is_none());
+    let (ps, pc, pl) = pct_flags(r.job);
+    let pcts = &r.job.report.percentiles;
     for (name, h, on) in [
-        ("slat", h.slat, job.slat_percentiles),
-        ("clat", h.clat, job.clat_percentiles),
-        ("lat", h.lat, lat_pcts),
+        ("slat", s.slat, ps),
+        ("clat", s.clat, pc),
+        ("lat", s.lat, pl),
     ] {
         if let (Some(h), true) = (h, on) {
-            pct_block(o, name, h, &job.percentiles);
+            pct_block(o, name, h, pcts);
         }
     }
-    if !run.intervals.is_empty() {
-        let (kib, iops) = interval_samples(run, sh);
-        let (a, b, m, d) = sample_stats(&kib);
-        let _ = writeln!(
-            o,
-            "   bw (  KiB/s): min={a:.0}, max={b:.0}, per=100.00%, avg={m:.2}, stdev={d:.2}, samples={}",
-            kib.len()
-        );
-        let (a, b, m, d) = sample_stats(&iops);
-        let _ = writeln!(
-            o,
-            "   iops        : min={a:.0}, max={b:.0}, avg={m:.2}, stdev={d:.2}, samples={}",
-            iops.len()
-        );
+    samples_text(o, &s, agg);
+}
+
+/// The bw and iops lines of one direction.
+fn samples_text(o: &mut String, s: &Side, agg: f64) {
+    let (kib, iops) = interval_samples(s);
+    if kib.is_empty() {
+        return;
+    }
+    let (a, b, m, d) = sample_stats(&kib);
+    let per = if agg > 1024.0 {
+        (m * 100.0 / (agg / 1024.0)).min(100.0)
+    } else {
+        100.0
+    };
+    let (unit, k) = if m > 1024.0 * 1024.0 {
+        ("MiB", 1024.0)
+    } else {
+        ("KiB", 1.0)
+    };
+    let _ = writeln!(
+        o,
+        "   bw ({unit:>5}/s): min={:5}, max={:5}, per={per:3.2}%, avg={:5.02}, stdev={:5.02}, samples={}",
+        (a / k) as u64,
+        (b / k) as u64,
+        m / k,
+        d / k,
+        kib.len()
+    );
+    let (a, b, m, d) = sample_stats(&iops);
+    let _ = writeln!(
+        o,
+        "   iops        : min={:5}, max={:5}, avg={m:5.02}, stdev={d:5.02}, samples={}",
+        a as u64,
+        b as u64,
+        iops.len()
+    );
+}
+
+/// fio's `lat (usec)   : 2=0.05%, ...` lines.
+fn buckets_text(o: &mut String, r: &JobResult) {
+    let h = all_lat(r);
+    for (unit, rows) in lat_buckets(h.as_ref()) {
+        let u = &unit["latency_".len()..];
+        let cells: Vec<String> = rows
+            .iter()
+            .filter(|(_, p)| *p > 0.0)
+            .map(|(b, p)| format!("{b}={p:3.2}%"))
+            .collect();
+        for chunk in cells.chunks(5) {
+            let _ = writeln!(o, "  lat ({}sec)   : {}", &u[..1], chunk.join(", "));
+        }
     }
 }
 
-/// The summary of one job in fio's shape, then iolab's extras.
-pub fn job_text(r: &JobResult, pid: u32, started_secs: u64) -> String {
+/// The cpu, IO depths, issued and latency-target lines.
+fn depths_text(o: &mut String, r: &JobResult) {
+    let (job, run) = (r.job, r.run);
+    let nj = job.numjobs.max(1) as f64;
+    let c = &run.cpu;
+    let _ = writeln!(
+        o,
+        "  cpu          : usr={:3.2}%, sys={:3.2}%, ctx={}, majf={}, minf={}",
+        c.user_pct / nj,
+        c.sys_pct / nj,
+        c.vol_csw + c.invol_csw,
+        c.major_faults,
+        c.minor_faults
+    );
+    let [level, submit, complete] = depth_dists(run);
+    let row = |v: &[(&str, f64)]| -> String {
+        v.iter()
+            .map(|(k, p)| format!("{k}={p:3.1}%"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = writeln!(o, "  IO depths    : {}", row(&level.1));
+    let _ = writeln!(o, "     submit    : {}", row(&submit.1));
+    let _ = writeln!(o, "     complete  : {}", row(&complete.1));
+    let ios = Dir::ALL.map(|d| side(r, d).ios);
+    let _ = writeln!(
+        o,
+        "     issued rwts: total={},{},{},0 short=0,0,0,0 dropped=0,0,0,0",
+        ios[0], ios[1], ios[2]
+    );
+    let t = job.spec.pacing.lat_target;
+    let (target, window) = t.map_or((0.0, 0.0), |t| (t.target_ns as f64, t.window_ns as f64));
+    let scaled = |ns: f64| -> String {
+        if ns >= 1e9 {
+            format!("{:.2}s", ns / 1e9)
+        } else if ns >= 1e6 {
+            format!("{:.2}ms", ns / 1e6)
+        } else if ns >= 1e3 {
+            format!("{:.2}us", ns / 1e3)
+        } else {
+            format!("{ns:.2}ns")
+        }
+    };
+    let _ = writeln!(
+        o,
+        "     latency   : target={}, window={}, percentile={:.2}%, depth={}",
+        scaled(target),
+        scaled(window),
+        t.map_or(100.0, |t| t.percentile),
+        run.latency_depth.unwrap_or(job.spec.qd)
+    );
+}
+
+/// The block of one job in fio's shape, then iolab's extras; `aggs` are
+/// its group's aggregate bandwidths.
+pub fn job_text(r: &JobResult, pid: u32, started_secs: u64, aggs: [f64; 3]) -> String {
     let mut o = String::new();
     let job = r.job;
-    let run = r.run;
     let _ = writeln!(
         o,
         "{}: (groupid={}, jobs={}): err= 0: pid={pid}: {}",
@@ -166,50 +284,19 @@ pub fn job_text(r: &JobResult, pid: u32, started_secs: u64) -> String {
         job.numjobs,
         ctime(started_secs)
     );
-    match job.spec.op {
-        OpMix::Read => side_text(&mut o, r, true),
-        OpMix::Write => side_text(&mut o, r, false),
-        OpMix::Rw { .. } => {
-            side_text(&mut o, r, true);
-            side_text(&mut o, r, false);
-        }
+    if let Some(d) = &job.description {
+        let _ = writeln!(o, "  Description  : [{d}]");
     }
-    if let Some(y) = &run.sync_latency {
-        // fio's block for fsync=N/fdatasync=N jobs (its values in ns here).
+    for (d, agg) in Dir::ALL.into_iter().zip(aggs) {
+        side_text(&mut o, r, d, agg);
+    }
+    buckets_text(&mut o, r);
+    if let Some(h) = r.run.sync_hist.as_ref().filter(|h| !h.is_empty()) {
         let _ = writeln!(o, "  fsync/fdatasync/sync_file_range:");
-        let _ = writeln!(
-            o,
-            "    sync (nsec): min={}, max={}, avg={:.2}, count={}",
-            y.min_ns, y.max_ns, y.mean_ns, y.count
-        );
-        let _ = writeln!(
-            o,
-            "    sync percentiles (nsec): 50.00th=[{}], 99.00th=[{}], 99.90th=[{}], 99.99th=[{}]",
-            y.p50_ns, y.p99_ns, y.p99_9_ns, y.p99_99_ns
-        );
+        lat_line(&mut o, "sync", h);
+        pct_block(&mut o, "sync", h, &job.report.percentiles);
     }
-    for (unit, rows) in lat_buckets(run.latency_hist.as_ref()) {
-        let u = &unit["latency_".len()..];
-        let cells: Vec<String> = rows
-            .iter()
-            .filter(|(_, p)| *p >= 0.01)
-            .map(|(b, p)| format!("{b}={p:.2}%"))
-            .collect();
-        for chunk in cells.chunks(5) {
-            let _ = writeln!(o, "  lat ({}sec)   : {}", &u[..1], chunk.join(", "));
-        }
-    }
-    let nj = job.numjobs.max(1) as f64;
-    let c = &run.cpu;
-    let _ = writeln!(
-        o,
-        "  cpu          : usr={:.2}%, sys={:.2}%, ctx={}, majf={}, minf={}",
-        c.user_pct / nj,
-        c.sys_pct / nj,
-        c.vol_csw + c.invol_csw,
-        c.major_faults,
-        c.minor_faults
-    );
+    depths_text(&mut o, r);
     extras_text(&mut o, r);
     o
 }
@@ -249,67 +336,137 @@ fn extras_text(o: &mut String, r: &JobResult) {
     }
 }
 
+/// fio's `rw=` name of a job.
+fn rw_name(job: &FioJob) -> String {
+    use iolab_bench::spec::AccessPattern as P;
+    let random = !matches!(job.spec.pattern, P::Seq | P::Stride(_) | P::Back(_));
+    let base = match (job.spec.op, job.spec.trim) {
+        (_, Some(t)) if t.only => "trim",
+        (_, Some(_)) => "trimwrite",
+        (OpMix::Read, _) => "read",
+        (OpMix::Write, _) => "write",
+        (OpMix::Rw { .. }, _) => "rw",
+    };
+    match (random, base) {
+        (false, b) => b.to_string(),
+        (true, "rw") => "randrw".into(),
+        (true, b) => format!("rand{b}"),
+    }
+}
+
+/// fio's lines before the jobs run: one per section (`name: (g=0): rw=...`,
+/// `...` for its other clones), the version, `Starting N processes`.
+pub fn header(jobs: &[&FioJob]) -> String {
+    let mut o = String::new();
+    for (i, j) in jobs.iter().enumerate() {
+        if j.jobnum > 0 {
+            if j.jobnum == 1 && i > 0 {
+                o.push_str("...\n");
+            }
+            continue;
+        }
+        let s = &j.spec;
+        let law = |d: usize| -> (u64, u64) {
+            s.sizes
+                .as_ref()
+                .map_or((s.bs, s.bs), |z| (z.of(d).min(), z.of(d).max()))
+        };
+        let bs: Vec<String> = ["R", "W", "T"]
+            .iter()
+            .enumerate()
+            .map(|(d, n)| {
+                let (lo, hi) = law(d);
+                format!(
+                    "({n}) {}-{}",
+                    num2str(lo, 4, true, "B"),
+                    num2str(hi, 4, true, "B")
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            o,
+            "{}: (g={}): rw={}, bs={}, ioengine={}, iodepth={}",
+            j.name,
+            j.groupid,
+            rw_name(j),
+            bs.join(", "),
+            s.engine.desc().fio.unwrap_or(s.engine.name()),
+            s.qd
+        );
+    }
+    let _ = writeln!(o, "iolab-{} (fio job language)", env!("CARGO_PKG_VERSION"));
+    let n = jobs.len();
+    let _ = writeln!(o, "Starting {n} process{}\n", if n > 1 { "es" } else { "" });
+    o
+}
+
 /// fio's "Run status group" lines for the jobs of one group.
 pub fn group_text(group: u32, results: &[&JobResult]) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "\nRun status group {group} (all jobs):");
-    for (read, name) in [(true, "READ"), (false, "WRITE")] {
-        let mut bws = Vec::new();
-        let (mut bytes, mut rmin, mut rmax, mut span) = (0u64, u64::MAX, 0u64, 0u64);
-        for r in results {
-            let ops = if read {
-                r.run.read_ops
-            } else {
-                r.run.write_ops
-            };
-            if ops == 0 {
-                continue;
-            }
-            let b = ops * r.job.spec.bs;
-            let ms = r.run.duration_ns / 1_000_000;
-            bytes += b;
-            bws.push(b as f64 / (r.run.duration_ns.max(1) as f64 / 1e9));
-            rmin = rmin.min(ms);
-            rmax = rmax.max(ms);
-            span = span.max(r.run.duration_ns);
-        }
-        if bws.is_empty() {
+    for (d, name) in Dir::ALL.into_iter().zip(["   READ", "  WRITE", "   TRIM"]) {
+        let sides: Vec<Side> = results
+            .iter()
+            .map(|r| side(r, d))
+            .filter(|s| s.ios > 0)
+            .collect();
+        if sides.is_empty() {
             continue;
         }
-        // A group's jobs run at the same time: its rate is its bytes
-        // over the longest job's time (fio's group run time).
-        let bw = bytes as f64 / (span.max(1) as f64 / 1e9);
-        let lo = bws.iter().cloned().fold(f64::MAX, f64::min);
-        let hi = bws.iter().cloned().fold(0.0, f64::max);
+        let bytes: u64 = sides.iter().map(|s| s.bytes).sum();
+        let agg = group_agg(results, d) as u64;
+        let bws: Vec<u64> = sides.iter().map(|s| s.bw()).collect();
+        let (lo, hi) = (
+            bws.iter().min().copied().unwrap_or(0),
+            bws.iter().max().copied().unwrap_or(0),
+        );
+        let rmin = sides.iter().map(|s| s.runtime_ms()).min().unwrap_or(0);
+        let rmax = sides.iter().map(|s| s.runtime_ms()).max().unwrap_or(0);
+        let f = |v: u64, p: bool, u: &str| num2str(v, 4, p, u);
         let _ = writeln!(
             o,
-            "{name:>7}: bw={}B/s ({}B/s), {}B/s-{}B/s ({}B/s-{}B/s), io={}B ({}B), run={rmin}-{rmax}msec",
-            num(bw, 1024.0),
-            num(bw, 1000.0),
-            num(lo, 1024.0),
-            num(hi, 1024.0),
-            num(lo, 1000.0),
-            num(hi, 1000.0),
-            num(bytes as f64, 1024.0),
-            num(bytes as f64, 1000.0),
+            "{name}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={rmin}-{rmax}msec",
+            f(agg, true, "B/s"),
+            f(agg, false, "B/s"),
+            f(lo, true, "B/s"),
+            f(hi, true, "B/s"),
+            f(lo, false, "B/s"),
+            f(hi, false, "B/s"),
+            f(bytes, true, "B"),
+            f(bytes, false, "B"),
         );
     }
     o
 }
 
-/// fio's terse line (version 3) for one job.
-// Long on purpose: fio's terse fields one after another, in fio's order,
-// so each can be checked against fio's documentation line by line.
-pub fn terse(r: &JobResult) -> String {
-    let job = r.job;
-    let run = r.run;
-    let mut f: Vec<String> = vec![
-        "3".into(),
-        format!("iolab-{}", env!("CARGO_PKG_VERSION")),
-        job.name.clone(),
-        job.groupid.to_string(),
-        "0".into(),
-    ];
+/// fio's `Disk stats (read/write):` block from the device counters.
+pub fn disk_text(results: &[JobResult]) -> String {
+    let disks = super::json::disk_util(results);
+    if disks.is_empty() {
+        return String::new();
+    }
+    let mut o = String::from("\nDisk stats (read/write):\n");
+    for d in disks {
+        let _ = writeln!(
+            o,
+            "  {}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={:3.2}%",
+            d["name"].as_str().unwrap_or(""),
+            d["read_ios"],
+            d["write_ios"],
+            d["read_merges"],
+            d["write_merges"],
+            d["read_ticks"],
+            d["write_ticks"],
+            d["in_queue"],
+            d["util"].as_f64().unwrap_or(0.0)
+        );
+    }
+    o
+}
+
+/// The terse fields of one direction (fio's `show_ddir_status_terse`).
+fn terse_side(f: &mut Vec<String>, r: &JobResult, d: Dir, agg: f64) {
+    let s = side(r, d);
     let us = |h: &Histogram<u64>| -> [String; 4] {
         [
             (h.min() / 1000).to_string(),
@@ -326,64 +483,60 @@ pub fn terse(r: &JobResult) -> String {
             "0.000000".into(),
         ]
     };
-    for read in [true, false] {
-        let ops = if read { run.read_ops } else { run.write_ops };
-        let sl = side_lat(r, read);
-        let bytes = ops * job.spec.bs;
-        let secs = run.duration_ns.max(1) as f64 / 1e9;
-        let on = ops > 0;
-        f.push((bytes / 1024).to_string());
-        f.push(if on {
-            ((bytes as f64 / secs) / 1024.0).round().to_string()
-        } else {
-            "0".into()
-        });
-        f.push(if on {
-            ((ops as f64) / secs).round().to_string()
-        } else {
-            "0".into()
-        });
-        f.push(if on {
-            (run.duration_ns / 1_000_000).to_string()
-        } else {
-            "0".into()
-        });
-        for h in [sl.slat, sl.clat] {
-            f.extend(h.map_or_else(zero4, us));
-        }
-        // fio's terse percentiles are clat's; lat's when clat is not timed.
-        let h = sl.clat.or(sl.lat);
-        for i in 0..20 {
-            match (h, job.percentiles.get(i)) {
-                (Some(h), Some(&p)) => {
-                    f.push(format!("{p:.6}%={}", h.value_at_percentile(p) / 1000))
-                }
-                (None, Some(&p)) => f.push(format!("{p:.6}%=0")),
-                _ => f.push("0%=0".into()),
-            }
-        }
-        f.extend(sl.lat.map_or_else(zero4, us));
-        let sh = share(run, read);
-        let kib: Vec<f64> = run
-            .intervals
-            .iter()
-            .map(|s| s.mib_per_s * 1024.0 * sh)
-            .collect();
-        let (a, b, m, d) = if on {
-            sample_stats(&kib)
-        } else {
-            (0.0, 0.0, 0.0, 0.0)
-        };
-        f.push(format!("{a:.0}"));
-        f.push(format!("{b:.0}"));
-        f.push(if on {
-            "100.000000%".into()
-        } else {
-            "0.000000%".into()
-        });
-        f.push(format!("{m:.6}"));
-        f.push(format!("{d:.6}"));
+    f.push((s.bytes >> 10).to_string());
+    f.push((s.bw() / 1024).to_string());
+    f.push(
+        (1000 * s.ios)
+            .checked_div(s.runtime_ms())
+            .unwrap_or(0)
+            .to_string(),
+    );
+    f.push(s.runtime_ms().to_string());
+    for h in [s.slat, s.clat] {
+        f.extend(h.map_or_else(zero4, us));
     }
+    // fio's terse percentiles are clat's (lat's with lat_percentiles).
+    let (_, pc, pl) = pct_flags(r.job);
+    let h = if pl { s.lat } else { s.clat.filter(|_| pc) };
+    let pcts = &r.job.report.percentiles;
+    for i in 0..20 {
+        match (h, pcts.get(i)) {
+            (Some(h), Some(&p)) => f.push(format!("{p:.6}%={}", h.value_at_percentile(p) / 1000)),
+            (None, Some(&p)) => f.push(format!("{p:.6}%=0")),
+            _ => f.push("0%=0".into()),
+        }
+    }
+    f.extend(s.lat.map_or_else(zero4, us));
+    let (kib, _) = interval_samples(&s);
+    let (a, b, m, dv) = sample_stats(&kib);
+    // A job's mean as a share of its group's bandwidth, as fio's.
+    let agg = if kib.is_empty() {
+        0.0
+    } else if agg > 1024.0 {
+        (m * 100.0 / (agg / 1024.0)).min(100.0)
+    } else {
+        100.0
+    };
+    f.push(format!("{}", a as u64));
+    f.push(format!("{}", b as u64));
+    f.push(format!("{agg:.6}%"));
+    f.push(format!("{m:.6}"));
+    f.push(format!("{dv:.6}"));
+}
+
+/// fio's terse line (version 3) for one job: its 121 fields, then 9 per
+/// disk of the run; `aggs` are its group's aggregate bandwidths.
+pub fn terse(r: &JobResult, disks: &[serde_json::Value], aggs: [f64; 3]) -> String {
+    let (job, run) = (r.job, r.run);
+    let mut f: Vec<String> = vec![
+        "3".into(),
+        format!("iolab-{}", env!("CARGO_PKG_VERSION")),
+        job.name.clone(),
+        job.groupid.to_string(),
+        "0".into(),
+    ];
+    terse_side(&mut f, r, Dir::Read, aggs[0]);
+    terse_side(&mut f, r, Dir::Write, aggs[1]);
     let nj = job.numjobs.max(1) as f64;
     let c = &run.cpu;
     f.push(format!("{:.6}%", c.user_pct / nj));
@@ -391,86 +544,37 @@ pub fn terse(r: &JobResult) -> String {
     f.push((c.vol_csw + c.invol_csw).to_string());
     f.push(c.major_faults.to_string());
     f.push(c.minor_faults.to_string());
-    // IO depths: iolab keeps the queue at iodepth; the depth distribution
-    // is not measured, so all of it is reported at the configured depth.
-    let depth_idx = match job.spec.qd {
-        1 => 0,
-        2..=3 => 1,
-        4..=7 => 2,
-        8..=15 => 3,
-        16..=31 => 4,
-        32..=63 => 5,
-        _ => 6,
-    };
-    for i in 0..7 {
-        f.push(if i == depth_idx {
-            "100.0%".into()
-        } else {
-            "0.0%".into()
-        });
+    for (_, p) in &depth_dists(run)[0].1 {
+        f.push(format!("{p:3.1}%"));
     }
-    let b = lat_buckets(run.latency_hist.as_ref());
+    let b = lat_buckets(all_lat(r).as_ref());
     // Terse v3: microseconds 2..1000, then milliseconds 2..>=2000 (the
     // nanosecond buckets are folded into the first microsecond one).
     let ns_total: f64 = b[0].1.iter().map(|x| x.1).sum();
     for (i, (_, p)) in b[1].1.iter().enumerate() {
         let p = if i == 0 { p + ns_total } else { *p };
-        f.push(format!("{p:.2}%"));
+        f.push(format!("{p:3.2}%"));
     }
     for (_, p) in &b[2].1 {
-        f.push(format!("{p:.2}%"));
+        f.push(format!("{p:3.2}%"));
+    }
+    for d in disks {
+        f.push(d["name"].as_str().unwrap_or("").to_string());
+        for k in [
+            "read_ios",
+            "write_ios",
+            "read_merges",
+            "write_merges",
+            "read_ticks",
+            "write_ticks",
+            "in_queue",
+        ] {
+            f.push(d[k].to_string());
+        }
+        f.push(format!("{:3.2}%", d["util"].as_f64().unwrap_or(0.0)));
     }
     f.join(";")
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::json::tests::{job, run_with};
-
-    #[test]
-    fn numbers_in_fio_style() {
-        assert_eq!(num(7366.9, 1000.0), "7367");
-        assert_eq!(num(39_300.0, 1000.0), "39.3k");
-        assert_eq!(num(30_174_848.0, 1024.0), "28.8Mi");
-        assert_eq!(num(30_174_848.0, 1000.0), "30.2M");
-    }
-
-    #[test]
-    fn normal_output_has_fio_s_shape() {
-        let j = job("[r]\nfilename=/x\nsize=1m\n");
-        let run = run_with(&[40_000, 50_000, 60_000, 170_000], 1024, 0);
-        let r = JobResult {
-            job: &j,
-            run: &run,
-            waker: None,
-        };
-        let t = job_text(&r, 7, 0);
-        assert!(
-            t.starts_with("r: (groupid=0, jobs=1): err= 0: pid=7: Thu Jan  1"),
-            "{t}"
-        );
-        assert!(
-            t.contains("  read: IOPS=512, BW=2048KiB/s (2097kB/s)(4096KiB/2000msec)"),
-            "{t}"
-        );
-        assert!(t.contains("    clat (usec): min=40, max=170"), "{t}");
-        assert!(
-            t.contains("    clat percentiles (usec):\n     |  1.00th=[   40],"),
-            "{t}"
-        );
-        assert!(t.contains("   bw (  KiB/s): min=1024, max=3072"), "{t}");
-        assert!(t.contains("  cpu          : usr="), "{t}");
-        let g = group_text(0, &[&r]);
-        assert!(g.contains("   READ: bw=2048KiB/s (2097kB/s)"), "{g}");
-        let line = terse(&r);
-        let f: Vec<&str> = line.split(';').collect();
-        assert_eq!(f.len(), 121, "{line}");
-        assert_eq!(
-            (f[0], f[2], f[5], f[6], f[7], f[8]),
-            ("3", "r", "4096", "2048", "512", "2000")
-        );
-        assert_eq!(f[13], "40");
-        assert!(f[17].starts_with("1.000000%="));
-    }
-}
+mod tests;

@@ -143,7 +143,10 @@ fn refuse_untranslatable(spec: &WorkloadSpec) -> Result<(), String> {
 
 /// `--rw`, `--rwmixread`, `--bs` and the random-offset options.
 fn pattern_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String>) {
-    let seq = matches!(spec.pattern, AccessPattern::Seq | AccessPattern::Stride(_));
+    let seq = matches!(
+        spec.pattern,
+        AccessPattern::Seq | AccessPattern::Stride(_) | AccessPattern::Back(_)
+    );
     let rw = match (spec.op, seq) {
         (OpMix::Read, true) => "read",
         (OpMix::Read, false) => "randread",
@@ -155,6 +158,8 @@ fn pattern_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String
     match spec.pattern {
         // fio's sequential `:N`: N bytes skipped after each I/O.
         AccessPattern::Stride(gap) => a.push(format!("--rw={rw}:{}", fio_size(gap))),
+        // fio's negative `:N`: N bytes back after each I/O.
+        AccessPattern::Back(b) => a.push(format!("--rw={rw}:-{}", fio_size(b))),
         // fio's random `:N`: N I/Os per random offset.
         AccessPattern::RandRun(n) | AccessPattern::ShuffleRun(n) => {
             a.push(format!("--rw={rw}:{n}"))
@@ -168,6 +173,16 @@ fn pattern_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String
     if let Some(e) = spec.sync_every {
         a.push(format!("--{}={}", e.call(), e.writes));
     }
+    random_args(spec, a, notes);
+    if !seq {
+        // iolab's offsets are a function of --seed: the same every run.
+        a.push("--randrepeat=1".into());
+        notes.push("random offsets repeat from run to run on both sides (iolab --seed, fio --randrepeat=1)".into());
+    }
+}
+
+/// How random offsets are drawn: the random map, the law.
+fn random_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String>) {
     match spec.pattern {
         AccessPattern::Rand => {
             a.push("--norandommap".into());
@@ -188,12 +203,17 @@ fn pattern_args(spec: &WorkloadSpec, a: &mut Vec<String>, notes: &mut Vec<String
             a.push("--norandommap".into());
             notes.push(format!("{k} = fio --random_distribution={k} (same law and parameter, not fio's sequence; fio disables its random map for it)"));
         }
-        AccessPattern::Seq | AccessPattern::Stride(_) => {}
-    }
-    if !seq {
-        // iolab's offsets are a function of --seed: the same every run.
-        a.push("--randrepeat=1".into());
-        notes.push("random offsets repeat from run to run on both sides (iolab --seed, fio --randrepeat=1)".into());
+        AccessPattern::Zoned(z) => {
+            a.push(format!("--random_distribution={}", z.to_fio()));
+            a.push("--norandommap".into());
+        }
+        AccessPattern::Sequence(q) => {
+            a.push(format!("--random_distribution={}", q.to_fio()));
+            if q.stride {
+                a.push("--random_sequence_stride=1".into());
+            }
+        }
+        AccessPattern::Seq | AccessPattern::Stride(_) | AccessPattern::Back(_) => {}
     }
 }
 
@@ -648,7 +668,8 @@ mod tests {
         r.read_text(&text, std::path::Path::new("x.fio"), 0)
             .unwrap();
         let raw = r.finish();
-        let back = crate::map::map_job(&raw[0], 0, false).unwrap().spec;
+        let clones = crate::map::map_all(&raw, false).unwrap();
+        let back = clones[0].spec.clone();
         assert_eq!(
             (
                 back.engine,
@@ -656,7 +677,7 @@ mod tests {
                 back.pattern,
                 back.bs,
                 back.qd,
-                back.threads,
+                clones.len() as u32,
                 back.direct
             ),
             (s.engine, s.op, s.pattern, s.bs, s.qd, s.threads, s.direct)
@@ -711,32 +732,40 @@ mod tests {
             let mut r = crate::parse::Reader::new();
             r.read_text(&text, std::path::Path::new("x.fio"), 0)
                 .unwrap();
-            let back = crate::map::map_job(&r.finish()[0], 0, false)
-                .unwrap_or_else(|e| panic!("{e}\n{text}"))
-                .spec;
+            let clones =
+                crate::map::map_all(&r.finish(), false).unwrap_or_else(|e| panic!("{e}\n{text}"));
+            let back = clones[0].spec.clone();
             assert_eq!(
-                (
-                    back.op,
-                    back.pattern,
-                    back.threads,
-                    back.file_per_thread,
-                    back.file_size
-                ),
-                (s.op, s.pattern, s.threads, s.file_per_thread, s.file_size),
+                (back.op, back.pattern, clones.len() as u32),
+                (s.op, s.pattern, s.workers()),
                 "{text}"
             );
             // fio also stops after `size` per job: the same limit iolab's
             // ops or time limits reach first.
-            let bytes = s.stop.bytes.or(Some(s.file_size));
+            // Each clone is one of iolab's threads: their limits add up
+            // to the spec's, and their files are its files.
+            let sum = |f: fn(&iolab_bench::spec::WorkloadSpec) -> Option<u64>| {
+                clones.iter().map(|c| f(&c.spec)).sum::<Option<u64>>()
+            };
+            let bytes = s.stop.bytes.or(Some(s.file_size * s.files().len() as u64));
             assert_eq!(
-                (back.stop.bytes, back.stop.ops),
+                (sum(|c| c.stop.bytes), sum(|c| c.stop.ops)),
                 (bytes, s.stop.ops),
                 "{text}"
             );
-            assert_eq!(back.files(), s.files(), "{text}");
+            let mut files: Vec<PathBuf> = Vec::new();
+            for c in &clones {
+                for f in c.spec.files() {
+                    if !files.contains(&f) {
+                        files.push(f);
+                    }
+                }
+            }
+            assert_eq!(files, s.files(), "{text}");
+            assert_eq!(back.offset, s.offset, "{text}");
             assert_eq!(
-                (back.offset, back.nrfiles, &back.more_files, &back.cpus),
-                (s.offset, s.nrfiles, &s.more_files, &s.cpus),
+                back.cpus.as_ref().map(|c| (&c.cpus, c.split)),
+                s.cpus.as_ref().map(|c| (&c.cpus, c.split)),
                 "{text}"
             );
         }

@@ -1,5 +1,7 @@
 //! fio's value syntax: sizes with units (`4k`, `1MiB`, `0x1000`, `50%`),
-//! times with suffixes (`10`, `500ms`, `2m`), booleans, integers.
+//! times with suffixes (`10`, `500ms`, `2m`), booleans, integers, and
+//! wherever a number goes, an expression in parentheses (`(2*2048)`,
+//! [`crate::expr`]).
 //!
 //! fio's default `kb_base=1024` makes `k`, `KB` and `KiB` all 1024; iolab
 //! follows that default (a job that sets `kb_base=1000` is refused).
@@ -9,32 +11,51 @@
 pub enum Size {
     /// Bytes.
     Bytes(u64),
-    /// Percent of the file (0 < p <= 100).
+    /// Percent of the file (0 <= p <= 100).
     Percent(f64),
 }
 
 /// Parses a size in fio's syntax.
 pub fn size(s: &str) -> Result<Size, String> {
     let t = s.trim();
+    if t.starts_with('(') {
+        return bytes(t).map(Size::Bytes);
+    }
     if let Some(p) = t.strip_suffix('%') {
         let v: f64 = p
             .trim()
             .parse()
             .map_err(|_| format!("'{s}': a percentage is a number followed by % (e.g. 50%)"))?;
-        if !(v > 0.0 && v <= 100.0) {
-            return Err(format!("'{s}': a percentage must be in (0, 100]"));
+        if !(0.0..=100.0).contains(&v) {
+            return Err(format!("'{s}': a percentage must be in [0, 100]"));
         }
         return Ok(Size::Percent(v));
     }
     bytes(t).map(Size::Bytes)
 }
 
-pub use iolab_bench::units::bytes;
+/// Parses a byte count: fio's units, or an expression in parentheses.
+pub fn bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    if t.starts_with('(') {
+        let v = crate::expr::eval(t, crate::expr::Units::Bytes)?;
+        return u64::try_from(v).map_err(|_| format!("'{s}' is {v}: not a size (0 or more bytes)"));
+    }
+    iolab_bench::units::bytes(t)
+}
 
 /// Parses a time; a bare number is in `unit_ns` (seconds for most of fio's
 /// time options, microseconds for `thinktime`).
 pub fn time_ns(s: &str, unit_ns: u64) -> Result<u64, String> {
     let t = s.trim().to_ascii_lowercase();
+    if t.starts_with('(') {
+        // In an expression a bare number is in microseconds, whatever the option.
+        let us = crate::expr::eval(&t, crate::expr::Units::Time)?;
+        return u64::try_from(us)
+            .ok()
+            .and_then(|u| u.checked_mul(1_000))
+            .ok_or_else(|| format!("'{s}' is {us} us: not a time"));
+    }
     let bad = || format!("'{s}': not a time (write e.g. 30, 30s, 500ms, 2m, 1h)");
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -66,6 +87,9 @@ pub fn boolean(s: Option<&str>) -> Result<bool, String> {
 /// Parses a plain unsigned integer.
 pub fn int(s: &str) -> Result<u64, String> {
     let t = s.trim();
+    if t.starts_with('(') {
+        return bytes(t);
+    }
     t.parse()
         .or_else(|_| bytes(t))
         .map_err(|_| format!("'{s}': not a whole number"))
@@ -90,7 +114,10 @@ mod tests {
         assert!(bytes("").is_err());
         assert!(bytes("99999999999999999999p").is_err());
         assert_eq!(size("50%"), Ok(Size::Percent(50.0)));
-        assert!(size("0%").is_err());
+        assert_eq!(size("0%"), Ok(Size::Percent(0.0)));
+        assert_eq!(size("(2*2048)"), Ok(Size::Bytes(4096)));
+        assert_eq!(bytes("(1m/2)"), Ok(512 << 10));
+        assert!(bytes("(1-2)").is_err());
         assert!(size("150%").is_err());
     }
 
@@ -106,6 +133,9 @@ mod tests {
         assert_eq!(time_ns("10us", s), Ok(10_000));
         assert!(time_ns("ten", s).is_err());
         assert!(time_ns("5y", s).is_err());
+        // Expressions count in microseconds.
+        assert_eq!(time_ns("(1000*2)", s), Ok(2_000_000));
+        assert_eq!(time_ns("(1s+1ms)", 1000), Ok(1_001_000_000));
     }
 
     #[test]
@@ -115,6 +145,7 @@ mod tests {
         assert_eq!(boolean(Some("true")), Ok(true));
         assert!(boolean(Some("maybe")).is_err());
         assert_eq!(int("32"), Ok(32));
+        assert_eq!(int("(4*8)"), Ok(32));
         assert!(int("-1").is_err());
     }
 }

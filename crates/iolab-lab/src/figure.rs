@@ -376,7 +376,7 @@ pub fn bars(
     })
 }
 
-/// The chart [`bars`] and [`map`] draw on.
+/// The chart [`bars`], [`lines`] and [`map`] draw on.
 type Chart<'a, 'b> = ChartContext<
     'a,
     SVGBackend<'b>,
@@ -448,42 +448,55 @@ pub fn lines(name: &str, title: &str, x: Axis, y: Axis, series: &[LineSeries]) -
             .draw()
             .map_err(|e| e.to_string())?;
         for (si, s) in series.iter().enumerate() {
-            let c = colour(si);
-            let pts: Vec<(f64, f64)> = s
-                .pts
-                .iter()
-                .filter(|p| p.y.is_finite() && (!y.log || p.y > 0.0))
-                .map(|p| (tx(&x, p.x), tx(&y, p.y)))
-                .collect();
-            ch.draw_series(plotters::series::LineSeries::new(
-                pts.clone(),
-                c.stroke_width(2),
-            ))
-            .map_err(|e| e.to_string())?;
-            for p in &s.pts {
-                if p.lo.is_finite() && p.hi.is_finite() && (!y.log || p.lo > 0.0) {
-                    let xx = tx(&x, p.x);
-                    ch.draw_series(std::iter::once(PathElement::new(
-                        vec![(xx, tx(&y, p.lo)), (xx, tx(&y, p.hi))],
-                        c.stroke_width(1),
-                    )))
-                    .map_err(|e| e.to_string())?;
-                }
-            }
-            let style = if si % 2 == 0 {
-                c.filled()
-            } else {
-                c.stroke_width(2)
-            };
-            for p in pts {
-                ch.draw_series(std::iter::once(Circle::new(p, POINT_R, style)))
-                    .map_err(|e| e.to_string())?;
-                points += 1;
-            }
+            points += draw_line(&mut ch, si, s, &x, &y)?;
         }
         legend(side, names, true, &[])?;
         Ok(points)
     })
+}
+
+/// Series `si` of [`lines`]: the line through its medians, a min–max
+/// whisker per point, then a dot per point (hollow for every second
+/// series). Returns the number of dots drawn.
+fn draw_line(
+    ch: &mut Chart,
+    si: usize,
+    s: &LineSeries,
+    x: &Axis,
+    y: &Axis,
+) -> Result<usize, String> {
+    let c = colour(si);
+    let pts: Vec<(f64, f64)> = s
+        .pts
+        .iter()
+        .filter(|p| p.y.is_finite() && (!y.log || p.y > 0.0))
+        .map(|p| (tx(x, p.x), tx(y, p.y)))
+        .collect();
+    ch.draw_series(plotters::series::LineSeries::new(
+        pts.clone(),
+        c.stroke_width(2),
+    ))
+    .map_err(|e| e.to_string())?;
+    for p in &s.pts {
+        if p.lo.is_finite() && p.hi.is_finite() && (!y.log || p.lo > 0.0) {
+            let xx = tx(x, p.x);
+            ch.draw_series(std::iter::once(PathElement::new(
+                vec![(xx, tx(y, p.lo)), (xx, tx(y, p.hi))],
+                c.stroke_width(1),
+            )))
+            .map_err(|e| e.to_string())?;
+        }
+    }
+    let style = if si.is_multiple_of(2) {
+        c.filled()
+    } else {
+        c.stroke_width(2)
+    };
+    for &p in &pts {
+        ch.draw_series(std::iter::once(Circle::new(p, POINT_R, style)))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(pts.len())
 }
 
 /// The map of every configuration: throughput against p99.9 latency, a

@@ -10,8 +10,11 @@ use std::path::Path;
 /// Lab records in `path` (missing file: none). Lines that are not lab
 /// records (bench or sys records, a torn last line) are skipped.
 pub fn load(path: &Path) -> std::io::Result<Vec<LabRecord>> {
-    match std::fs::read_to_string(path) {
-        Ok(s) => Ok(s.lines().filter_map(LabRecord::parse).collect()),
+    match iolab::file::read_bounded(path, iolab::file::RECORDS_MAX_BYTES, "record file") {
+        Ok(b) => Ok(String::from_utf8_lossy(&b)
+            .lines()
+            .filter_map(LabRecord::parse)
+            .collect()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(e),
     }

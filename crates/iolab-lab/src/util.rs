@@ -4,7 +4,7 @@
 use super::figure::{bytes, num};
 use super::record::LabRecord;
 use super::{Config, Ctx, Measured, Work};
-use iolab_bench::spec::{CacheMode, WorkloadSpec};
+use iolab_bench::spec::{CacheMode, StopRule, WorkloadSpec};
 use iolab_bench::stats::Stats;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -31,6 +31,30 @@ pub(crate) fn bench(tags: &[(&str, String)], spec: WorkloadSpec, repeats: u32) -
             repeats,
         },
     )
+}
+
+/// A run that stops after `n` ops (over all threads).
+pub(crate) fn stop_after_ops(n: u64) -> StopRule {
+    StopRule {
+        ops: Some(n),
+        ..StopRule::default()
+    }
+}
+
+/// A run that stops after `n` bytes (over all threads).
+pub(crate) fn stop_after_bytes(n: u64) -> StopRule {
+    StopRule {
+        bytes: Some(n),
+        ..StopRule::default()
+    }
+}
+
+/// A run that stops after `ns` nanoseconds of measured time.
+pub(crate) fn stop_after_ns(ns: u64) -> StopRule {
+    StopRule {
+        time_ns: Some(ns),
+        ..StopRule::default()
+    }
 }
 
 /// A data file size for the context: `want` at most, capped by a quarter

@@ -43,21 +43,7 @@ pub fn run_rank(
     let place = spec
         .place
         .ok_or_else(|| BenchError::Usage("a rank's spec needs its place".into()))?;
-    // A shared file is made once, by rank 0, before the others open it.
-    let prep = if place.layout.shared() {
-        let p = if world.is_root() {
-            Some(prepare(spec)?)
-        } else {
-            None
-        };
-        world.barrier();
-        match p {
-            Some(p) => p,
-            None => prepare(spec)?,
-        }
-    } else {
-        prepare(spec)?
-    };
+    let prep = prepare_files(world, place.layout.shared(), spec, prepare)?;
     prepare::set_cache(spec, &prep, spec.file_size)?;
     // Every rank has evicted (or warmed) before any rank measures.
     world.barrier();
@@ -73,13 +59,7 @@ pub fn run_rank(
     let start_ns = clock.at(win_start);
     let mut end_ns = clock.at(win_end);
     if r.fsync_on_close && spec.op.writes() {
-        for f in &prep.files {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .open(&f.path)
-                .and_then(|h| h.sync_all())
-                .map_err(|e| iolab::Error::io(format!("fsync {}", f.path.display()), e))?;
-        }
+        fsync_files(&prep)?;
         end_ns = clock.at(Instant::now());
     }
     world.barrier();
@@ -104,6 +84,41 @@ pub fn run_rank(
             end_ns: clock.at(at),
         }),
     })
+}
+
+/// Makes or checks this rank's files. A shared file is made once, by rank
+/// 0, before the others open it (the ranks meet in between).
+fn prepare_files(
+    world: &World,
+    shared: bool,
+    spec: &WorkloadSpec,
+    prepare: &mut dyn FnMut(&WorkloadSpec) -> Result<Prepared>,
+) -> Result<Prepared> {
+    if !shared {
+        return prepare(spec);
+    }
+    let p = if world.is_root() {
+        Some(prepare(spec)?)
+    } else {
+        None
+    };
+    world.barrier();
+    match p {
+        Some(p) => Ok(p),
+        None => prepare(spec),
+    }
+}
+
+/// `--fsync-on-close`: fsyncs every file this rank wrote.
+fn fsync_files(prep: &Prepared) -> Result<()> {
+    for f in &prep.files {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&f.path)
+            .and_then(|h| h.sync_all())
+            .map_err(|e| iolab::Error::io(format!("fsync {}", f.path.display()), e))?;
+    }
+    Ok(())
 }
 
 /// Sends this rank's report to rank 0: every report there, in rank order;

@@ -4,8 +4,10 @@
 //! to read a file, an adaptive policy ([`Technique::Auto`]) calibrated by
 //! `iolab tune`, batches of reads in one call ([`Reader::read_many`]) and
 //! whole files ([`read_all`], [`read_into`], and the raw path in [`whole`]).
-//! It reaches the kernel only through the `iolab` crate, so it holds no
-//! `unsafe` of its own.
+//! It reaches the kernel only through the `iolab` crate; its one `unsafe`
+//! edge is the CUDA module ([`gpu`], feature `cuda`), which moves files
+//! into GPU memory. The [`safetensors`] loader reads model checkpoints
+//! into one host or device allocation.
 //!
 //! ```
 //! use iolab_reader::{Options, Reader, Technique};
@@ -25,24 +27,27 @@
 //! A `Reader` is `Send + Sync`: share it (`&Reader` or `Arc<Reader>`)
 //! between threads and call `read_at` concurrently; no technique takes a
 //! lock shared by all reads.
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod auto;
 mod backend;
 mod buffered;
 mod direct;
 mod error;
+pub mod gpu;
 mod many;
 mod mapped;
 pub mod policy;
 pub mod profile;
 mod request;
+pub mod safetensors;
 mod siblings;
 mod stream;
 mod technique;
 mod thesis;
 pub mod tune;
 mod uring;
+pub mod warn;
 pub mod whole;
 pub mod xor;
 
@@ -52,7 +57,9 @@ pub(crate) use backend::{check_kind, Backend, Src};
 pub use backend::{mem_available, Hints, Options};
 pub use request::ReadReq;
 pub use technique::{ParseTechniqueError, Technique};
-pub use whole::profiled::{plan_from, read_all, read_into, read_whole_with, WholePlan};
+pub use whole::profiled::{
+    plan_from, read_all, read_into, read_into_with, read_whole_with, WholePlan,
+};
 
 use std::path::Path;
 use std::sync::Arc;

@@ -11,6 +11,10 @@ use std::sync::Arc;
 /// Environment variable naming the profile file (overrides the default path).
 pub const PROFILE_ENV: &str = "IOLAB_PROFILE";
 
+/// The most bytes read of a file said to be a profile (a few KiB of JSON):
+/// a larger one is not a profile.
+pub const PROFILE_MAX_BYTES: u64 = 1 << 20;
+
 /// The machine a profile was measured on.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Machine {
@@ -99,6 +103,22 @@ fn default_warm_block() -> usize {
     128 << 10
 }
 
+/// How to move files into GPU memory ([`crate::gpu`]), as `iolab tune`
+/// measured it on a machine with a GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuChoice {
+    /// Bytes per read and per host-to-device copy.
+    pub chunk: usize,
+    /// Pieces in flight on a cold file's io_uring.
+    pub depth: u32,
+    /// Threads reading a warm file (each with its own stream).
+    pub threads: usize,
+    /// Staging buffers per thread.
+    pub slots: usize,
+    /// Page-locked staging buffers beat pageable ones.
+    pub pinned: bool,
+}
+
 /// Thresholds and choices for [`Technique::Auto`](super::Technique::Auto).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Profile {
@@ -131,6 +151,10 @@ pub struct Profile {
     pub fit_fraction: f64,
     /// Whole-file reads.
     pub whole: WholeChoice,
+    /// Reads into GPU memory; `None` until `iolab tune` measured them on a
+    /// machine with a GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuChoice>,
     /// What was measured (empty for the built-in profile).
     #[serde(default)]
     pub measurements: Vec<Measurement>,
@@ -167,6 +191,7 @@ impl Profile {
                 warm_block: default_warm_block(),
                 warm_offset: None,
             },
+            gpu: None,
             measurements: Vec::new(),
             recommendations: Vec::new(),
         }
@@ -195,7 +220,9 @@ impl Profile {
     /// Loads `path`; on a missing or corrupt file returns the built-in
     /// defaults and the one-line warning to print.
     pub fn load_or_default(path: &Path) -> (Profile, Option<String>) {
-        match std::fs::read_to_string(path) {
+        match iolab::file::read_bounded(path, PROFILE_MAX_BYTES, "profile")
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+        {
             Ok(s) => match Profile::from_json(&s) {
                 Ok(p) => (p, None),
                 Err(e) => (
@@ -263,13 +290,13 @@ pub fn default_path() -> PathBuf {
 }
 
 /// The process-wide profile from [`default_path`], loaded once; its
-/// warning (if any) is printed once on stderr.
+/// warning (if any) is said once, through [`crate::warn`].
 pub fn process_profile() -> Arc<Profile> {
     static P: std::sync::OnceLock<Arc<Profile>> = std::sync::OnceLock::new();
     P.get_or_init(|| {
         let (p, warn) = Profile::load_or_default(&default_path());
         if let Some(w) = warn {
-            eprintln!("{w}");
+            crate::warn::emit(&w);
         }
         Arc::new(p)
     })

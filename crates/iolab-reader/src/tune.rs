@@ -12,6 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod run;
+pub use run::{run, Step};
+
 /// One configuration to measure.
 #[derive(Clone, Debug)]
 pub struct Case {
@@ -223,45 +226,88 @@ pub fn measure(
     let u0 = Usage::now();
     let t0 = Instant::now();
     let mut h = hist();
-    let mut bytes = 0u64;
-    if let Some(plan) = &case.whole {
-        let mut last = Instant::now();
-        crate::read_whole_with(path, plan, &mut |_, b| {
-            let now = Instant::now();
-            let _ = h.record(now.duration_since(last).as_nanos().max(1) as u64);
-            last = now;
-            bytes += b.len() as u64;
-            t0.elapsed() < budget && !stop.load(Ordering::Relaxed)
-        })
-        .map_err(|e| e.to_string())?;
+    let bytes = if let Some(plan) = &case.whole {
+        read_whole_timed(path, plan, budget, t0, stop, &mut h)?
     } else {
-        let opts = Options::new(case.technique)
-            .profile(Arc::new(Profile::thesis_defaults()))
-            .hints(crate::Hints {
-                random: case.pattern == "rand",
-                expected_fraction: 1.0,
-            });
-        let r = Reader::open(path, opts).map_err(|e| e.to_string())?;
-        let results: Vec<(u64, hdrhistogram::Histogram<u64>)> = std::thread::scope(|s| {
-            let hs: Vec<_> = (0..case.threads)
-                .map(|k| {
-                    let r = &r;
-                    s.spawn(move || worker(r, len, case, k, budget, t0, stop))
-                })
-                .collect();
-            hs.into_iter()
-                .map(|h| h.join().unwrap_or((0, hist())))
-                .collect()
-        });
-        for (b, hh) in results {
-            bytes += b;
-            let _ = h.add(&hh);
-        }
-    }
+        read_requests_timed(path, len, case, budget, t0, stop, &mut h)?
+    };
     let secs = t0.elapsed().as_secs_f64().max(1e-9);
     let u = Usage::now().since(&u0);
+    Ok(measurement(case, bytes, &h, secs, &u))
+}
+
+/// Reads the whole file as `plan` says until `budget` from `t0` is spent,
+/// recording the time between chunks into `h`; the bytes read.
+fn read_whole_timed(
+    path: &Path,
+    plan: &WholePlan,
+    budget: Duration,
+    t0: Instant,
+    stop: &AtomicBool,
+    h: &mut hdrhistogram::Histogram<u64>,
+) -> Result<u64, String> {
+    let mut bytes = 0u64;
+    let mut last = Instant::now();
+    crate::read_whole_with(path, plan, &mut |_, b| {
+        let now = Instant::now();
+        let _ = h.record(now.duration_since(last).as_nanos().max(1) as u64);
+        last = now;
+        bytes += b.len() as u64;
+        t0.elapsed() < budget && !stop.load(Ordering::Relaxed)
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(bytes)
+}
+
+/// Reads with the case's technique, request size, depth and threads until
+/// `budget` from `t0` is spent, adding each thread's latencies into `h`;
+/// the bytes read.
+fn read_requests_timed(
+    path: &Path,
+    len: u64,
+    case: &Case,
+    budget: Duration,
+    t0: Instant,
+    stop: &AtomicBool,
+    h: &mut hdrhistogram::Histogram<u64>,
+) -> Result<u64, String> {
+    let mut bytes = 0u64;
+    let opts = Options::new(case.technique)
+        .profile(Arc::new(Profile::thesis_defaults()))
+        .hints(crate::Hints {
+            random: case.pattern == "rand",
+            expected_fraction: 1.0,
+        });
+    let r = Reader::open(path, opts).map_err(|e| e.to_string())?;
+    let results: Vec<(u64, hdrhistogram::Histogram<u64>)> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..case.threads)
+            .map(|k| {
+                let r = &r;
+                s.spawn(move || worker(r, len, case, k, budget, t0, stop))
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().unwrap_or((0, hist())))
+            .collect()
+    });
+    for (b, hh) in results {
+        bytes += b;
+        let _ = h.add(&hh);
+    }
+    Ok(bytes)
+}
+
+/// The case's figures: throughput over `secs`, p99.9 of `h`, and CPU time
+/// (`u`) per GiB.
+fn measurement(
+    case: &Case,
+    bytes: u64,
+    h: &hdrhistogram::Histogram<u64>,
+    secs: f64,
+    u: &Usage,
+) -> Measurement {
     let gib = bytes as f64 / (1u64 << 30) as f64;
-    Ok(Measurement {
+    Measurement {
         pattern: case.pattern.into(),
         cache: case.cache.into(),
         technique: case.technique_name(),
@@ -284,7 +330,7 @@ pub fn measure(
             0.0
         },
         pareto: false,
-    })
+    }
 }
 
 fn worker(
@@ -459,9 +505,9 @@ fn derive_random_cold(ms: &[Measurement], p: &mut Profile, rec: &mut Vec<String>
         _ => false,
     };
     rec.push(if p.mmap_small_cold {
-        "Small random reads of data not cached: the mapping's read-around pays off here.".to_string()
+        "Small random reads of data not cached: the mapping's read-around (a page fault reads the pages around it too) pays off here.".to_string()
     } else {
-        "Small random reads of data not cached: pread, not the mapping (its read-around reads more than asked).".to_string()
+        "Small random reads of data not cached: pread, not the mapping (a page fault reads the pages around it too, more than asked).".to_string()
     });
 }
 

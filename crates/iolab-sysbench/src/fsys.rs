@@ -59,6 +59,9 @@ fn read_blocks(f: &std::fs::File, buf: &mut [u8], offsets: &[u64]) -> Result<()>
     Ok(())
 }
 
+/// Time per block against file size: files of 1, 4, 16... blocks up to
+/// the scale's largest, each read (at most `cap` blocks of it) in random
+/// or consecutive order.
 fn file_reads(cfg: &Config<'_>, random: bool) -> Result<Entry> {
     let max_blocks: u64 = cfg.scale.pick(256, 4096, 65_536);
     let cap: u64 = cfg.scale.pick(256, 1024, 4096);
@@ -75,23 +78,8 @@ fn file_reads(cfg: &Config<'_>, random: bool) -> Result<Entry> {
         let mut v = Vec::new();
         for _ in 0..cfg.reps() {
             cfg.check_stop()?;
-            let n = k.min(cap);
-            let offsets: Vec<u64> = if random {
-                let mut all: Vec<u64> = (0..k).collect();
-                rng.shuffle(&mut all);
-                all.truncate(n as usize);
-                all.into_iter().map(|b| b * BLOCK).collect()
-            } else {
-                let start = rng.below(k - n + 1);
-                (start..start + n).map(|b| b * BLOCK).collect()
-            };
-            // Passes so that tiny files still give a measurable time.
-            let passes = (64 / n).max(1);
-            let t = prim::monotonic_ns();
-            for _ in 0..passes {
-                read_blocks(&f, &mut buf, &offsets)?;
-            }
-            v.push((prim::monotonic_ns() - t) as f64 / (passes * n) as f64);
+            let offsets = block_offsets(&mut rng, k, k.min(cap), random);
+            v.push(ns_per_block(&f, &mut buf, &offsets)?);
         }
         points.push(Point::of(k as f64, &v));
         last = v;
@@ -99,6 +87,44 @@ fn file_reads(cfg: &Config<'_>, random: bool) -> Result<Entry> {
     }
     drop(f);
     drop(dir);
+    Ok(file_reads_entry(random, max_blocks, cap, points, &last))
+}
+
+/// Byte offsets of `n` of a file's `k` blocks: distinct blocks in random
+/// order, or `n` consecutive ones from a random start.
+fn block_offsets(rng: &mut Rng, k: u64, n: u64, random: bool) -> Vec<u64> {
+    if random {
+        let mut all: Vec<u64> = (0..k).collect();
+        rng.shuffle(&mut all);
+        all.truncate(n as usize);
+        all.into_iter().map(|b| b * BLOCK).collect()
+    } else {
+        let start = rng.below(k - n + 1);
+        (start..start + n).map(|b| b * BLOCK).collect()
+    }
+}
+
+/// Ns per block of O_DIRECT reads of `offsets`.
+fn ns_per_block(f: &std::fs::File, buf: &mut [u8], offsets: &[u64]) -> Result<f64> {
+    let n = offsets.len() as u64;
+    // Passes so that tiny files still give a measurable time.
+    let passes = (64 / n).max(1);
+    let t = prim::monotonic_ns();
+    for _ in 0..passes {
+        read_blocks(f, buf, offsets)?;
+    }
+    Ok((prim::monotonic_ns() - t) as f64 / (passes * n) as f64)
+}
+
+/// The entry of [`file_reads`]: its series by file size, the largest
+/// file's times as the headline.
+fn file_reads_entry(
+    random: bool,
+    max_blocks: u64,
+    cap: u64,
+    points: Vec<Point>,
+    last: &[f64],
+) -> Entry {
     let (name, how) = if random {
         ("file_read_rand", "blocks in random order without repeats")
     } else {
@@ -111,7 +137,7 @@ fn file_reads(cfg: &Config<'_>, random: bool) -> Result<Entry> {
             "O_DIRECT 4 KiB preads of {how} from files of 1..{max_blocks} blocks (at most {cap} reads per file per repeat); time / block; headline = largest file"
         ),
     );
-    e.time_ns = Some(Stats::of(&last));
+    e.time_ns = Some(Stats::of(last));
     e.series.push(Series {
         name: name.into(),
         x_unit: "blocks".into(),
@@ -122,7 +148,7 @@ fn file_reads(cfg: &Config<'_>, random: bool) -> Result<Entry> {
         "O_DIRECT skips this kernel's page cache, not caches below it (a hypervisor's, a device's)"
             .into(),
     );
-    Ok(e)
+    e
 }
 
 /// Sequential O_DIRECT reads, time per block by file size.
@@ -143,35 +169,17 @@ pub fn contention(cfg: &Config<'_>) -> Result<Entry> {
         .pick(2, (2 * cores).clamp(2, 8), (2 * cores).clamp(2, 8));
     let blocks: u64 = cfg.scale.pick(64, 512, 2048);
     let dir = temp_dir(cfg)?;
-    let mut files = Vec::new();
-    let mut bufs = Vec::new();
-    let mut rng = Rng::new(0xC0);
-    let mut offsets = Vec::new();
-    for i in 0..nmax {
-        let p = dir.path().join(format!("reader{i}"));
-        write_file(&p, blocks * BLOCK, i as u8)?;
-        files.push(open_direct(&p)?);
-        bufs.push(AlignedBuf::new(BLOCK as usize, BLOCK as usize)?);
-        let mut o: Vec<u64> = (0..blocks).map(|b| b * BLOCK).collect();
-        rng.shuffle(&mut o);
-        offsets.push(o);
-    }
+    let mut contenders = Contender::make(dir.path(), nmax, blocks)?;
     let mut points = Vec::new();
     let mut last = Vec::new();
     for n in 1..=nmax {
         let mut v = Vec::new();
         for _ in 0..cfg.reps() {
             cfg.check_stop()?;
-            let mut shares: Vec<prim::ReadShare<'_>> = files
-                .iter()
-                .zip(bufs.iter_mut())
-                .zip(&offsets)
+            let mut shares: Vec<prim::ReadShare<'_>> = contenders
+                .iter_mut()
                 .take(n)
-                .map(|((f, b), o)| prim::ReadShare {
-                    file: f,
-                    buf: &mut b[..],
-                    offsets: o,
-                })
+                .map(Contender::share)
                 .collect();
             let ns = prim::read_in_processes(&mut shares)?;
             let per: Vec<f64> = ns.iter().map(|&t| t as f64 / blocks as f64).collect();
@@ -180,7 +188,7 @@ pub fn contention(cfg: &Config<'_>) -> Result<Entry> {
         points.push(Point::of(n as f64, &v));
         last = v;
     }
-    drop(files);
+    drop(contenders);
     drop(dir);
     let first = points.first().map_or(f64::NAN, |p| p.y);
     let mut e = Entry::new(
@@ -202,6 +210,42 @@ pub fn contention(cfg: &Config<'_>) -> Result<Entry> {
         points,
     });
     Ok(e)
+}
+
+/// One contending process's file (opened O_DIRECT), its buffer and the
+/// order it reads its blocks in.
+struct Contender {
+    file: std::fs::File,
+    buf: AlignedBuf,
+    offsets: Vec<u64>,
+}
+
+impl Contender {
+    /// `n` files `reader0`.. of `blocks` blocks in `dir`, each with its
+    /// blocks shuffled (one generator, file after file).
+    fn make(dir: &Path, n: usize, blocks: u64) -> Result<Vec<Contender>> {
+        let mut rng = Rng::new(0xC0);
+        let mut v = Vec::new();
+        for i in 0..n {
+            let p = dir.join(format!("reader{i}"));
+            write_file(&p, blocks * BLOCK, i as u8)?;
+            let file = open_direct(&p)?;
+            let buf = AlignedBuf::new(BLOCK as usize, BLOCK as usize)?;
+            let mut offsets: Vec<u64> = (0..blocks).map(|b| b * BLOCK).collect();
+            rng.shuffle(&mut offsets);
+            v.push(Contender { file, buf, offsets });
+        }
+        Ok(v)
+    }
+
+    /// What one process of [`prim::read_in_processes`] reads.
+    fn share(&mut self) -> prim::ReadShare<'_> {
+        prim::ReadShare {
+            file: &self.file,
+            buf: &mut self.buf[..],
+            offsets: &self.offsets,
+        }
+    }
 }
 
 fn read_through(path: &Path, len: u64) -> Result<()> {

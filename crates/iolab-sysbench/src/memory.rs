@@ -140,7 +140,15 @@ fn plateaus_of(
         if idx.is_empty() {
             continue;
         }
-        let med: Vec<f64> = idx.iter().map(|&i| Stats::of(&ys[i]).median).collect();
+        let mut med: Vec<f64> = idx.iter().map(|&i| Stats::of(&ys[i]).median).collect();
+        let mut idx = idx;
+        if name != "RAM" {
+            // A cache's plateau is flat: it ends where the latency leaves
+            // it (a VM or a shared cache may hold less than sysfs says).
+            let keep = flat_prefix(&med);
+            med.truncate(keep);
+            idx.truncate(keep);
+        }
         plateaus.push(Plateau {
             name: name.clone(),
             from_bytes: sizes[idx[0]],
@@ -154,6 +162,19 @@ fn plateaus_of(
         }
     }
     (plateaus, ram_per_rep)
+}
+
+/// How many of `med` (latencies by growing size) form a plateau: each
+/// within 1.5x of the lowest before it. At least one.
+fn flat_prefix(med: &[f64]) -> usize {
+    let mut low = f64::INFINITY;
+    for (i, &m) in med.iter().enumerate() {
+        if i > 0 && m > 1.5 * low {
+            return i;
+        }
+        low = low.min(m);
+    }
+    med.len()
 }
 
 /// A latency series: the repeats' ns at each working-set size.
@@ -213,6 +234,26 @@ fn plateau_windows(caches: &[CacheLevel]) -> Vec<(String, u64, u64)> {
 /// `--quick`), at least 4x the largest cache.
 pub fn latency(cfg: &Config<'_>) -> Result<Entry> {
     let caches = cache_levels();
+    let max = largest_working_set(cfg, &caches);
+    let walks = Walks::measure(cfg, max)?;
+    let (plateaus, ram_per_rep) = plateaus_of(&caches, &walks.sizes, &walks.random, cfg.reps());
+    let mut e = Entry::new(
+        "mem_latency",
+        "memory",
+        format!(
+            "dependent 4-byte loads around one random cycle over the 64-byte lines of a working set of 1 KiB..{} MiB (4 KiB pages, no huge pages); timed in the walking thread's CPU time; headline = RAM plateau",
+            max / MIB
+        ),
+    );
+    walks.describe(&mut e, ram_per_rep);
+    e.cache_levels = caches;
+    e.plateaus = plateaus;
+    Ok(e)
+}
+
+/// The largest working set walked: the scale's, at least 4x the largest
+/// cache, at most a quarter of the memory available (and 4 GiB).
+fn largest_working_set(cfg: &Config<'_>, caches: &[CacheLevel]) -> u64 {
     let largest = caches
         .iter()
         .map(|c| c.size_bytes)
@@ -223,69 +264,102 @@ pub fn latency(cfg: &Config<'_>) -> Result<Entry> {
         .pick(128 * MIB, 256 * MIB, 1024 * MIB)
         .max((4 * largest).next_power_of_two());
     let mem_cap = super::meminfo_bytes("MemAvailable").unwrap_or(4096 * MIB) / 4;
-    let max = want.min(mem_cap.max(64 * MIB)).min(4096 * MIB);
-    let sizes = working_sets(cfg.scale, max);
-    let target = cfg.scale.pick(1_000_000, 4_000_000, 12_000_000);
-    let mut arr = vec![0u32; (max as usize) / 4];
-    let mut rng = Rng::new(0x10AD);
-    let reps = cfg.reps();
-    let ys = walk_series(cfg, &mut arr, &sizes, target, |a, ws| {
-        build_cycle(a, ws, &mut rng)
-    })?;
-    // What pages the walk ran on decides how many loads also miss the TLB:
-    // record it rather than assume it (issue 11 §6).
-    let backing = iolab::mem::Backing::measure(
-        iolab::mem::MemKind::Malloc,
-        arr.as_ptr() as usize,
-        arr.len() * 4,
-    );
-    // lmbench's order on the same pages: what `lat_mem_rd LEN 64` measures.
-    // These two comparison walks stop at 256 MiB: far past the TLB's reach,
-    // and a 2 GiB cycle per series would double the measurement's time.
-    let small: Vec<u64> = sizes.iter().copied().filter(|&s| s <= 256 * MIB).collect();
-    let stride = walk_series(cfg, &mut arr, &small, target, build_stride)?;
-    drop(arr);
-    // The random cycle again on 2 MiB pages: the same cache misses without
-    // most of the TLB misses (and, in a VM, the two-level page walks).
-    let huge = random_on_huge_pages(cfg, max.min(256 * MIB), &small, target)?;
-    let (plateaus, mut ram_per_rep) = plateaus_of(&caches, &sizes, &ys, reps);
-    let mut e = Entry::new(
-        "mem_latency",
-        "memory",
-        format!(
-            "dependent 4-byte loads around one random cycle over the 64-byte lines of a working set of 1 KiB..{} MiB (4 KiB pages, no huge pages); timed in the walking thread's CPU time; headline = RAM plateau",
-            max / MIB
-        ),
-    );
-    e.notes.push(format!(
-        "walk buffer {}; with 4 KiB pages a working set beyond the second-level TLB's reach (a few MiB) adds a page walk to most loads, with 2 MiB pages not until hundreds of MiB",
-        backing.describe()
-    ));
-    e.notes.push(compare_note(
-        &sizes,
-        &ys,
-        &stride,
-        huge.as_ref().map(|h| &h.0),
-    ));
-    if ram_per_rep.is_empty() {
-        // Not enough range for a RAM plateau: report the largest size.
-        ram_per_rep = ys.last().cloned().unwrap_or_default();
-        e.notes
-            .push("no size beyond 2x the last cache; headline is the largest working set".into());
+    want.min(mem_cap.max(64 * MIB)).min(4096 * MIB)
+}
+
+/// The load-latency walks: ns per load by working-set size, one vector of
+/// repetitions per size.
+struct Walks {
+    /// Working-set sizes of the random walk.
+    sizes: Vec<u64>,
+    /// The random cycle on 4 KiB pages, per size.
+    random: Vec<Vec<f64>>,
+    /// The pages the random and stride walks ran on.
+    backing: iolab::mem::Backing,
+    /// The sizes (up to 256 MiB) of the two comparison walks.
+    small: Vec<u64>,
+    /// lmbench's 64-byte stride, per small size.
+    stride: Vec<Vec<f64>>,
+    /// The random cycle on 2 MiB pages, per small size, with the pages it
+    /// got (`None` without transparent huge pages).
+    huge: Option<(Vec<Vec<f64>>, iolab::mem::Backing)>,
+}
+
+impl Walks {
+    /// Walks working sets of 1 KiB up to `max` bytes.
+    fn measure(cfg: &Config<'_>, max: u64) -> Result<Walks> {
+        let sizes = working_sets(cfg.scale, max);
+        let target = cfg.scale.pick(1_000_000, 4_000_000, 12_000_000);
+        let mut arr = vec![0u32; (max as usize) / 4];
+        let mut rng = Rng::new(0x10AD);
+        let ys = walk_series(cfg, &mut arr, &sizes, target, |a, ws| {
+            build_cycle(a, ws, &mut rng)
+        })?;
+        // What pages the walk ran on decides how many loads also miss the TLB:
+        // record it rather than assume it.
+        let backing = iolab::mem::Backing::measure(
+            iolab::mem::MemKind::Malloc,
+            arr.as_ptr() as usize,
+            arr.len() * 4,
+        );
+        // lmbench's order on the same pages: what `lat_mem_rd LEN 64` measures.
+        // These two comparison walks stop at 256 MiB: far past the TLB's reach,
+        // and a 2 GiB cycle per series would double the measurement's time.
+        let small: Vec<u64> = sizes.iter().copied().filter(|&s| s <= 256 * MIB).collect();
+        let stride = walk_series(cfg, &mut arr, &small, target, build_stride)?;
+        drop(arr);
+        // The random cycle again on 2 MiB pages: the same cache misses without
+        // most of the TLB misses (and, in a VM, the two-level page walks).
+        let huge = random_on_huge_pages(cfg, max.min(256 * MIB), &small, target)?;
+        Ok(Walks {
+            sizes,
+            random: ys,
+            backing,
+            small,
+            stride,
+            huge,
+        })
     }
-    e.time_ns = Some(Stats::of(&ram_per_rep));
-    e.series.push(ns_by_size("mem_latency", &sizes, &ys));
-    e.series
-        .push(ns_by_size("mem_latency.stride64", &small, &stride));
-    if let Some((h, b)) = &huge {
+
+    /// The walks' notes, headline (`ram_per_rep`: the RAM plateau's ns per
+    /// repetition) and series, into `e`.
+    fn describe(self, e: &mut Entry, mut ram_per_rep: Vec<f64>) {
+        let Walks {
+            sizes,
+            random: ys,
+            backing,
+            small,
+            stride,
+            huge,
+        } = self;
+        e.notes.push(format!(
+            "walk buffer {}; with 4 KiB pages a working set beyond the second-level TLB's reach (a few MiB) adds a page walk to most loads, with 2 MiB pages not until hundreds of MiB",
+            backing.describe()
+        ));
+        e.notes.push(compare_note(
+            &sizes,
+            &ys,
+            &stride,
+            huge.as_ref().map(|h| &h.0),
+        ));
+        if ram_per_rep.is_empty() {
+            // Not enough range for a RAM plateau: report the largest size.
+            ram_per_rep = ys.last().cloned().unwrap_or_default();
+            e.notes.push(
+                "no size beyond 2x the last cache; headline is the largest working set".into(),
+            );
+        }
+        e.time_ns = Some(Stats::of(&ram_per_rep));
+        e.series.push(ns_by_size("mem_latency", &sizes, &ys));
         e.series
-            .push(ns_by_size("mem_latency.random_huge", &small, h));
-        e.notes
-            .push(format!("random_huge walk buffer {}", b.describe()));
+            .push(ns_by_size("mem_latency.stride64", &small, &stride));
+        if let Some((h, b)) = &huge {
+            e.series
+                .push(ns_by_size("mem_latency.random_huge", &small, h));
+            e.notes
+                .push(format!("random_huge walk buffer {}", b.describe()));
+        }
     }
-    e.cache_levels = caches;
-    e.plateaus = plateaus;
-    Ok(e)
 }
 
 /// The random cycle over `sizes` in a buffer of 2 MiB transparent huge
@@ -462,6 +536,13 @@ pub fn bw_copy_all(cfg: &Config<'_>) -> Result<Entry> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plateau_ends_where_the_latency_leaves_it() {
+        assert_eq!(flat_prefix(&[20.0, 21.0, 22.0, 97.0, 155.0]), 3);
+        assert_eq!(flat_prefix(&[20.0, 25.0, 29.0]), 3);
+        assert_eq!(flat_prefix(&[90.0]), 1);
+    }
 
     #[test]
     fn sizes_parse_and_windows() {

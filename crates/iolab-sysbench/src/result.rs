@@ -212,37 +212,42 @@ pub struct CsvRow {
     pub y_max: f64,
 }
 
-impl SysReport {
+impl Entry {
     /// Every series point (and every cache boundary, as series
     /// `<name>.cache_boundary` with y = cache level) as CSV rows.
     pub fn csv_rows(&self) -> Vec<CsvRow> {
         let mut rows = Vec::new();
-        for e in &self.entries {
-            for s in &e.series {
-                for p in &s.points {
-                    rows.push(CsvRow {
-                        series: s.name.clone(),
-                        x: p.x,
-                        x_unit: s.x_unit.clone(),
-                        y: p.y,
-                        y_unit: s.y_unit.clone(),
-                        y_min: p.y_min,
-                        y_max: p.y_max,
-                    });
-                }
-            }
-            for c in &e.cache_levels {
+        for s in &self.series {
+            for p in &s.points {
                 rows.push(CsvRow {
-                    series: format!("{}.cache_boundary", e.name),
-                    x: c.size_bytes as f64,
-                    x_unit: "bytes".into(),
-                    y: c.level as f64,
-                    y_unit: "cache_level".into(),
-                    y_min: c.level as f64,
-                    y_max: c.level as f64,
+                    series: s.name.clone(),
+                    x: p.x,
+                    x_unit: s.x_unit.clone(),
+                    y: p.y,
+                    y_unit: s.y_unit.clone(),
+                    y_min: p.y_min,
+                    y_max: p.y_max,
                 });
             }
         }
+        for c in &self.cache_levels {
+            rows.push(CsvRow {
+                series: format!("{}.cache_boundary", self.name),
+                x: c.size_bytes as f64,
+                x_unit: "bytes".into(),
+                y: c.level as f64,
+                y_unit: "cache_level".into(),
+                y_min: c.level as f64,
+                y_max: c.level as f64,
+            });
+        }
         rows
+    }
+}
+
+impl SysReport {
+    /// Every entry's CSV rows ([`Entry::csv_rows`]), in order.
+    pub fn csv_rows(&self) -> Vec<CsvRow> {
+        self.entries.iter().flat_map(Entry::csv_rows).collect()
     }
 }

@@ -98,6 +98,8 @@ struct PingPong {
     hop: Vec<f64>,
 }
 
+/// Runs the ping-pong between this side, pinned to `cpus.0`, and an echo
+/// thread or process (`procs`) pinned to `cpus.1`.
 fn ping_pong(cfg: &Config<'_>, procs: bool, cpus: (usize, usize)) -> Result<PingPong> {
     let rounds: u64 = cfg.scale.pick(300, 5_000, 20_000);
     let warm = rounds / 10;
@@ -120,40 +122,9 @@ fn ping_pong(cfg: &Config<'_>, procs: bool, cpus: (usize, usize)) -> Result<Ping
                 )?);
             } else {
                 let other = cpus.1;
-                echo = Some(s.spawn(move || -> Result<()> {
-                    prim::pin_to_cpu(other)?;
-                    let (mut r, mut w) = (&to_r, &back_w);
-                    let mut b = [0u8];
-                    for _ in 0..total {
-                        r.read_exact(&mut b).map_err(io_err("read pipe"))?;
-                        w.write_all(&b).map_err(io_err("write pipe"))?;
-                    }
-                    Ok(())
-                }));
+                echo = Some(s.spawn(move || echo_bytes(&to_r, &back_w, total, other)));
             }
-            let mut out = PingPong {
-                switch: vec![],
-                rtt: vec![],
-                hop: vec![],
-            };
-            let res = (|| -> Result<()> {
-                for _ in 0..warm {
-                    one_byte(&to_w, &back_r)?;
-                }
-                for _ in 0..reps {
-                    cfg.check_stop()?;
-                    let t = prim::monotonic_ns();
-                    for _ in 0..rounds {
-                        one_byte(&to_w, &back_r)?;
-                    }
-                    let rtt = (prim::monotonic_ns() - t) as f64 / rounds as f64;
-                    let hop = pipe_overhead(rounds)?;
-                    out.rtt.push(rtt);
-                    out.hop.push(hop);
-                    out.switch.push((rtt - 2.0 * hop) / 2.0);
-                }
-                Ok(())
-            })();
+            let res = timed_rounds(cfg, &to_w, &back_r, warm, rounds);
             // On error the pipes close and the partner ends with EOF.
             drop((to_w, back_r));
             if let Some(c) = child {
@@ -167,11 +138,49 @@ fn ping_pong(cfg: &Config<'_>, procs: bool, cpus: (usize, usize)) -> Result<Ping
                     r?;
                 }
             }
-            res.map(|_| out)
+            res
         });
         h.join()
             .unwrap_or_else(|_| Err(SysError::Unsupported("ping-pong thread panicked".into())))
     })
+}
+
+/// The echo thread's side, pinned to `cpu`: reads each byte from `r` and
+/// writes it back to `w`, `total` times.
+fn echo_bytes(mut r: &File, mut w: &File, total: u64, cpu: usize) -> Result<()> {
+    prim::pin_to_cpu(cpu)?;
+    let mut b = [0u8];
+    for _ in 0..total {
+        r.read_exact(&mut b).map_err(io_err("read pipe"))?;
+        w.write_all(&b).map_err(io_err("write pipe"))?;
+    }
+    Ok(())
+}
+
+/// The measuring side: `warm` round trips over `w` then `r`, then per
+/// repeat `rounds` timed ones and the in-thread pipe overhead.
+fn timed_rounds(cfg: &Config<'_>, w: &File, r: &File, warm: u64, rounds: u64) -> Result<PingPong> {
+    let mut out = PingPong {
+        switch: vec![],
+        rtt: vec![],
+        hop: vec![],
+    };
+    for _ in 0..warm {
+        one_byte(w, r)?;
+    }
+    for _ in 0..cfg.reps() {
+        cfg.check_stop()?;
+        let t = prim::monotonic_ns();
+        for _ in 0..rounds {
+            one_byte(w, r)?;
+        }
+        let rtt = (prim::monotonic_ns() - t) as f64 / rounds as f64;
+        let hop = pipe_overhead(rounds)?;
+        out.rtt.push(rtt);
+        out.hop.push(hop);
+        out.switch.push((rtt - 2.0 * hop) / 2.0);
+    }
+    Ok(out)
 }
 
 fn ctx(cfg: &Config<'_>, name: &str, procs: bool, two: bool) -> Result<Entry> {

@@ -1,4 +1,4 @@
-//! Issue 13 §3: the `iolab sys net --serve` server against misbehaving
+//! The `iolab sys net --serve` server against misbehaving
 //! clients, on loopback only, bounded in count and time: silent, slow,
 //! garbage, abrupt close, a huge announced message, and 500 connections at
 //! once. Meanwhile a well-behaved client keeps getting its echoes with

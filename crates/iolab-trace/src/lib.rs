@@ -73,11 +73,17 @@ pub fn parse(text: &str, name: &str, format: Option<TraceFormat>) -> Result<Trac
     }
 }
 
-/// Reads and parses the trace at `path`.
+/// The most bytes of a trace read: a larger one does not fit a replay.
+pub const TRACE_MAX_BYTES: u64 = 1 << 30;
+
+/// Reads and parses the trace at `path` (a regular file of at most
+/// [`TRACE_MAX_BYTES`]).
 pub fn load(path: &Path, format: Option<TraceFormat>) -> Result<Trace, TraceError> {
-    let bytes = std::fs::read(path).map_err(|source| TraceError::Io {
-        path: path.to_path_buf(),
-        source,
+    let bytes = iolab::file::read_bounded(path, TRACE_MAX_BYTES, "trace").map_err(|source| {
+        TraceError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     })?;
     let text = String::from_utf8_lossy(&bytes);
     parse(&text, &path.display().to_string(), format)

@@ -25,10 +25,36 @@ pub struct OpenSpec {
 
 /// Opens `path` as `spec` says.
 pub fn open(path: &Path, spec: OpenSpec) -> Result<File> {
+    open_with(path, spec, SyncOpen::None)
+}
+
+/// When a write returns, beyond the page cache: the flags a file is
+/// opened with (fio's `sync=1` is O_SYNC, `sync=dsync` O_DSYNC).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SyncOpen {
+    /// Neither: writes return once in the page cache (or, with O_DIRECT,
+    /// once the device has them).
+    #[default]
+    None,
+    /// O_SYNC: data and metadata on stable storage.
+    Sync,
+    /// O_DSYNC: data on stable storage.
+    Dsync,
+}
+
+/// [`open`], with `O_SYNC` or `O_DSYNC` as `sync` says.
+pub fn open_with(path: &Path, spec: OpenSpec, sync: SyncOpen) -> Result<File> {
     let mut o = OpenOptions::new();
     o.read(true).write(spec.write);
+    let sync_flag = match sync {
+        SyncOpen::None => 0,
+        SyncOpen::Sync => libc::O_SYNC,
+        SyncOpen::Dsync => libc::O_DSYNC,
+    };
     if spec.direct {
-        o.custom_flags(libc::O_DIRECT);
+        o.custom_flags(libc::O_DIRECT | sync_flag);
+    } else if sync_flag != 0 {
+        o.custom_flags(sync_flag);
     }
     o.open(path).map_err(|e| {
         if spec.direct && e.raw_os_error() == Some(libc::EINVAL) {
@@ -337,6 +363,64 @@ pub fn virtual_fs(path: &Path) -> Option<&'static str> {
     })
 }
 
+/// The most bytes read of a file of result records (JSON lines: resumed
+/// runs, report inputs); a run's records are KiB to a few MiB.
+pub const RECORDS_MAX_BYTES: u64 = 256 << 20;
+
+/// Reads a small file that is not data (a profile, a job file, a trace, a
+/// record file) whole, refusing what could hang or fill memory: anything
+/// but a regular file (a FIFO waits for a writer, `/dev/zero` never ends)
+/// and more than `max` bytes. `what` names the kind of file in the error
+/// ("profile"); the error keeps the kernel's kind (a missing file is
+/// still `NotFound`).
+pub fn read_bounded(path: &Path, max: u64, what: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error as IoError, ErrorKind, Read};
+    // O_NONBLOCK: opening a FIFO with no writer returns at once instead of
+    // waiting for one; it changes nothing for a regular file.
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let m = f.metadata()?;
+    let t = m.file_type();
+    if !t.is_file() {
+        let kind = if t.is_dir() {
+            "a directory"
+        } else if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_char_device() {
+            "a character device"
+        } else {
+            "a block device"
+        };
+        return Err(IoError::new(
+            ErrorKind::InvalidInput,
+            format!("{kind}, not a regular file; a {what} is read from a regular file"),
+        ));
+    }
+    let too_large = || {
+        IoError::new(
+            ErrorKind::InvalidData,
+            format!(
+                "larger than {} MiB, more than a {what} can be; name the right file",
+                max >> 20
+            ),
+        )
+    };
+    if m.len() > max {
+        return Err(too_large());
+    }
+    let mut v = Vec::with_capacity(m.len() as usize);
+    // A file that grows while read (or a /proc file, size 0) stops at max.
+    f.take(max + 1).read_to_end(&mut v)?;
+    if v.len() as u64 > max {
+        return Err(too_large());
+    }
+    Ok(v)
+}
+
 /// Like [`create_pattern_file`], and tells `on_created` the identity of
 /// the file the moment it exists, so a caller can remove exactly that file
 /// (and no other that later takes its name) if the run is interrupted.
@@ -427,6 +511,27 @@ mod tests {
         let r = create_pattern_file(&p, 1 << 20, Pattern::new(1), false, &stop, &mut |_| {});
         assert!(matches!(r, Err(Error::Cancelled)));
         assert!(!p.exists());
+    }
+
+    #[test]
+    fn bounded_reads_refuse_streams_and_oversize_files() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("small");
+        std::fs::write(&p, b"12345").unwrap();
+        assert_eq!(read_bounded(&p, 5, "profile").unwrap(), b"12345");
+        let e = read_bounded(&p, 4, "profile").unwrap_err();
+        assert!(e.to_string().contains("more than a profile"), "{e}");
+        let e = read_bounded(Path::new("/dev/zero"), 1 << 20, "profile").unwrap_err();
+        assert!(e.to_string().contains("a character device"), "{e}");
+        // A FIFO with no writer: refused at once, not waited on.
+        let fifo = d.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: c is a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_bounded(&fifo, 1 << 20, "job file").unwrap_err();
+        assert!(e.to_string().contains("a FIFO"), "{e}");
+        let e = read_bounded(&d.path().join("none"), 1, "trace").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
     }
 
     #[test]

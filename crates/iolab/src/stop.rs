@@ -1,8 +1,12 @@
 //! Stopping on SIGINT (Ctrl-C) and SIGTERM without a signal thread.
 //!
 //! [`install`] sets a handler that only raises a flag: the first signal asks
-//! the run to stop (every loop that can block checks [`stop_flag`]); a
-//! second one ends the process at once. The handler is installed without
+//! the run to stop (every loop that can block checks [`stop_flag`]). A
+//! second one (signals often come in pairs: `timeout -s INT` signals the
+//! process and its group) changes nothing once [`arm_watchdog`] has armed
+//! the watchdog, which ends the process within its grace period anyway;
+//! without it, the second signal ends the process at once, after removing
+//! the files given to [`remove_at_forced_exit`]. The handler is installed without
 //! `SA_RESTART`, so an `open` or `read` blocked in the main thread (a FIFO
 //! with no writer, a stalled file system) returns `EINTR`, and the code
 //! that made the call sees the flag and gives up.

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 /// Sums the workers' counts; the measured window runs from the earliest
 /// worker's start of measurement to the latest completion.
-pub(super) fn metrics(c: Collected, resident_before: f64, errors: Vec<String>) -> RunMetrics {
+pub(super) fn metrics(mut c: Collected, resident_before: f64, errors: Vec<String>) -> RunMetrics {
     let mut hist = new_histogram();
     let (mut ops, mut reads, mut writes, mut bytes, mut failed) = (0, 0, 0, 0, 0);
     let sqpoll_ns = c
@@ -80,6 +80,51 @@ pub(super) fn metrics(c: Collected, resident_before: f64, errors: Vec<String>) -
         window: start.zip(end),
         sync_latency: syncs.as_ref().map(LatencySummary::of),
         sync_hist: syncs,
+        read_bytes: c.outs.iter().map(|o| o.read_bytes).sum(),
+        trim_ops: c
+            .outs
+            .iter()
+            .filter_map(|o| o.trims.as_ref())
+            .map(|t| t.1)
+            .sum(),
+        trim_bytes: c
+            .outs
+            .iter()
+            .filter_map(|o| o.trims.as_ref())
+            .map(|t| t.2)
+            .sum(),
+        trim_hist: c
+            .outs
+            .iter()
+            .filter_map(|o| o.trims.as_ref())
+            .fold(None, |acc, t| {
+                let mut acc = acc.unwrap_or_else(new_histogram);
+                let _ = acc.add(&t.0);
+                Some(acc)
+            }),
+        depths: c
+            .outs
+            .iter()
+            .fold(Default::default(), |mut acc: crate::depths::Depths, o| {
+                acc.add(&o.depths);
+                acc
+            }),
+        latency_depth: c.outs.iter().find_map(|o| o.latency_depth),
+        oplog: merged_oplog(&mut c.outs),
         ..RunMetrics::default()
     }
+}
+
+/// Every worker's logged I/Os in one list, by completion time.
+fn merged_oplog(outs: &mut [super::worker::WorkerOut]) -> Option<Vec<crate::oplog::OpRecord>> {
+    let mut all: Option<Vec<crate::oplog::OpRecord>> = None;
+    for o in outs.iter_mut() {
+        if let Some(l) = o.oplog.take() {
+            all.get_or_insert_with(Vec::new).extend(l);
+        }
+    }
+    if let Some(v) = all.as_mut() {
+        v.sort_by_key(|r| r.t_ns);
+    }
+    all
 }

@@ -10,6 +10,10 @@
 //! - `merge`: the workers' counts merged into one [`RunMetrics`];
 //! - `clock`: the hot loop's clock;
 //! - `split`: per-direction latency and slat/clat, only when asked;
+//! - `gate`: what else holds an op back (fio's thinktime, rates,
+//!   iodepth_low, flow, latency target), only when asked;
+//! - `pick`: each op's file and length when they vary;
+//! - `trim`: trims (hole punching), only for trim workloads;
 //! - `lat`: which ops are timed (`--lat`) and their recording in runs.
 //!
 //! A run that meets an error still hands back what it measured:
@@ -17,13 +21,17 @@
 
 mod clock;
 mod control;
+mod extras;
+mod gate;
 mod intervals;
 mod lat;
 mod merge;
+mod pick;
 mod plan;
 mod split;
 mod sync;
 mod threads;
+mod trim;
 mod worker;
 
 pub use control::{EngineFactory, RealEngines, RunControl, FIRST_ERRORS_KEPT};
@@ -51,7 +59,7 @@ pub fn run_once(
 ) -> Result<RunMetrics> {
     crate::prepare::validate(spec)?;
     let plans = plan::plans(spec, prep, size)?;
-    let cache_before = crate::residency::Snapshot::take(prep, spec.offset, size)?;
+    let cache_before = crate::residency::Snapshot::of_run(spec, prep, size)?;
     // Outside the measured window.
     clock::calibrate();
     // No --cpus: a run that sleeps on the device goes next to its

@@ -44,7 +44,7 @@ pub(super) fn plans(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<V
     let blocks = size / spec.bs;
     let total_ops = match (spec.stop.ops, spec.stop.bytes, spec.stop.time_ns) {
         (Some(o), _, _) => Some(o),
-        (None, Some(b), _) => Some(b.div_ceil(spec.bs)),
+        (None, Some(b), _) => Some((b as f64 / spec.mean_len()).ceil() as u64),
         (None, None, Some(_)) => None,
         // No limit at all: the data once.
         (None, None, None) => {

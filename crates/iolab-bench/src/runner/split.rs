@@ -57,6 +57,12 @@ impl Splitter {
         }
     }
 
+    /// The slat of the op in `slot` (0 when the submit call is not timed).
+    #[inline]
+    pub fn slat_of(&self, slot: usize) -> u64 {
+        self.submitted.get(slot).map_or(0, |s| s.1)
+    }
+
     /// The op in `slot` completed at `t` ns, `lat` ns after its submit
     /// call began. When the submit call is timed, lat is fio's: slat + clat
     /// (the op's share of the call, not the whole batch's call).

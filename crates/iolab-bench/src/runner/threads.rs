@@ -47,16 +47,31 @@ fn build_engine(
     let mut files = Vec::with_capacity(plan.files.len());
     for pf in &plan.files {
         let f = &sh.prep.files[pf.idx];
-        let file = iolab::file::open(
-            &f.path,
+        // A run without files (the null engine's) holds /dev/null open in
+        // their place: its engine never touches them.
+        let path = if spec.no_files {
+            std::path::Path::new("/dev/null")
+        } else {
+            f.path.as_path()
+        };
+        let sync = match spec.open_sync {
+            None => iolab::file::SyncOpen::None,
+            Some(crate::spec::OpenSync::Sync) => iolab::file::SyncOpen::Sync,
+            Some(crate::spec::OpenSync::Dsync) => iolab::file::SyncOpen::Dsync,
+        };
+        let file = iolab::file::open_with(
+            path,
             OpenSpec {
-                direct: spec.direct,
+                direct: spec.direct && !spec.no_files,
                 write: spec.op.writes(),
             },
+            sync,
         )?;
-        iolab::cache::advise(&file, spec.pattern.hint())?;
-        if spec.noatime {
-            iolab::kernel::fs::set_noatime(&file, &f.path)?;
+        if !spec.no_files {
+            iolab::cache::advise(&file, spec.pattern.hint())?;
+            if spec.noatime {
+                iolab::kernel::fs::set_noatime(&file, &f.path)?;
+            }
         }
         files.push(EngineFile {
             path: f.path.clone(),
@@ -67,7 +82,7 @@ fn build_engine(
     let cfg = EngineConfig {
         files,
         qd: spec.qd,
-        max_len: spec.bs as usize,
+        max_len: spec.max_len() as usize,
         mem_align: sh
             .prep
             .align

@@ -10,6 +10,7 @@
 
 use super::clock::OpClock;
 use super::control::{Shared, Watch};
+use super::extras::Extras;
 use super::intervals::{Part, Sampler};
 use super::lat::{Runs, Timing, UNTIMED};
 use super::plan::Plan;
@@ -67,6 +68,16 @@ pub(super) struct WorkerOut {
     pub split: Option<crate::metrics::LatSplit>,
     /// Latency of each fsync/fdatasync, when the spec asks for them.
     pub syncs: Option<Histogram<u64>>,
+    /// Of `bytes`, those read.
+    pub read_bytes: u64,
+    /// Trims: their latencies, count and bytes.
+    pub trims: Option<(Histogram<u64>, u64, u64)>,
+    /// How deep the queue was.
+    pub depths: crate::depths::Depths,
+    /// The depth a latency target settled on.
+    pub latency_depth: Option<u32>,
+    /// Every measured I/O, when the spec logs them.
+    pub oplog: Option<Vec<crate::oplog::OpRecord>>,
 }
 
 /// Does one worker's share of the run and reports how it went.
@@ -114,12 +125,14 @@ enum Wait {
     Reaped,
 }
 
-/// Counts of the measured ops (reads are the ops that are not writes).
+/// Counts of the measured ops (reads are the ops that are not writes,
+/// their bytes those that writes did not move).
 struct Tally {
     hist: Histogram<u64>,
     ops: u64,
     writes: u64,
     bytes: u64,
+    write_bytes: u64,
 }
 
 struct Worker<'a> {
@@ -162,8 +175,9 @@ struct Worker<'a> {
     sqpoll0: Option<u64>,
     usage_at_start: Option<Usage>,
     cpu: crate::cpu::WorkerCpu,
-    /// Paced runs only (`rate_iops`, `thinktime`).
-    pace: Option<Pace>,
+    /// fio's extras: pacing, files and sizes per op, trims, depth
+    /// counts, the per-op log (each costs nothing when not asked for).
+    x: Extras,
     /// Mixed jobs and timed submits only (fio's per-direction, slat, clat).
     split: Option<Box<Splitter>>,
     /// fsync/fdatasync every N writes, when asked.
@@ -177,17 +191,21 @@ struct Mode {
     read_pct: u64,
     /// A buffered cold run: each new pass over a file starts evicted.
     evict_each_pass: bool,
-    /// One file, only reads, no eviction per pass: each op needs only an
-    /// offset.
+    /// One file, only reads of one size, no eviction per pass, no trims:
+    /// each op needs only an offset.
     simple: bool,
-    /// Ops are issued one at a time, each checked (paced runs, syncs).
+    /// Ops are issued one at a time, each checked (paced runs, syncs,
+    /// trims).
     one_by_one: bool,
+    /// A completion of `bs` bytes is all there is to check (no verify, no
+    /// varying sizes).
+    plain_check: bool,
     /// `--op-timeout`: the collector watches the ops in flight.
     watching: bool,
 }
 
 impl Mode {
-    fn of(spec: &crate::spec::WorkloadSpec, files: usize) -> Mode {
+    fn of(spec: &crate::spec::WorkloadSpec, files: usize, x: &Extras, verify: bool) -> Mode {
         let read_pct = match spec.op {
             OpMix::Read => 100,
             OpMix::Write => 0,
@@ -197,10 +215,14 @@ impl Mode {
         Mode {
             read_pct,
             evict_each_pass,
-            simple: read_pct == 100 && !evict_each_pass && files == 1,
-            one_by_one: spec.rate_iops.is_some_and(|r| r > 0)
-                || spec.thinktime_ns.is_some_and(|t| t > 0)
-                || spec.sync_every.is_some(),
+            simple: read_pct == 100
+                && !evict_each_pass
+                && files == 1
+                && x.pick.is_none()
+                && x.lens.is_empty()
+                && x.trims.is_none(),
+            one_by_one: x.gate.is_some() || spec.sync_every.is_some() || x.trims.is_some(),
+            plain_check: !verify && x.lens.is_empty(),
             watching: spec.op_timeout_ns.is_some(),
         }
     }
@@ -213,37 +235,8 @@ impl Tally {
             ops: 0,
             writes: 0,
             bytes: 0,
+            write_bytes: 0,
         }
-    }
-}
-
-/// When the next op may be issued, for paced runs (`rate_iops`,
-/// `thinktime`). Unpaced runs have none and read no extra clock.
-struct Pace {
-    /// Ns between ops of this worker (`rate_iops`), or 0.
-    gap_ns: u64,
-    /// Pause after each completion (`thinktime`), ns, or 0.
-    think_ns: u64,
-    /// Release time of the next op, ns on the worker's clock.
-    next_ns: u64,
-    /// The last fill stopped because the next op is not released yet.
-    held: bool,
-}
-
-impl Pace {
-    fn of(spec: &crate::spec::WorkloadSpec) -> Option<Pace> {
-        let workers = spec.workers() as u64;
-        let gap_ns = spec
-            .rate_iops
-            .filter(|r| *r > 0)
-            .map_or(0, |r| 1_000_000_000 * workers / r);
-        let think_ns = spec.thinktime_ns.unwrap_or(0);
-        (gap_ns > 0 || think_ns > 0).then_some(Pace {
-            gap_ns,
-            think_ns,
-            next_ns: 0,
-            held: false,
-        })
     }
 }
 
@@ -265,13 +258,15 @@ impl<'a> Worker<'a> {
             sh.fail(e);
             None
         });
+        let x = Extras::new(sh, &plan);
+        let verify = spec.verify && eng.caps().fills_buffer;
         Worker {
             sh,
             stop,
             watch,
             timing: Timing::of(spec.lat, spec.seed ^ plan.worker as u64),
-            mode: Mode::of(spec, plan.files.len()),
-            verify: spec.verify && eng.caps().fills_buffer,
+            mode: Mode::of(spec, plan.files.len(), &x, verify),
+            verify,
             filled: spec.write_once.then(|| vec![false; qd.max(1)]),
             plan,
             eng,
@@ -302,7 +297,7 @@ impl<'a> Worker<'a> {
                 .then(|| iolab::usage::sqpoll_cpu_ns().unwrap_or(0)),
             usage_at_start: None,
             cpu: crate::cpu::WorkerCpu::start(spec.engine == iolab::engine::EngineKind::Uring),
-            pace: Pace::of(spec),
+            x,
             split: Splitter::of(spec),
             syncer,
         }
@@ -340,7 +335,7 @@ impl<'a> Worker<'a> {
         let exhausted = !self.budget_left();
         let full = self.free.is_empty();
         // A paced worker hands over what it has when the next op must wait.
-        let held = self.pace.as_ref().is_some_and(|p| p.held);
+        let held = self.x.gate.as_ref().is_some_and(|g| g.held());
         if self.pending.is_empty()
             || !(self.pending.len() >= self.batch || full || exhausted || held)
         {
@@ -377,6 +372,7 @@ impl<'a> Worker<'a> {
                     s.submitted(&self.pending[..n], t, t1);
                 }
                 self.inflight += n;
+                self.x.depths.submitted(n, self.inflight);
                 self.pending.drain(..n);
             }
             Err(e) => {
@@ -413,12 +409,13 @@ impl<'a> Worker<'a> {
         for _ in 0..n {
             let Some(slot) = self.free.pop() else { break };
             let off = self.plan.files[0].gen.next_offset();
-            self.push_op(slot, off, OpKind::Read, 0);
+            self.push_op(slot, off, OpKind::Read, 0, self.bs);
         }
     }
 
-    /// Queues ops one by one, each when the pace releases it and after the
-    /// sync due before it.
+    /// Queues ops one by one, each when the gate releases it and after the
+    /// sync due before it; a trim (made at once) ends the fill, so the
+    /// clock and the stop flag are looked at again.
     fn fill_one_by_one(&mut self) {
         while self.pending.len() < self.batch && self.budget_left() {
             if !self.released() {
@@ -433,28 +430,29 @@ impl<'a> Worker<'a> {
                     break;
                 }
             }
-            self.queue_op(slot);
+            if !self.queue_op(slot) {
+                break;
+            }
         }
     }
 
-    /// Paced runs: whether the next op may be issued now (and, if so,
-    /// when the one after it may). Unpaced runs: always, with no clock read.
+    /// Paced runs: whether the next op may be issued now. Unpaced runs:
+    /// always, with no clock read.
     #[inline]
     fn released(&mut self) -> bool {
-        let Some(p) = self.pace.as_mut() else {
+        let Some(g) = self.x.gate.as_mut() else {
             return true;
         };
         let now = self.clock.now_ns();
-        if now < p.next_ns {
-            p.held = true;
-            return false;
+        if g.released(now, self.inflight + self.pending.len()) {
+            return true;
         }
-        p.held = false;
-        if p.gap_ns > 0 {
-            // Catch up after a stall by at most one op, rather than bursting.
-            p.next_ns = p.next_ns.max(now.saturating_sub(p.gap_ns)) + p.gap_ns;
+        // Nothing completes while the worker thinks: the deadline is
+        // reached by the clock, not by a completion.
+        if self.deadline.is_some_and(|d| now >= d) {
+            self.end = self.end.max(now);
         }
-        true
+        false
     }
 
     /// Marks the pending ops handed over at `t` ns: their start for the
@@ -481,35 +479,32 @@ impl<'a> Worker<'a> {
         }
     }
 
-    /// Paced runs: sleeps towards the next release when nothing else is to
-    /// be done (short sleeps, so completions are still reaped promptly).
+    /// Paced runs: waits towards the next release when nothing else is to
+    /// be done.
     fn wait_for_release(&self) {
-        if let Some(p) = &self.pace {
-            if p.held {
-                let now = self.clock.now_ns();
-                let left = p.next_ns.saturating_sub(now);
-                let cap = if self.inflight > 0 {
-                    200_000
-                } else {
-                    5_000_000
-                };
-                if left > 0 {
-                    std::thread::sleep(Duration::from_nanos(left.min(cap)));
-                }
-            }
+        if let Some(g) = &self.x.gate {
+            g.wait(self.clock.now_ns(), self.inflight);
         }
     }
 
-    /// Picks the next op's file (each in turn), offset and kind and queues
-    /// it in `slot`.
+    /// The next op's file: each in turn, or as the file service says.
     #[inline]
-    fn queue_op(&mut self, slot: u32) {
+    fn next_file(&mut self) -> usize {
+        if let Some(p) = self.x.pick.as_mut() {
+            return p.file();
+        }
         let k = self.next_file;
         self.next_file = if k + 1 == self.plan.files.len() {
             0
         } else {
             k + 1
         };
+        k
+    }
+
+    /// The next offset in file `k`.
+    #[inline]
+    fn next_offset(&mut self, k: usize) -> u64 {
         let file = &mut self.plan.files[k];
         let off = file.gen.next_offset();
         if self.mode.evict_each_pass && file.gen.pass() != file.pass_seen {
@@ -520,12 +515,58 @@ impl<'a> Worker<'a> {
             // for). Best effort, as fio's: an error leaves it cached.
             let _ = iolab::cache::drop_clean(&file.path);
         }
+        off
+    }
+
+    /// The length of an op at `off` in direction `dir` (0 read, 1 write,
+    /// 2 trim): `bs`, or drawn from the spec's sizes and kept inside the
+    /// region (a sequential one then skips the blocks it covers).
+    #[inline]
+    fn len_at(&mut self, k: usize, off: u64, dir: usize) -> u32 {
+        let Some(l) = self.x.pick.as_mut().and_then(|p| p.len(dir)) else {
+            return self.bs;
+        };
+        let bs = self.bs as u64;
+        let room = self.sh.spec.file_end().saturating_sub(off).max(bs);
+        let len = l.min(room);
+        if matches!(self.sh.spec.pattern, crate::spec::AccessPattern::Seq) {
+            for _ in 1..len.div_ceil(bs) {
+                self.plan.files[k].gen.next_offset();
+            }
+        }
+        len as u32
+    }
+
+    /// Picks the next op's file, offset, kind and length and queues it in
+    /// `slot`; a trim is made at once (its slot stays free) and returns
+    /// false, so the caller looks at the clock and the stop flag again.
+    #[inline]
+    fn queue_op(&mut self, slot: u32) -> bool {
+        let again = self.x.trims.as_mut().and_then(|t| t.take_write());
+        let (k, off) = match again {
+            Some(at) => at,
+            None => {
+                let k = self.next_file();
+                (k, self.next_offset(k))
+            }
+        };
         let rp = self.mode.read_pct;
-        let kind = if rp == 100 || (rp > 0 && file.gen.coin() < rp) {
+        let kind = if rp == 100 || (rp > 0 && self.plan.files[k].gen.coin() < rp) {
             OpKind::Read
         } else {
             OpKind::Write
         };
+        let trim = self.x.trims.is_some() && again.is_none();
+        let dir = if trim {
+            2
+        } else {
+            (kind != OpKind::Read) as usize
+        };
+        let len = self.len_at(k, off, dir);
+        if trim {
+            self.trim(slot, k, off, len);
+            return false;
+        }
         if kind == OpKind::Write {
             // With write_once a slot is filled at its first write only (a
             // read into it later leaves other bytes there: any data will do).
@@ -534,26 +575,53 @@ impl<'a> Worker<'a> {
                 None => true,
             };
             if fresh {
-                let p = file.pattern.unwrap_or(Pattern::new(0));
-                p.fill(&mut self.eng.buf_mut(BufId(slot))[..self.bs as usize], off);
+                let p = self.plan.files[k].pattern.unwrap_or(Pattern::new(0));
+                let buf = &mut self.eng.buf_mut(BufId(slot))[..len as usize];
+                self.sh.spec.content.fill(buf, off, p);
             }
         }
-        self.push_op(slot, off, kind, k as u32);
+        if let Some(l) = self.x.lens.get_mut(slot as usize) {
+            *l = len;
+        }
+        self.push_op(slot, off, kind, k as u32, len);
+        if let Some(g) = self.x.gate.as_mut() {
+            g.issued(len as u64, self.inflight + self.pending.len());
+        }
+        true
     }
 
     /// Adds the op in `slot` to the pending batch.
     #[inline]
-    fn push_op(&mut self, slot: u32, off: u64, kind: OpKind, file: u32) {
+    fn push_op(&mut self, slot: u32, off: u64, kind: OpKind, file: u32, len: u32) {
         self.meta[slot as usize] = (off, kind, file);
         self.pending.push(Op {
             tag: slot as u64,
             kind,
             file: FileId(file),
             offset: off,
-            len: self.bs,
+            len,
             buf: BufId(slot),
         });
         self.issued += 1;
+    }
+
+    /// Trims `len` bytes at `off` of file `k` now, on this thread; `slot`
+    /// goes back to the free ones.
+    fn trim(&mut self, slot: u32, k: usize, off: u64, len: u32) {
+        self.free.push(slot);
+        self.issued += 1;
+        let t = self.x.trims.as_mut().expect("a trimming worker");
+        let r = t.trim(k, off, len as u64);
+        self.end = self.clock.now_ns();
+        if !self.measuring && self.end >= self.ramp_end {
+            self.start_measuring();
+        }
+        if let Err(e) = r {
+            self.errors += 1;
+            if self.sh.op_error(e) {
+                self.stopping = true;
+            }
+        }
     }
 
     /// Waits for completions (or says the worker is finished).
@@ -573,6 +641,13 @@ impl<'a> Worker<'a> {
         } else {
             0
         };
+        // A paced worker may have to wait for more (a pause, a rate's
+        // sleep, iodepth_low).
+        let min = self
+            .x
+            .gate
+            .as_ref()
+            .map_or(min, |g| min.max(g.must_reap(self.inflight)));
         self.done.clear();
         if let Err(e) = self.eng.reap(min, &mut self.done) {
             self.sh.fail(e.into());
@@ -588,13 +663,20 @@ impl<'a> Worker<'a> {
         self.cpu.restart();
         self.tally.hist.reset();
         let t = &mut self.tally;
-        (t.ops, t.writes, t.bytes) = (0, 0, 0);
+        (t.ops, t.writes, t.bytes, t.write_bytes) = (0, 0, 0, 0);
         if let Some(s) = self.split.as_mut() {
             s.hists.reset();
         }
         if let Some(s) = self.syncer.as_mut() {
             s.hist.reset();
         }
+        if let Some(t) = self.x.trims.as_mut() {
+            t.reset();
+        }
+        if let Some(l) = self.x.oplog.as_mut() {
+            l.clear();
+        }
+        self.x.depths = Default::default();
         self.iv.clear();
         // Ops already handed out complete in the measured phase and count.
         self.issued = (self.inflight + self.pending.len()) as u64;
@@ -607,11 +689,7 @@ impl<'a> Worker<'a> {
     /// Accounts for the completions in `done`, reaped at `t` ns.
     fn complete(&mut self, t: u64) {
         self.end = t;
-        if let Some(p) = self.pace.as_mut() {
-            if p.think_ns > 0 {
-                p.next_ns = t + p.think_ns;
-            }
-        }
+        self.x.completed(t, &self.done, &self.started);
         if !self.measuring && t >= self.ramp_end {
             self.start_measuring();
         }
@@ -635,7 +713,7 @@ impl<'a> Worker<'a> {
             ops += 1;
             bytes += n as u64;
             if !self.mode.simple {
-                self.count_write(slot);
+                self.count_write(slot, n);
             }
             if timed {
                 let started = self.started[slot];
@@ -644,6 +722,9 @@ impl<'a> Worker<'a> {
                     runs.add(lat, &mut self.tally.hist, &mut self.iv);
                     if let Some(s) = self.split.as_mut() {
                         s.completed(slot, self.meta[slot].1, t, lat);
+                    }
+                    if self.x.oplog.is_some() {
+                        self.log_op(slot, t, lat, n);
                     }
                 }
             }
@@ -660,14 +741,32 @@ impl<'a> Worker<'a> {
         self.iv.count(ops, bytes);
     }
 
-    /// Counts the op in `slot` if it wrote (and the sync it may make due).
+    /// Counts the op in `slot` if it wrote `n` bytes (and the sync it may
+    /// make due).
     #[inline]
-    fn count_write(&mut self, slot: usize) {
+    fn count_write(&mut self, slot: usize, n: u32) {
         if self.meta[slot].1 == OpKind::Write {
             self.tally.writes += 1;
+            self.tally.write_bytes += n as u64;
             if let Some(s) = self.syncer.as_mut() {
                 s.wrote(self.meta[slot].2 as usize);
             }
+        }
+    }
+
+    /// Logs the op in `slot`, completed at `t` after `lat` ns, `n` bytes.
+    fn log_op(&mut self, slot: usize, t: u64, lat: u64, n: u32) {
+        let (offset, kind, _) = self.meta[slot];
+        let slat_ns = self.split.as_ref().map_or(0, |s| s.slat_of(slot));
+        if let Some(l) = self.x.oplog.as_mut() {
+            l.push(crate::oplog::OpRecord {
+                t_ns: t.saturating_sub(self.ramp_end),
+                lat_ns: lat,
+                slat_ns,
+                dir: (kind != OpKind::Read) as u8,
+                len: n,
+                offset,
+            });
         }
     }
 
@@ -675,7 +774,7 @@ impl<'a> Worker<'a> {
     #[inline]
     fn check(&self, d: &Done) -> Result<u32, BenchError> {
         match d.res {
-            Ok(n) if n == self.bs && !self.verify => Ok(n),
+            Ok(n) if n == self.bs && self.mode.plain_check => Ok(n),
             _ => self.check_closely(d),
         }
     }
@@ -692,7 +791,8 @@ impl<'a> Worker<'a> {
         } else {
             "write"
         };
-        let (path, len) = (&file.path, self.bs);
+        let len = self.x.lens.get(d.tag as usize).copied().unwrap_or(self.bs);
+        let path = &file.path;
         let n = d.res.map_err(|errno| BenchError::OpFailed {
             kind: kname,
             path: path.clone(),
@@ -738,7 +838,7 @@ impl<'a> Worker<'a> {
                 s.hists.reset();
             }
             let t = &mut self.tally;
-            (t.ops, t.writes, t.bytes) = (0, 0, 0);
+            (t.ops, t.writes, t.bytes, t.write_bytes) = (0, 0, 0, 0);
         }
         // Read before the engine (and so its SQPOLL thread) goes away.
         let sqpoll_ns = self
@@ -761,6 +861,11 @@ impl<'a> Worker<'a> {
             usage_at_start: self.usage_at_start,
             split: self.split.map(|s| s.hists),
             syncs: self.syncer.map(|s| s.hist),
+            read_bytes: self.tally.bytes - self.tally.write_bytes,
+            trims: self.x.trims.map(|t| (t.hist, t.ops, t.bytes)),
+            depths: self.x.depths,
+            latency_depth: self.x.gate.as_ref().and_then(|g| g.depth()),
+            oplog: self.x.oplog,
         }
     }
 }

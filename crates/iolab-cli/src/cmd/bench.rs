@@ -1,18 +1,16 @@
 //! `iolab bench`: one measurement, or the cartesian product of the
 //! comma-separated values of `--engine --bs --qd --batch --threads --pattern`.
 
-pub use super::bench_args::{BenchArgs, CpusPolicy, OpArg, WriteFill};
-use super::session::{prepare_files, temp_path, Session};
-use crate::output::{self, Exporter};
+pub use crate::bench_args::{BenchArgs, CpusPolicy, OpArg, WriteFill};
+use crate::export::{self, Exporters};
+use crate::session::{temp_path, Session};
+use crate::sweep::execute;
 use anyhow::Result;
 use iolab::engine::{EngineKind, EngineOpts, UringOpts};
 use iolab_bench::env::Environment;
-use iolab_bench::measure::{self, Measure};
 use iolab_bench::pin::CpuPin;
 use iolab_bench::prepare;
-use iolab_bench::record::{unix_ms, BenchRecord, IntervalSample};
 use iolab_bench::spec::{CacheMode, OpMix, StopRule, SyncEvery, WorkloadSpec};
-use iolab_bench::BenchError;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -80,7 +78,7 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
         p.check_here()
             .map_err(|e| super::usage(format!("--cpus {}: {e}", p.list())))?;
     }
-    super::limits::check_bench(a)?;
+    crate::limits::check_bench(a)?;
     if a.time.is_some_and(|t| t.is_zero()) {
         return Err(super::usage(
             "--time 0: give a positive duration (e.g. 10s)",
@@ -128,6 +126,8 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
                                     .filter(|r| *r > 0),
                                 ..base.clone()
                             });
+                            let last = v.pop().expect("just pushed");
+                            v.push(stay_cold(last, a));
                         }
                     }
                 }
@@ -135,6 +135,32 @@ fn specs(a: &BenchArgs, file: &Path, size: u64) -> Vec<WorkloadSpec> {
         }
     }
     v
+}
+
+/// A cold run through the page cache stays cold unless a count was asked
+/// for (`--ops`, `--io-size`): a sequential run ends after one pass over
+/// the data (a second would come from memory) and a random one after
+/// touching a few percent of its pages (reads with replacement would hit
+/// pages it brought in itself), so the default run measures what it says.
+fn stay_cold(mut s: WorkloadSpec, a: &BenchArgs) -> WorkloadSpec {
+    use iolab_bench::spec::AccessPattern::*;
+    let counted = a.ops.is_some() || a.io_size.is_some();
+    // The size of an existing file is known only once it is opened.
+    if counted || s.op.writes() || s.cache != CacheMode::Cold || s.direct || s.data_bytes() == 0 {
+        return s;
+    }
+    match s.pattern {
+        // With replacement: a later read may hit a page read before.
+        Rand | RandRun(_) | Skewed(_) => {
+            s.stop.ops = iolab_bench::residency::cold_ops_limit(&s);
+        }
+        // Each block once per pass: only a second pass comes from memory.
+        Seq | Shuffle | ShuffleRun(_) if s.stop.time_ns.is_some() => {
+            s.stop.bytes = Some(s.data_bytes());
+        }
+        _ => {}
+    }
+    s
 }
 
 /// What every configuration of the sweep shares: the flags that are not
@@ -221,7 +247,7 @@ pub fn valid_only(all: Vec<WorkloadSpec>) -> Result<Vec<WorkloadSpec>> {
             Ok(()) => ok.push(s),
             Err(e) => {
                 if n > 1 {
-                    eprintln!("note: skipping {}: {e}", s.label());
+                    eprintln!("note: skipping {}: {e}", export::table::in_words(&s));
                 }
                 first_err.get_or_insert(e);
             }
@@ -233,116 +259,6 @@ pub fn valid_only(all: Vec<WorkloadSpec>) -> Result<Vec<WorkloadSpec>> {
     Ok(ok)
 }
 
-/// Runs every configuration `repeat` times, feeding exporters as records
-/// complete. Stops early (keeping what was measured) on Ctrl-C, and at a
-/// run that fails: what it measured is recorded and the error handed back
-/// next to the records, for the caller to report after printing them.
-// Long on purpose: the loop over configurations and repeats reads best
-// whole, with its three ways out (Ctrl-C, a failed run, a blocked write).
-pub fn execute(
-    specs: &[WorkloadSpec],
-    ses: &Session,
-    temp: bool,
-    exporters: &mut [Box<dyn Exporter>],
-    mut each: impl FnMut(&BenchRecord),
-) -> Result<(Vec<BenchRecord>, Option<BenchError>)> {
-    let mut failed = None;
-    let mut env = Environment::capture(
-        &specs[0]
-            .file
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| ".".into()),
-    );
-    env.waker = ses.waker.clone();
-    let total = specs.len() as u64 * ses.repeat as u64;
-    let pb = crate::progress::runs(total);
-    let mut records = Vec::new();
-    for spec in specs {
-        if ses.stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let prep = prepare_files(spec, ses, temp)?;
-        if ses.stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let size = if ses.size_given {
-            spec.file_size
-        } else {
-            prep.region_len(spec.offset)
-        };
-        let mut spec = spec.clone();
-        spec.file_size = size;
-        let started = unix_ms();
-        pb.set_message(spec.label());
-        let pb2 = pb.clone();
-        let live = |s: &IntervalSample| say(&pb2, output::table::interval_line(s));
-        let m = Measure {
-            on_interval: if ses.live { Some(&live) } else { None },
-            ..Measure::new(ses.stop, ses.repeat)
-        };
-        let mut shown = Shown {
-            pb: &pb,
-            label: spec.label(),
-        };
-        let measured = measure::runs(&spec, &prep, &m, &mut shown)?;
-        let runs = measured.runs;
-        failed = measured.error;
-        if runs.is_empty() {
-            break;
-        }
-        let rec = BenchRecord::new(spec.clone(), env.clone(), started, runs);
-        let written = exporters.iter_mut().try_for_each(|e| e.record(&rec));
-        each(&rec);
-        records.push(rec);
-        if let Err(e) = written {
-            // A write blocked (a FIFO nobody reads) and Ctrl-C ended it:
-            // still print what was measured. Any other failure is an error.
-            if ses.stop.load(Ordering::SeqCst) {
-                break;
-            }
-            return Err(e);
-        }
-        if failed.is_some() {
-            break;
-        }
-    }
-    pb.finish_and_clear();
-    for e in exporters.iter_mut() {
-        if let Err(e) = e.finish() {
-            if !ses.stop.load(Ordering::SeqCst) {
-                return Err(e);
-            }
-        }
-    }
-    Ok((records, failed))
-}
-
-/// Each run's warnings, and one step of the progress bar.
-struct Shown<'a> {
-    pb: &'a indicatif::ProgressBar,
-    label: String,
-}
-
-impl measure::Hooks for Shown<'_> {
-    fn after(&mut self, m: &iolab_bench::record::RunMetrics) {
-        for w in output::table::warnings(m) {
-            say(self.pb, format!("warning: {}: {w}", self.label));
-        }
-        self.pb.inc(1);
-    }
-}
-
-/// A line on stderr that does not tear the progress bar (which is hidden,
-/// and would swallow the line, when stderr is not a terminal).
-fn say(pb: &indicatif::ProgressBar, line: String) {
-    if pb.is_hidden() {
-        eprintln!("{line}");
-    } else {
-        pb.println(line);
-    }
-}
-
 /// What `run` decides before measuring anything: the checked flags, the
 /// valid configurations and the checked output files. Creates, opens for
 /// writing and measures nothing, so the fuzz tests call it in process.
@@ -352,7 +268,7 @@ pub(crate) struct Plan {
     size_given: bool,
     all: Vec<WorkloadSpec>,
     /// None with --print-fio or --fio-job (nothing is written).
-    targets: Option<output::flags::Targets>,
+    targets: Option<export::flags::Targets>,
 }
 
 /// Checks `a` and plans the run (see [`Plan`]).
@@ -419,7 +335,7 @@ pub(crate) fn plan(a: &BenchArgs) -> Result<Plan> {
 // each step is a call into a named function.
 pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
     let planner = |b: &BenchArgs| plan(b).map(|p| (p.all, p.targets));
-    if let Some(code) = super::ranks::maybe_run(a, stop, &planner)? {
+    if let Some(code) = crate::ranks::maybe_run(a, stop, &planner)? {
         return Ok(code);
     }
     let Plan {
@@ -429,14 +345,22 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         all,
         targets,
     } = plan(a)?;
+    if temp {
+        crate::work_dir::ensure("--dir", &a.dir)?;
+    }
     let Some(targets) = targets else {
         if a.fio_job {
-            return super::fio::print_job_files(&all, temp);
+            return crate::vs::print_job_files(&all, temp);
         }
         let fair = a.print_fio.as_deref() == Some("fair");
-        return super::vs::print_commands(&all, fair);
+        return crate::vs::print_commands(&all, fair);
     };
-    let all = super::lab::resume_bench(a.resume, a.out.jsonl.as_deref(), &a.dir, all)?;
+    let all = crate::sweep::resume_bench(
+        a.resume,
+        a.out.file("--jsonl").map(|p| p.as_path()),
+        &a.dir,
+        all,
+    )?;
     if all.is_empty() {
         return Ok(0);
     }
@@ -447,7 +371,7 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
     }
     // Started before the first run, ended (killed and reaped) when this
     // function returns.
-    let wakers = super::waker::Wakers::for_run(a.waker, a.vs.is_some(), a.cpus.as_ref())?;
+    let wakers = crate::waker::Wakers::for_run(a.waker, a.vs.is_some(), a.cpus.as_ref())?;
     let ses = Session {
         stop,
         repeat: a.repeat,
@@ -456,19 +380,15 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
         live: a.interval.is_some(),
         waker: wakers.as_ref().map(|w| w.info.clone()),
     };
-    let mut exporters: Vec<Box<dyn Exporter>> = Vec::new();
-    if let Some(t) = targets.csv {
-        exporters.push(Box::new(output::csv::Csv::new(t)));
-    }
-    if let Some(t) = targets.jsonl {
-        exporters.push(Box::new(output::jsonl::JsonLines::new(t)));
-    }
+    let mut exporters = Exporters::new(targets);
     if a.out.json {
-        exporters.push(Box::new(output::json::Json::default()));
+        exporters.push(Box::new(export::json::Json::new(
+            iolab_bench::record::SCHEMA_VERSION,
+        )));
     }
     let single = all.len() == 1;
     if a.vs.is_some() {
-        super::vs::check(&all)?;
+        crate::vs::check(&all)?;
         let env = Environment::capture(
             &file
                 .parent()
@@ -480,34 +400,57 @@ pub fn run(a: &BenchArgs, stop: &AtomicBool) -> Result<i32> {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
-            let rec = super::vs::compare(s, &ses, temp, a.pairs, &env)?;
-            for e in exporters.iter_mut() {
-                e.record(&rec)?;
-            }
-            text.push_str(&super::vs::render(&rec));
+            let rec = crate::vs::compare(s, &ses, temp, a.pairs, &env)?;
+            exporters.record(&rec)?;
+            text.push_str(&crate::vs::render(&rec));
             text.push('\n');
         }
-        for e in exporters.iter_mut() {
-            e.finish()?;
-        }
+        exporters.finish()?;
         if !a.out.json {
-            text.push_str(&output::table::footer(1));
-            output::stdout(&text)?;
+            text.push_str(&export::table::footer(1));
+            export::stdout(&text)?;
         }
         return Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 });
     }
     let (records, failed) = execute(&all, &ses, temp, &mut exporters, |_| {})?;
     if !a.out.json && !records.is_empty() {
         let mut text = if single {
-            output::table::detail(&records[0])
+            export::table::detail(&records[0])
         } else {
-            output::table::sweep(&records)
+            export::table::sweep(&records)
         };
-        text.push_str(&output::table::footer(a.repeat as usize));
-        output::stdout(&text)?;
+        text.push_str(&export::table::footer(a.repeat as usize));
+        export::stdout(&text)?;
     }
     if let Some(e) = failed {
         return Err(e.into());
     }
-    Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 })
+    if stop.load(Ordering::Relaxed) {
+        return Ok(130);
+    }
+    if let Some(line) = failed_ops(&records) {
+        eprintln!("error: {line}");
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// With --continue-on-error a run goes on past failed ops (an error, a
+/// short transfer, a verify mismatch): it still failed, and says so.
+fn failed_ops(records: &[iolab_bench::record::BenchRecord]) -> Option<String> {
+    let (mut n, mut first) = (0u64, None);
+    for r in records {
+        for m in &r.runs {
+            n += m.errors;
+            if first.is_none() {
+                first = m.first_errors.first().cloned();
+            }
+        }
+    }
+    (n > 0).then(|| {
+        format!(
+            "{n} ops failed (kept going: --continue-on-error); first: {}",
+            first.as_deref().unwrap_or("not kept")
+        )
+    })
 }

@@ -3,7 +3,8 @@
 //! `iolab_reader::read_whole_with`: io_uring into huge-page buffers,
 //! O_DIRECT when the file is cold, piece size and depth from the profile).
 
-use crate::output::target::{Mode, OutputTarget};
+use crate::export::target::{Mode, OutputTarget};
+use crate::limits::check_input;
 use anyhow::{Context, Result};
 use iolab_reader::{profile, WholePlan};
 use std::io::Write;
@@ -49,21 +50,25 @@ pub struct FastArgs {
     pub file: PathBuf,
 }
 
-/// Refuses, without opening it, a missing input or one that is not a
-/// regular file or block device (usage error naming `cmd`).
-pub(crate) fn check_input(cmd: &str, f: &Path) -> Result<()> {
-    if std::fs::metadata(f).is_err() {
-        return Err(super::usage(format!(
-            "{cmd}: {}: no such file",
-            f.display()
-        )));
-    }
-    iolab_bench::prepare::check_file_kind(f, false)
-        .map_err(|e| super::usage(e.to_string().replacen("--file ", &format!("{cmd}: "), 1)))
+/// The profile `iolab tune` wrote, or the built-in one. Without a profile
+/// (the usual case until `iolab tune` runs) nothing is said unless
+/// `verbose`; a profile that cannot be used is always said, once.
+fn the_profile(verbose: bool) -> std::sync::Arc<profile::Profile> {
+    static P: std::sync::OnceLock<std::sync::Arc<profile::Profile>> = std::sync::OnceLock::new();
+    P.get_or_init(|| {
+        let path = profile::default_path();
+        let (p, warn) = profile::Profile::load_or_default(&path);
+        let missing = std::fs::symlink_metadata(&path).is_err();
+        if let Some(w) = warn.filter(|_| verbose || !missing) {
+            eprintln!("{}", crate::error::clean(&w));
+        }
+        std::sync::Arc::new(p)
+    })
+    .clone()
 }
 
 fn plan(a: &CatArgs, ordered: bool) -> Result<WholePlan> {
-    let p = profile::process_profile();
+    let p = the_profile(a.verbose);
     let mut plan = iolab_reader::plan_from(&p, ordered);
     plan.direct = match a.direct.as_str() {
         "on" => Some(true),
@@ -103,18 +108,28 @@ pub fn run(a: &CatArgs, stop: &AtomicBool) -> Result<i32> {
                 !stop.load(Ordering::Relaxed)
             })
             .with_context(|| format!("cat {}", f.display()))?;
-            report(a.verbose, f, &st, t);
+            report(a.verbose, f, &st, &plan, t);
             if a.files.len() == 1 {
                 out.push_str(&format!("{x:#010x}\n"));
             } else {
                 out.push_str(&format!("{x:#010x}  {}\n", f.display()));
             }
         }
-        crate::output::stdout(&out)?;
+        crate::export::stdout(&out)?;
         return Ok(0);
     }
+    let mut target = match &a.output {
+        Some(out) => Some(OutputTarget::check(
+            "-o",
+            out,
+            a.overwrite,
+            Mode::Replace,
+            &a.files,
+        )?),
+        None => None,
+    };
     let plan = plan(a, true)?;
-    let mut produce = |sink: &mut crate::output::target::Sink<'_>| -> Result<()> {
+    let mut produce = |sink: &mut crate::export::target::Sink<'_>| -> Result<()> {
         for f in &a.files {
             let mut err: Option<anyhow::Error> = None;
             let t = Instant::now();
@@ -132,15 +147,12 @@ pub fn run(a: &CatArgs, stop: &AtomicBool) -> Result<i32> {
             if stop.load(Ordering::Relaxed) {
                 return Err(anyhow::Error::new(iolab::Error::Cancelled));
             }
-            report(a.verbose, f, &st, t);
+            report(a.verbose, f, &st, &plan, t);
         }
         Ok(())
     };
-    match &a.output {
-        Some(out) => {
-            let mut t = OutputTarget::check("-o", out, a.overwrite, Mode::Replace, &a.files)?;
-            t.write_streamed(&mut produce)?;
-        }
+    match &mut target {
+        Some(t) => t.write_streamed(&mut produce)?,
         None => {
             // Our own handle on fd 1: unbuffered, large writes go straight through.
             let fd = std::io::stdout()
@@ -148,10 +160,33 @@ pub fn run(a: &CatArgs, stop: &AtomicBool) -> Result<i32> {
                 .as_fd_clone()
                 .context("duplicate stdout")?;
             let mut o = std::fs::File::from(fd);
+            refuse_input_as_output(&a.files, &o)?;
             produce(&mut |b| o.write_all(b).map_err(anyhow::Error::new))?;
         }
     }
     Ok(0)
+}
+
+/// `iolab cat f >> f` would read what it appends, forever or until the
+/// disk is full: a regular file that is stdout may not also be an input
+/// (GNU cat refuses the same way).
+fn refuse_input_as_output(files: &[PathBuf], out: &std::fs::File) -> Result<()> {
+    if !out.metadata().is_ok_and(|m| m.is_file()) {
+        return Ok(());
+    }
+    let Ok(id) = iolab::file::FileIdent::of_file(out) else {
+        return Ok(());
+    };
+    match files
+        .iter()
+        .find(|f| iolab::file::FileIdent::of_target(f) == Some(id))
+    {
+        Some(f) => Err(super::usage(format!(
+            "cat: {}: input file is output file (stdout); write to another file",
+            f.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 trait FdClone {
@@ -165,13 +200,22 @@ impl FdClone for std::io::StdoutLock<'_> {
     }
 }
 
-fn report(verbose: bool, f: &Path, st: &iolab_reader::whole::WholeStats, t: Instant) {
+/// With -v: how a file was read (engine, page cache or not, pieces and
+/// their depth, and the profile they came from) and how fast.
+fn report(
+    verbose: bool,
+    f: &Path,
+    st: &iolab_reader::whole::WholeStats,
+    plan: &WholePlan,
+    t: Instant,
+) {
     if verbose {
         let secs = t.elapsed().as_secs_f64();
+        let human = iolab_bench::prepare::human;
         eprintln!(
-            "{}: {} in {:.3} s ({:.0} MiB/s) with {}{}{}",
+            "{}: {} in {:.3} s ({:.0} MiB/s) with {}{}{}, pieces of {} with {} in flight, profile {}",
             f.display(),
-            iolab_bench::prepare::human(st.bytes),
+            human(st.bytes),
             secs,
             st.bytes as f64 / secs.max(1e-9) / (1 << 20) as f64,
             st.engine,
@@ -179,8 +223,21 @@ fn report(verbose: bool, f: &Path, st: &iolab_reader::whole::WholeStats, t: Inst
             match st.threads {
                 1 => String::new(),
                 n => format!(", {n} threads"),
-            }
+            },
+            human(plan.chunk as u64),
+            plan.depth,
+            profile_used()
         );
+    }
+}
+
+/// Which profile the pieces and depth came from, in words.
+fn profile_used() -> String {
+    let p = the_profile(true);
+    if p.source == "built-in" {
+        "built in (no `iolab tune` profile)".into()
+    } else {
+        profile::default_path().display().to_string()
     }
 }
 
@@ -188,7 +245,7 @@ fn report(verbose: bool, f: &Path, st: &iolab_reader::whole::WholeStats, t: Inst
 /// dropped (the course's rule), read on the `cat` path.
 pub fn fast_xor(path: &Path, stop: &AtomicBool) -> Result<u32> {
     let len = iolab::file::length(path)?;
-    let plan = iolab_reader::plan_from(&profile::process_profile(), false);
+    let plan = iolab_reader::plan_from(&the_profile(false), false);
     let mut x = 0u32;
     iolab_reader::read_whole_with(path, &plan, &mut |off, b| {
         let end = off + b.len() as u64;
@@ -209,6 +266,6 @@ pub fn fast_xor(path: &Path, stop: &AtomicBool) -> Result<u32> {
 pub fn run_fast(a: &FastArgs, stop: &AtomicBool) -> Result<i32> {
     check_input("fast", &a.file)?;
     let x = fast_xor(&a.file, stop)?;
-    crate::output::stdout(&format!("{x:08x}\n"))?;
+    crate::export::stdout(&format!("{x:08x}\n"))?;
     Ok(0)
 }

@@ -7,17 +7,18 @@
 //! mapped, or refused before anything runs with one line naming the file,
 //! line and option (exit status 2).
 
-use super::session::{prepare_files, Session};
-use crate::output::target::{Mode, OutputTarget};
+mod batch;
+mod cli;
+
+use crate::export::target::{Mode, OutputTarget};
 use anyhow::{Context, Result};
-use iolab_bench::measure::{self, Cache, Measure, NoHooks};
-use iolab_bench::prepare;
-use iolab_bench::record::{unix_ms, RunMetrics};
+use batch::{Board, Measured};
+use cli::{Action, Cli};
+use iolab_bench::record::unix_ms;
 use iolab_fio::json::JobResult;
 use iolab_fio::map::{self, FioJob};
-use iolab_fio::options::{self, Class};
-use iolab_fio::parse::Reader;
-use iolab_fio::{group, json, log, text as report};
+use iolab_fio::parse::{RawJob, Reader};
+use iolab_fio::{group, log};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,10 +26,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Arguments of `iolab fio`: job files and fio's options, as fio takes them.
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "iolab's own flags: --parse-only (check and print the jobs, run nothing), \
---lenient (options that change only presentation become warnings), --overwrite \
-(replace output files; write into files iolab did not make), --output-format=normal|json|json+|terse, \
---output=FILE, --list-options (which fio options iolab supports), --placement=irq|any (where \
+    after_help = "fio's flags: --parse-only (check and print the jobs, run nothing), \
+--output-format=normal|json|json+|terse, --output=FILE, --minimal, --section=JOB, --showcmd, \
+--version, --terse-version=3, --warnings-fatal, --readonly, --bandwidth-log, --cmdhelp=OPTION, \
+--status-interval, --eta, --debug (accepted, change nothing). iolab's own: --overwrite \
+(replace output files; write into files iolab did not make), \
+--list-options (which fio options iolab runs), --placement=irq|any (where \
 jobs without cpus_allowed run: next to the device's completion interrupts, or where the scheduler puts them), \
 --waker=DURATION|off (jobs run beside an unpinned process waking every 10 ms, as fio's \
 run beside fio's supervisor; DURATION adds one pinned per CPU of the jobs waking that often; off: none). Everything else is fio's: \
@@ -45,121 +48,45 @@ pub struct FioArgs {
     pub args: Vec<std::ffi::OsString>,
 }
 
-/// fio's output formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Format {
-    Normal,
-    Json,
-    JsonPlus,
-    Terse,
-}
-
-/// The command line split into iolab's flags, job files and fio options.
-#[derive(Debug, Default)]
-struct Cli {
-    files: Vec<PathBuf>,
-    options: Vec<String>,
-    parse_only: bool,
-    lenient: bool,
-    overwrite: bool,
-    list: bool,
-    formats: Vec<Format>,
-    output: Option<PathBuf>,
-    /// Where jobs without `cpus_allowed` run (`--placement`).
-    placement: iolab_bench::spec::Placement,
-    /// `--waker`; None: fio's 10 ms.
-    waker: Option<super::waker::WakerArg>,
-}
-
-fn split(args: &[std::ffi::OsString]) -> Result<Cli> {
-    // fio's job files and options are text: a name that is not UTF-8 is
-    // refused here, naming it, rather than by clap without a name.
-    let args: Vec<String> = args
-        .iter()
-        .map(|a| {
-            a.to_str().map(str::to_string).ok_or_else(|| {
-                super::usage(format!(
-                    "job file or option {}: not valid UTF-8 (give fio job files and options as text)",
-                    a.to_string_lossy()
-                ))
-            })
-        })
-        .collect::<Result<_>>()?;
-    let mut c = Cli::default();
-    let mut it = args.iter().peekable();
-    while let Some(a) = it.next() {
-        let (k, v) = match a.split_once('=') {
-            Some((k, v)) => (k, Some(v.to_string())),
-            None => (a.as_str(), None),
-        };
-        let mut value = |flag: &str| -> Result<String> {
-            match &v {
-                Some(v) => Ok(v.clone()),
-                None => it
-                    .next()
-                    .cloned()
-                    .ok_or_else(|| super::usage(format!("{flag} needs a value ({flag}=...)"))),
-            }
-        };
-        match k {
-            "--parse-only" => c.parse_only = true,
-            "--lenient" => c.lenient = true,
-            "--overwrite" => c.overwrite = true,
-            "--list-options" => c.list = true,
-            "--minimal" => c.formats.push(Format::Terse),
-            "--output-format" => {
-                for f in value("--output-format")?.split(',') {
-                    c.formats.push(match f {
-                        "normal" => Format::Normal,
-                        "json" => Format::Json,
-                        "json+" => Format::JsonPlus,
-                        "terse" => Format::Terse,
-                        _ => {
-                            return Err(super::usage(format!(
-                                "--output-format={f}: one of normal, json, json+, terse"
-                            )))
-                        }
-                    });
-                }
-            }
-            "--output" => c.output = Some(PathBuf::from(value("--output")?)),
-            "--placement" => {
-                c.placement = value("--placement")?
-                    .parse()
-                    .map_err(|e| super::usage(format!("--placement: {e}")))?
-            }
-            "--waker" => {
-                c.waker = Some(
-                    super::waker::parse_arg(&value("--waker")?)
-                        .map_err(|e| super::usage(format!("--waker: {e}")))?,
-                )
-            }
-            // fio's progress display: iolab shows none while measuring.
-            k if k.starts_with("--eta") => {}
-            k if k.starts_with("--") => c.options.push(a.clone()),
-            _ => c.files.push(PathBuf::from(a)),
-        }
-    }
-    if c.formats.contains(&Format::Json) && c.formats.contains(&Format::JsonPlus) {
-        c.formats.retain(|f| *f != Format::Json);
-    }
-    if c.formats.is_empty() {
-        c.formats.push(Format::Normal);
-    }
-    Ok(c)
-}
-
-/// The jobs of the command line and job files, mapped (or refused).
-fn jobs(c: &Cli) -> Result<Vec<FioJob>> {
+/// The raw jobs of the command line and job files (only `--section`'s).
+fn raw_jobs(c: &Cli) -> Result<Vec<RawJob>> {
     let mut r = Reader::new();
     let bad = |e: iolab_fio::FioJobError| super::usage(e.to_string());
     r.read_args(&c.options).map_err(bad)?;
     for f in &c.files {
         r.read_file(f).map_err(bad)?;
     }
-    let mut jobs = map::map_all(&r.finish(), c.lenient).map_err(bad)?;
+    let mut raw = r.finish();
+    if !c.sections.is_empty() {
+        for s in &c.sections {
+            if !raw.iter().any(|j| &j.name == s) {
+                return Err(super::usage(format!("--section={s}: no job of that name")));
+            }
+        }
+        raw.retain(|j| c.sections.contains(&j.name));
+    }
+    Ok(raw)
+}
+
+/// The jobs of the command line and job files, mapped (or refused).
+fn jobs(c: &Cli) -> Result<Vec<FioJob>> {
+    let raw = raw_jobs(c)?;
+    let bad = |e: iolab_fio::FioJobError| super::usage(e.to_string());
+    let mut jobs = map::map_all(&raw, false).map_err(bad)?;
     for j in &mut jobs {
         j.spec.placement = c.placement;
+        if c.warnings_fatal {
+            // The notes that name a line are fio's parser warnings.
+            if let Some(n) = j.notes.iter().find(|n| n.starts_with(&j.loc.file)) {
+                return Err(super::usage(format!("{n} (--warnings-fatal)")));
+            }
+        }
+        if c.readonly && j.spec.op.writes() {
+            return Err(super::usage(format!(
+                "{}: job '{}' writes, and --readonly allows no writes",
+                j.loc, j.name
+            )));
+        }
     }
     Ok(jobs)
 }
@@ -170,15 +97,16 @@ fn describe(j: &FioJob) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{} ({}): group {}, {}",
+        "{} ({}): group {}, job {} of its section, {}",
         j.name,
         j.loc,
         j.groupid,
+        j.jobnum,
         s.label()
     );
     let _ = writeln!(
         o,
-        "  engine={} op={} pattern={} bs={} iodepth={} batch={}/{} threads={} direct={} cache={}",
+        "  engine={} op={} pattern={} bs={} iodepth={} batch={}/{} direct={} cache={}",
         s.engine,
         s.op.name(),
         s.pattern,
@@ -186,7 +114,6 @@ fn describe(j: &FioJob) -> String {
         s.qd,
         s.batch_submit,
         s.batch_complete,
-        s.workers(),
         u8::from(s.direct),
         s.cache.name()
     );
@@ -205,205 +132,105 @@ fn describe(j: &FioJob) -> String {
         j.startdelay_ns / 1_000_000
     );
     if j.logs.any() {
-        let _ = writeln!(
-            o,
-            "  logs every {} ms: {:?}",
-            j.logs.avg_msec,
-            [&j.logs.bw, &j.logs.lat, &j.logs.iops]
-        );
+        let _ = writeln!(o, "  logs: {}", j.logs.files().join(", "));
     }
     for n in &j.notes {
         let _ = writeln!(o, "  note: {n}");
     }
-    for w in &j.warnings {
-        let _ = writeln!(o, "  warning: {w}");
-    }
     o
 }
 
-fn list_options() -> String {
-    let mut o = String::new();
-    for (name, class) in options::table() {
-        let what = match class {
-            Class::Mapped => match options::limits(&name) {
-                Some(l) => format!("supported in part: {l}"),
-                None => "supported".to_string(),
-            },
-            Class::Cosmetic => "warning with --lenient (presentation only), else refused".into(),
-            Class::Refused(why) => format!("refused: {why}"),
-            Class::Unknown => continue,
-        };
-        let _ = writeln!(o, "{name:<28} {what}");
-    }
-    o
-}
-
-/// A job's files laid out and its cache state set, ready to measure.
-struct Ready {
-    spec: iolab_bench::spec::WorkloadSpec,
-    prep: prepare::Prepared,
-    resident: f64,
-}
-
-/// Checks a job's files, lays them out and sets the cache state: done for
-/// every job of a batch before any of them is measured.
-fn prepare_job(j: &FioJob, c: &Cli, stop: &AtomicBool) -> Result<Ready> {
-    let spec = &j.spec;
-    for f in spec.files() {
-        prepare::check_file_kind(&f, spec.op.writes())?;
-        if !j.allow_file_create && std::fs::symlink_metadata(&f).is_err() {
-            return Err(super::usage(format!(
-                "allow_file_create=0 and {} does not exist",
-                f.display()
-            )));
+/// fio's `--showcmd`: the job files as one fio command line.
+fn showcmd(c: &Cli) -> Result<String> {
+    let raw = raw_jobs(c)?;
+    let mut o = String::from("fio");
+    let arg = |o: &mut String, r: &iolab_fio::parse::RawOpt| {
+        let k = iolab_fio::options::canonical(&r.key);
+        match &r.value {
+            Some(v) => {
+                let _ = write!(o, " --{k}={v}");
+            }
+            None => {
+                let _ = write!(o, " --{k}");
+            }
         }
-    }
-    let ses = Session {
-        stop,
-        repeat: 1,
-        size_given: j.size_given,
-        overwrite: c.overwrite,
-        live: false,
-        waker: None,
     };
-    // With unlink=1 the files this run creates stay registered for
-    // removal (by identity: never a file that was already there).
-    let prep = prepare_files(spec, &ses, j.unlink)?;
-    let mut spec = spec.clone();
-    if !j.size_given {
-        spec.file_size = prep.region_len(spec.offset);
-        if spec.stop.bytes.is_some() && spec.stop.time_ns.is_none() {
-            spec.stop.bytes = Some(spec.file_size * spec.workers() as u64);
+    if let Some(first) = raw.first() {
+        for r in &first.opts[..first.n_global] {
+            arg(&mut o, r);
         }
     }
-    let resident = prepare::set_cache(&spec, &prep, spec.file_size)?;
-    Ok(Ready {
-        spec,
-        prep,
-        resident,
-    })
-}
-
-/// Waits the job's `startdelay`, then measures it.
-fn measure(j: &FioJob, r: &Ready, stop: &AtomicBool) -> Result<RunMetrics> {
-    if j.startdelay_ns > 0 {
-        let end = std::time::Instant::now() + std::time::Duration::from_nanos(j.startdelay_ns);
-        while std::time::Instant::now() < end && !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(
-                std::time::Duration::from_millis(20).min(end - std::time::Instant::now()),
-            );
+    for j in &raw {
+        let _ = write!(o, " --name={}", j.name);
+        for r in &j.opts[j.n_global..] {
+            if r.key != "name" {
+                arg(&mut o, r);
+            }
         }
     }
-    let once = Measure {
-        cache: Cache::Given(r.resident),
-        ..Measure::new(stop, 1)
-    };
-    let mut m = measure::runs(&r.spec, &r.prep, &once, &mut NoHooks)?.one()?;
-    if j.end_fsync {
-        end_fsync(r, &mut m)?;
-    }
-    Ok(m)
+    o.push('\n');
+    Ok(o)
 }
 
-/// `end_fsync=1`: fsyncs the job's files after its last write; fio counts
-/// that time in the job's runtime, so its rates include it.
-fn end_fsync(r: &Ready, m: &mut RunMetrics) -> Result<()> {
-    let t0 = std::time::Instant::now();
-    for f in &r.prep.files {
-        std::fs::File::open(&f.path)
-            .and_then(|h| h.sync_all())
-            .with_context(|| format!("end_fsync: {}", f.path.display()))?;
+/// `--cmdhelp=OPTION`: what iolab does with one of fio's options (`all`:
+/// every one).
+fn cmdhelp(name: &str) -> String {
+    let table = iolab_fio::options::table_text();
+    if name == "all" {
+        return table;
     }
-    m.duration_ns += t0.elapsed().as_nanos() as u64;
-    let secs = m.duration_ns.max(1) as f64 / 1e9;
-    m.mib_per_s = m.bytes as f64 / secs / (1 << 20) as f64;
-    m.iops = m.ops as f64 / secs;
-    Ok(())
-}
-
-/// `unlink=1`: removes the files this run created (never others).
-fn unlink(j: &FioJob, r: &Ready) {
-    if !j.unlink {
-        return;
-    }
-    for f in &r.prep.files {
-        if f.created {
-            crate::cleanup::remove(&f.path);
-        } else {
-            eprintln!(
-                "note: {}: unlink: {} was not created by this run; kept",
-                j.loc,
-                f.path.display()
-            );
-        }
-    }
-}
-
-/// Runs one batch of jobs at the same time (fio's jobs between two
-/// stonewalls), each on its own thread; results in job order.
-fn run_batch(jobs: &[&FioJob], c: &Cli, stop: &AtomicBool) -> Result<Vec<RunMetrics>> {
-    let ctx = |j: &FioJob| format!("{}: job '{}'", j.loc, j.name);
-    let mut ready = Vec::new();
-    for j in jobs {
-        ready.push(prepare_job(j, c, stop).with_context(|| ctx(j))?);
-    }
-    let runs: Vec<Result<RunMetrics>> = if jobs.len() == 1 {
-        vec![measure(jobs[0], &ready[0], stop)]
-    } else {
-        std::thread::scope(|s| {
-            let hs: Vec<_> = jobs
-                .iter()
-                .zip(&ready)
-                .map(|(j, r)| s.spawn(move || measure(j, r, stop)))
-                .collect();
-            hs.into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("job panicked")))
-                })
-                .collect()
-        })
-    };
-    for (j, r) in jobs.iter().zip(&ready) {
-        unlink(j, r);
-    }
-    jobs.iter()
-        .zip(runs)
-        .map(|(j, r)| r.with_context(|| ctx(j)))
-        .collect()
-}
-
-/// Checks the command line and its jobs without running or creating
-/// anything (what `--parse-only` does, minus the printing).
-#[cfg(test)]
-pub fn check(a: &FioArgs) -> Result<()> {
-    let c = split(&a.args)?;
-    if !c.list {
-        jobs(&c)?;
-    }
-    Ok(())
+    let key = iolab_fio::options::canonical(name);
+    table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(key))
+        .map(|l| format!("{l}\n"))
+        .unwrap_or_else(|| format!("{name}: not an option fio documents\n"))
 }
 
 /// Runs `iolab fio`.
 pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
-    let c = split(&a.args)?;
-    if c.list {
-        crate::output::stdout(&list_options())?;
+    let c = cli::split(&a.args)?;
+    for n in &c.notes {
+        eprintln!("note: {n}");
+    }
+    if let Some(name) = &c.cmdhelp {
+        crate::export::stdout(&cmdhelp(name))?;
         return Ok(0);
     }
-    let jobs = jobs(&c)?;
-    for j in &jobs {
-        for w in &j.warnings {
-            eprintln!("warning: {w}");
+    match c.action {
+        Action::ListOptions => {
+            crate::export::stdout(&iolab_fio::options::table_text())?;
+            return Ok(0);
         }
+        Action::Version => {
+            crate::export::stdout(&format!(
+                "iolab-{} (runs fio job files; fio 3.33's options)\n",
+                env!("CARGO_PKG_VERSION")
+            ))?;
+            return Ok(0);
+        }
+        Action::ShowCmd => {
+            crate::export::stdout(&showcmd(&c)?)?;
+            return Ok(0);
+        }
+        Action::ParseOnly => {
+            let text: String = jobs(&c)?.iter().map(describe).collect();
+            crate::export::stdout(&text)?;
+            return Ok(0);
+        }
+        Action::Run => {}
     }
-    if c.parse_only {
-        let text: String = jobs.iter().map(describe).collect();
-        crate::output::stdout(&text)?;
-        return Ok(0);
-    }
+    run_jobs(&c, jobs(&c)?, stop)
+}
+
+/// Runs the jobs and writes what fio writes.
+fn run_jobs(c: &Cli, jobs: Vec<FioJob>, stop: &AtomicBool) -> Result<i32> {
     // Every output checked before anything runs.
-    let measured: Vec<PathBuf> = jobs.iter().flat_map(|j| j.spec.files()).collect();
+    let measured: Vec<PathBuf> = jobs
+        .iter()
+        .filter(|j| !j.spec.no_files)
+        .flat_map(|j| j.spec.files())
+        .collect();
     let mut out = match &c.output {
         Some(p) => Some(OutputTarget::check(
             "--output",
@@ -414,53 +241,136 @@ pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
         )?),
         None => None,
     };
-    let mut log_targets = check_logs(&jobs, &c, &measured)?;
-    // fio's supervisor process wakes every 10 ms beside its jobs, and on
-    // some VMs that makes each completed I/O cheaper to return from (see
-    // waker.rs): iolab's jobs get a stand-in for it unless told
-    // `--waker=off`, and `--waker=DURATION` adds one pinned waker per CPU
-    // of the jobs. Ended (killed and reaped) when this function returns.
-    let wakers = match c.waker {
-        Some(super::waker::WakerArg::Off) => None,
-        Some(super::waker::WakerArg::Every(every)) => {
-            let pins: Vec<_> = jobs.iter().map(|j| j.spec.cpus.as_ref()).collect();
-            let cpus = super::waker::cpus_for_all(&pins)?;
-            let mut w = super::waker::Wakers::start(every, &cpus)?;
-            w.add_stand_in()?;
-            Some(w)
-        }
-        None => Some(super::waker::Wakers::stand_in()?),
-    };
+    let mut log_targets = check_logs(&jobs, c, &measured)?;
+    let wakers = wakers(c, &jobs)?;
     let waker = wakers.as_ref().map(|w| &w.info);
     let started = unix_ms();
-    let mut done: Vec<(FioJob, RunMetrics)> = Vec::new();
-    for batch in group::batches(&jobs) {
-        if stop.load(Ordering::Relaxed) {
+    let done = run_all(&jobs, c, stop)?;
+    write_logs(c, &done, waker, &mut log_targets, &measured)?;
+    let failed: Vec<String> = done
+        .iter()
+        .filter_map(|(j, m)| {
+            m.failed
+                .as_ref()
+                .map(|f| format!("{}: job '{}': {f}", j.loc, j.name))
+        })
+        .collect();
+    let text = render(c, done, waker, started)?;
+    match out.as_mut() {
+        Some(t) => t.write_all_atomically(text.as_bytes())?,
+        None => crate::export::stdout(&text)?,
+    }
+    for f in &failed {
+        eprintln!("error: {f}");
+    }
+    Ok(match (stop.load(Ordering::Relaxed), failed.is_empty()) {
+        (true, _) => 130,
+        (false, true) => 0,
+        (false, false) => 1,
+    })
+}
+
+/// The jobs' results in the formats asked for, as `group_reporting` groups
+/// them.
+fn render(
+    c: &Cli,
+    done: Vec<(FioJob, Measured)>,
+    waker: Option<&iolab_bench::env::WakerInfo>,
+    started: u64,
+) -> Result<String> {
+    let runs = done.into_iter().map(|(j, m)| {
+        let r = group::Run {
+            run: m.run,
+            verify: m.verify,
+        };
+        (j, r)
+    });
+    let reported = group::report_groups(runs.collect());
+    let results: Vec<JobResult> = reported
+        .iter()
+        .map(|(job, r)| JobResult {
+            job,
+            run: &r.run,
+            verify: r.verify.as_ref(),
+            waker,
+        })
+        .collect();
+    crate::export::fio::render(&c.formats, &results, started)
+}
+
+/// Runs every batch of jobs in turn (until Ctrl-C, or an `exitall`
+/// that ends everything); each job with what it measured.
+fn run_all(jobs: &[FioJob], c: &Cli, stop: &AtomicBool) -> Result<Vec<(FioJob, Measured)>> {
+    let board = Board::new(jobs.len());
+    let mut done = Vec::new();
+    for b in group::batches(jobs) {
+        if stop.load(Ordering::Relaxed) || board.all_done.load(Ordering::Relaxed) {
             break;
         }
-        let members: Vec<&FioJob> = batch.iter().map(|&i| &jobs[i]).collect();
-        let runs = run_batch(&members, &c, stop)?;
-        done.extend(members.into_iter().cloned().zip(runs));
+        let runs = batch::run_batch(jobs, &b, c, stop, &board)?;
+        done.extend(b.iter().map(|&i| jobs[i].clone()).zip(runs));
     }
-    // Logs are per job, as fio writes them; the summary follows group_reporting.
-    for (job, run) in &done {
-        for l in log::logs(&JobResult { job, run, waker }) {
-            if let Some((_, t)) = log_targets.iter_mut().find(|(n, _)| *n == l.name) {
+    Ok(done)
+}
+
+/// The logs the jobs ask for, per job as fio writes them, and
+/// `--bandwidth-log`'s aggregate logs.
+fn write_logs(
+    c: &Cli,
+    done: &[(FioJob, Measured)],
+    waker: Option<&iolab_bench::env::WakerInfo>,
+    targets: &mut [(String, OutputTarget)],
+    measured: &[PathBuf],
+) -> Result<()> {
+    let all: Vec<JobResult> = done
+        .iter()
+        .map(|(job, m)| JobResult {
+            job,
+            run: &m.run,
+            verify: m.verify.as_ref(),
+            waker,
+        })
+        .collect();
+    for r in &all {
+        for l in log::logs(r) {
+            if let Some((_, t)) = targets.iter_mut().find(|(n, _)| *n == l.name) {
                 t.write_all_atomically(l.text.as_bytes())?;
             }
         }
     }
-    let reported = group::report_groups(done);
-    let results: Vec<JobResult> = reported
-        .iter()
-        .map(|(job, run)| JobResult { job, run, waker })
-        .collect();
-    let text = summaries(&results, &c.formats, started)?;
-    match out.as_mut() {
-        Some(t) => t.write_all_atomically(text.as_bytes())?,
-        None => crate::output::stdout(&text)?,
+    if c.bandwidth_log {
+        for l in log::aggregate(&all) {
+            let path = Path::new(&l.name);
+            let mut t = OutputTarget::check(
+                "--bandwidth-log",
+                path,
+                c.overwrite,
+                Mode::Replace,
+                measured,
+            )?;
+            t.write_all_atomically(l.text.as_bytes())?;
+        }
     }
-    Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 })
+    Ok(())
+}
+
+/// fio's supervisor process wakes every 10 ms beside its jobs, and on
+/// some VMs that makes each completed I/O cheaper to return from (see
+/// waker.rs): iolab's jobs get a stand-in for it unless told
+/// `--waker=off`, and `--waker=DURATION` adds one pinned waker per CPU of
+/// the jobs. Ended (killed and reaped) when dropped.
+fn wakers(c: &Cli, jobs: &[FioJob]) -> Result<Option<crate::waker::Wakers>> {
+    Ok(match c.waker {
+        Some(crate::waker::WakerArg::Off) => None,
+        Some(crate::waker::WakerArg::Every(every)) => {
+            let pins: Vec<_> = jobs.iter().map(|j| j.spec.cpus.as_ref()).collect();
+            let cpus = crate::waker::cpus_for_all(&pins)?;
+            let mut w = crate::waker::Wakers::start(every, &cpus)?;
+            w.add_stand_in()?;
+            Some(w)
+        }
+        None => Some(crate::waker::Wakers::stand_in()?),
+    })
 }
 
 /// Every log file the jobs ask for (`write_*_log`), checked before
@@ -472,7 +382,10 @@ fn check_logs(
 ) -> Result<Vec<(String, OutputTarget)>> {
     let mut log_targets = Vec::new();
     for j in jobs {
-        for name in log_names(j) {
+        for name in j.logs.files() {
+            if log_targets.iter().any(|(n, _)| *n == name) {
+                continue;
+            }
             let t = OutputTarget::check(
                 "write_*_log",
                 Path::new(&name),
@@ -487,113 +400,13 @@ fn check_logs(
     Ok(log_targets)
 }
 
-/// The summary in each of the `--output-format`s asked for, in order:
-/// fio's normal text (per job, then per group), JSON or JSON+, terse.
-fn summaries(results: &[JobResult], formats: &[Format], started: u64) -> Result<String> {
-    let mut text = String::new();
-    for f in formats {
-        match f {
-            Format::Normal => {
-                let pid = std::process::id();
-                for r in results {
-                    text.push_str(&report::job_text(r, pid, started / 1000));
-                }
-                let mut groups: Vec<u32> = results.iter().map(|r| r.job.groupid).collect();
-                groups.dedup();
-                for g in groups {
-                    let members: Vec<&JobResult> =
-                        results.iter().filter(|r| r.job.groupid == g).collect();
-                    text.push_str(&report::group_text(g, &members));
-                }
-            }
-            Format::Json | Format::JsonPlus => {
-                let d = json::document(results, started, *f == Format::JsonPlus);
-                text.push_str(&serde_json::to_string_pretty(&d)?);
-                text.push('\n');
-            }
-            Format::Terse => {
-                for r in results {
-                    text.push_str(&report::terse(r));
-                    text.push('\n');
-                }
-            }
-        }
-    }
-    Ok(text)
-}
-
-/// `iolab bench ... --fio-job`: the fio job file of each configuration.
-pub fn print_job_files(specs: &[iolab_bench::spec::WorkloadSpec], temp: bool) -> Result<i32> {
-    let mut text = String::new();
-    for s in specs {
-        let mut s = s.clone();
-        if s.file_size == 0 {
-            // An existing --file without --size: its length.
-            let len = iolab::file::length(&s.files()[0]).unwrap_or(0);
-            s.file_size = len.saturating_sub(s.offset);
-        }
-        let s = &s;
-        let job = iolab_fio::translate::job_file(s).map_err(|why| {
-            super::usage(format!(
-                "--fio-job: {} cannot be expressed in fio: {why}",
-                s.label()
-            ))
-        })?;
-        text.push_str(&job);
-        if temp {
-            text.push_str("; (no --file given: name the file to run it)\n");
-        }
-        text.push('\n');
-    }
-    crate::output::stdout(&text)?;
-    Ok(0)
-}
-
-/// The log file names a job will write (checked before running).
-fn log_names(j: &FioJob) -> Vec<String> {
-    let mut v = Vec::new();
-    if let Some(p) = &j.logs.bw {
-        v.push(format!("{p}_bw.1.log"));
-    }
-    if let Some(p) = &j.logs.iops {
-        v.push(format!("{p}_iops.1.log"));
-    }
-    if let Some(p) = &j.logs.lat {
-        if j.spec.engine.is_sync() {
-            v.push(format!("{p}_clat.1.log"));
-        }
-        v.push(format!("{p}_lat.1.log"));
-    }
-    v
-}
-
+/// Checks the command line and its jobs without running or creating
+/// anything (what `--parse-only` does, minus the printing).
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn s(v: &[&str]) -> Vec<std::ffi::OsString> {
-        v.iter().map(std::ffi::OsString::from).collect()
+pub fn check(a: &FioArgs) -> Result<()> {
+    let c = cli::split(&a.args)?;
+    if c.action != Action::ListOptions {
+        jobs(&c)?;
     }
-
-    #[test]
-    fn command_line_splits_into_flags_files_and_options() {
-        let c = split(&s(&[
-            "--output-format=json+",
-            "a.fio",
-            "--name=x",
-            "--bs=4k",
-            "--output",
-            "o.json",
-            "--lenient",
-            "--eta=never",
-        ]))
-        .unwrap();
-        assert_eq!(c.formats, vec![Format::JsonPlus]);
-        assert_eq!(c.files, vec![PathBuf::from("a.fio")]);
-        assert_eq!(c.options, vec!["--name=x", "--bs=4k"]);
-        assert_eq!(c.output, Some(PathBuf::from("o.json")));
-        assert!(c.lenient && !c.parse_only);
-        assert!(split(&s(&["--output-format=xml"])).is_err());
-        assert_eq!(split(&s(&[])).unwrap().formats, vec![Format::Normal]);
-    }
+    Ok(())
 }

@@ -2,7 +2,8 @@
 //! reproduce the studies, with resume, figures, the key table and findings.
 
 use crate::cleanup;
-use crate::output::target::{Mode, OutputTarget};
+use crate::export::target::{Mode, OutputTarget};
+use crate::lab_files::write_regenerated;
 use anyhow::{Context, Result};
 use iolab_lab::record::{LabRecord, Machine};
 use iolab_lab::{self as lab, resume, Ctx, Experiment, Scale};
@@ -62,7 +63,7 @@ pub struct RunArgs {
 pub fn run(a: &LabArgs, stop: &'static AtomicBool) -> Result<i32> {
     match &a.cmd {
         LabCmd::List => {
-            crate::output::stdout(&list())?;
+            crate::export::stdout(&list())?;
             Ok(0)
         }
         LabCmd::Run(r) => run_experiments(r, stop),
@@ -111,20 +112,6 @@ fn select(names: &[String]) -> Result<Vec<&'static dyn Experiment>> {
 /// Marker written into every figure, so a later run knows the file is ours.
 pub const FIGURE_MARK: &str = "<!-- iolab figure -->";
 
-/// Writes `text` to `path` (a figure or page iolab regenerates): replaced
-/// freely when iolab wrote it (it carries `mark`), else only with --overwrite.
-pub fn write_regenerated(
-    flag: &'static str,
-    path: &Path,
-    text: &str,
-    mark: &str,
-    overwrite: bool,
-) -> Result<()> {
-    let ours = std::fs::read_to_string(path).is_ok_and(|s| s.contains(mark));
-    let mut t = OutputTarget::check(flag, path, overwrite || ours, Mode::Replace, &[])?;
-    t.write_all_atomically(text.as_bytes())
-}
-
 /// The SVG with the iolab mark after its XML declaration.
 pub fn marked_svg(svg: &str) -> String {
     match svg.find("?>") {
@@ -139,12 +126,12 @@ pub fn marked_svg(svg: &str) -> String {
 /// turn (see [`run_one`]).
 fn run_experiments(a: &RunArgs, stop: &'static AtomicBool) -> Result<i32> {
     // Under mpirun rank 0 runs the lab; the other ranks follow it here.
-    let ranks = match super::lab_ranks::join(stop)? {
-        super::lab_ranks::Joined::Followed(code) => return Ok(code),
+    let ranks = match crate::lab_ranks::join(stop)? {
+        crate::lab_ranks::Joined::Followed(code) => return Ok(code),
         j => j,
     };
     let exps = select(&a.names)?;
-    make_out_dir(&a.out)?;
+    prepare_dirs(a)?;
     // Check every record file before measuring anything.
     let mut targets = Vec::new();
     for e in &exps {
@@ -178,12 +165,13 @@ fn run_experiments(a: &RunArgs, stop: &'static AtomicBool) -> Result<i32> {
         .map(|s| shlex::try_quote(&s).map(|c| c.into_owned()).unwrap_or(s))
         .collect::<Vec<_>>()
         .join(" ");
-    for (e, mut target) in exps.into_iter().zip(targets) {
+    for (e, target) in exps.into_iter().zip(targets) {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let text = run_one(a, e, &mut target, &ctx, &machine, &command)?;
-        crate::output::stdout(&text)?;
+        let mut out = (crate::export::jsonl::FORMAT.make)(target);
+        let text = run_one(a, e, &mut *out, &ctx, &machine, &command)?;
+        crate::export::stdout(&text)?;
     }
     if stop.load(Ordering::Relaxed) {
         eprintln!("interrupted: run the same command again to resume");
@@ -195,6 +183,15 @@ fn run_experiments(a: &RunArgs, stop: &'static AtomicBool) -> Result<i32> {
         );
     }
     Ok(0)
+}
+
+/// Checks `--dir` (made later, if missing, only once nothing else is
+/// wrong), then makes `--out`.
+fn prepare_dirs(a: &RunArgs) -> Result<()> {
+    if let Some(d) = &a.dir {
+        crate::work_dir::check("--dir", d)?;
+    }
+    make_out_dir(&a.out)
 }
 
 /// `--out`: made if missing (a directory, never a file).
@@ -219,12 +216,7 @@ fn data_dir(a: &RunArgs) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
     let mut temp = None;
     let dir = match &a.dir {
         Some(d) => {
-            if !d.is_dir() {
-                return Err(super::usage(format!(
-                    "--dir {}: no such directory",
-                    d.display()
-                )));
-            }
+            crate::work_dir::ensure("--dir", d)?;
             d.clone()
         }
         None => {
@@ -233,6 +225,10 @@ fn data_dir(a: &RunArgs) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
                 .tempdir_in(".")
                 .context("create a temporary data folder here (or give --dir)")?;
             let p = t.path().to_path_buf();
+            // Removed on every way out, a forced one included.
+            if let Some(id) = iolab::file::FileIdent::of_path(&p) {
+                crate::cleanup::register_created(&p, id);
+            }
             temp = Some(t);
             p
         }
@@ -245,7 +241,7 @@ fn data_dir(a: &RunArgs) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
 fn run_one(
     a: &RunArgs,
     e: &dyn lab::Experiment,
-    target: &mut OutputTarget,
+    out: &mut dyn crate::export::Exporter,
     ctx: &Ctx,
     machine: &Machine,
     command: &str,
@@ -258,12 +254,9 @@ fn run_one(
         resume::load(&path).with_context(|| format!("read {}", path.display()))?
     };
     let t0 = std::time::Instant::now();
-    let mut bar = super::lab_progress::Bar::default();
+    let mut bar = crate::lab_progress::Bar::default();
     let mut sink = |r: &LabRecord| -> iolab_bench::Result<()> {
-        let line = serde_json::to_vec(r)
-            .map_err(|e| iolab_bench::BenchError::Usage(format!("cannot encode a record: {e}")))?;
-        target
-            .append_jsonl(&line)
+        out.record(r)
             .map_err(|e| iolab_bench::BenchError::Usage(format!("{e:#}")))
     };
     let recs = lab::run(e, ctx, machine, command, &previous, &mut bar, &mut sink)
@@ -313,51 +306,4 @@ fn machine_loaded() -> bool {
         .map(|n| n.get())
         .unwrap_or(1) as f64;
     load > cores
-}
-
-/// `iolab bench --resume`: drops the configurations already in the
-/// `--jsonl` file (see [`resume::bench_done`]), saying how many remain.
-pub fn resume_bench(
-    resume: bool,
-    jsonl: Option<&Path>,
-    dir: &Path,
-    all: Vec<iolab_bench::spec::WorkloadSpec>,
-) -> Result<Vec<iolab_bench::spec::WorkloadSpec>> {
-    if !resume {
-        return Ok(all);
-    }
-    let Some(path) = jsonl else {
-        return Err(super::usage(
-            "--resume needs --jsonl FILE (the records to resume from)",
-        ));
-    };
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e).with_context(|| format!("read {}", path.display())),
-    };
-    let done: Vec<iolab_bench::record::BenchRecord> = text
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    let where_ = all
-        .first()
-        .and_then(|s| s.file.parent().map(Path::to_path_buf))
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or_else(|| dir.to_path_buf());
-    let machine = Machine::of(&where_);
-    let n = all.len();
-    let left: Vec<_> = all
-        .into_iter()
-        .filter(|s| !resume::bench_done(&done, s, &machine))
-        .collect();
-    if left.len() < n {
-        eprintln!(
-            "resuming: {} configuration(s) already in {}, {} to go",
-            n - left.len(),
-            path.display(),
-            left.len()
-        );
-    }
-    Ok(left)
 }

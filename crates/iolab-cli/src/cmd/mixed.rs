@@ -17,7 +17,9 @@ pub struct MixedArgs {
     /// (about 6.3 GiB; created if missing).
     #[arg(long)]
     pub dir: PathBuf,
-    /// Technique: stream, buffered\[:4m\], mapped, direct, uring\[:32\], thesis, auto.
+    /// Technique: stream, buffered\[:4m\], mapped, direct, uring\[:32\],
+    /// thesis (the fixed rules of the study iolab reproduces), auto (the
+    /// adaptive reader).
     #[arg(long, default_value = "auto")]
     pub technique: Technique,
     /// Profile for auto: a file, or "none" for the built-in defaults
@@ -51,7 +53,7 @@ fn hold_balloon(leave: u64, stop: &AtomicBool) -> Result<i32> {
         )));
     }
     let balloon = iolab::primitives::Balloon::inflate(avail - leave)?;
-    crate::output::stdout(&format!(
+    crate::export::stdout(&format!(
         "balloon: {} MiB locked, {} MiB available\n",
         balloon.bytes() / MIB,
         iolab_reader::mem_available().unwrap_or(0) / MIB
@@ -79,8 +81,10 @@ pub fn run(a: &MixedArgs, stop: &AtomicBool) -> Result<i32> {
         None => None,
         Some(p) if p.as_os_str() == "none" => Some(Arc::new(Profile::thesis_defaults())),
         Some(p) => {
-            let s = std::fs::read_to_string(p)
-                .map_err(|e| super::usage(format!("mixed: --profile {}: {e}", p.display())))?;
+            let b =
+                iolab::file::read_bounded(p, iolab_reader::profile::PROFILE_MAX_BYTES, "profile")
+                    .map_err(|e| super::usage(format!("mixed: --profile {}: {e}", p.display())))?;
+            let s = String::from_utf8_lossy(&b);
             Some(Arc::new(Profile::from_json(&s).map_err(|e| {
                 super::usage(format!("mixed: --profile {}: {e}", p.display()))
             })?))
@@ -106,7 +110,7 @@ pub fn run(a: &MixedArgs, stop: &AtomicBool) -> Result<i32> {
         return Ok(0);
     }
     let t = mixed::run(&files, &spec, a.technique, &profile).map_err(anyhow::Error::msg)?;
-    crate::output::stdout(&format!(
+    crate::export::stdout(&format!(
         "{} total {:.3} seq {:.3} fit {:.3} big {:.3}\n",
         a.technique,
         t.total().as_secs_f64(),

@@ -1,9 +1,10 @@
 //! `iolab record -o trace.csv -- PROGRAM ARGS...`: what a program reads,
 //! recorded under strace and written as an iolab CSV trace.
 
-use crate::output::target::{Mode, OutputTarget};
+use crate::export::target::{Mode, OutputTarget};
+use crate::trace_io::{summary, trace_err};
 use anyhow::Result;
-use iolab_trace::{self as trace, capture as record, Trace, TraceError};
+use iolab_trace::{self as trace, capture as record};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -34,35 +35,10 @@ pub struct RecordArgs {
     pub program: Vec<OsString>,
 }
 
-/// A trace error as the binary reports it (usage errors exit 2).
-pub fn trace_err(e: TraceError) -> anyhow::Error {
-    if e.is_usage() {
-        super::usage(e.to_string())
-    } else {
-        anyhow::Error::new(e)
-    }
-}
-
-/// One line summing up a trace.
-pub fn summary(t: &Trace) -> String {
-    let mut s = format!(
-        "{} reads of {} files ({}), {} mappings",
-        t.reads.len(),
-        t.files.len(),
-        iolab_bench::prepare::human(t.total_bytes()),
-        t.mappings.len()
-    );
-    if !t.skipped.is_empty() {
-        let left: Vec<String> = t.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        s.push_str(&format!("; left out: {}", left.join(", ")));
-    }
-    s
-}
-
 /// Runs `iolab record`.
 pub fn run(a: &RecordArgs, _stop: &AtomicBool) -> Result<i32> {
     if let Some(p) = &a.from_strace {
-        super::limits::check_input_file("--from-strace", p)?;
+        crate::limits::check_input_file("--from-strace", p)?;
     }
     let mut out = OutputTarget::check("-o", &a.output, a.overwrite, Mode::Replace, &[])?;
     let (t, status) = match (&a.from_strace, a.program.is_empty()) {
@@ -87,6 +63,8 @@ pub fn run(a: &RecordArgs, _stop: &AtomicBool) -> Result<i32> {
             (r.trace, Some(r.status))
         }
     };
+    let mut t = t;
+    clip_mappings(&mut t);
     out.write_all_atomically(&t.to_csv())?;
     eprintln!("recorded {} into {}", summary(&t), a.output.display());
     if let Some(st) = status {
@@ -97,4 +75,27 @@ pub fn run(a: &RecordArgs, _stop: &AtomicBool) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// `mmap` lengths are whole pages, so a mapping of a file's end reaches
+/// past it; the program can read only the file's bytes. Each mapping of a
+/// file that is here is cut to them, so the trace says what was read and
+/// `replay --in-place` accepts the very files it was recorded from.
+fn clip_mappings(t: &mut trace::Trace) {
+    let lens: Vec<Option<u64>> = t
+        .files
+        .iter()
+        .map(|f| {
+            std::fs::metadata(f)
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+        })
+        .collect();
+    for m in &mut t.mappings {
+        if let Some(Some(len)) = lens.get(m.file as usize) {
+            m.len = m.len.min(len.saturating_sub(m.offset));
+        }
+    }
+    t.mappings.retain(|m| m.len > 0);
 }

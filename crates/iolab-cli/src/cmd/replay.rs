@@ -1,9 +1,11 @@
 //! `iolab replay TRACE`: a recorded trace's reads, issued through every
 //! reading technique, compared.
 
-use super::record::{summary, trace_err};
-use crate::output::flags::OutputArgs;
-use crate::output::table::ns;
+use crate::export::flags::OutputArgs;
+use crate::export::table::ns;
+use crate::export::{Exportable, Exporters};
+use crate::trace_io::summary;
+use crate::trace_io::trace_err;
 use anyhow::Result;
 use iolab_reader::{Hints, Technique};
 use iolab_trace::place::{self, Placed};
@@ -23,9 +25,12 @@ pub struct ReplayArgs {
     /// The trace (iolab CSV, fio iolog, blkparse text or strace log).
     pub trace: PathBuf,
     /// The trace's format (default: detected from the first line).
-    #[arg(long, value_parser = super::trace::parse_format)]
+    #[arg(long, value_parser = crate::trace_io::parse_format)]
     pub format: Option<TraceFormat>,
-    /// Readers to compare, comma-separated, or `all`.
+    /// Readers to compare, comma-separated, or `all`: stream, buffered\[:4m\],
+    /// mapped, direct, uring\[:32\], thesis (the fixed rules of the study
+    /// that iolab reproduces: per-file hints from the trace), auto (the
+    /// adaptive reader), pread (a plain pread loop).
     #[arg(long, default_value = "all", value_name = "LIST")]
     pub reader: String,
     /// Page-cache state before each replay.
@@ -48,8 +53,8 @@ pub struct ReplayArgs {
     /// Read the trace's own paths, read-only, instead of files under --dir.
     #[arg(long, conflicts_with = "dir")]
     pub in_place: bool,
-    /// Merge adjacent reads of one thread into requests of up to SIZE (the
-    /// thesis's preprocessing); SIZE defaults to 1m.
+    /// Merge adjacent reads of one thread into requests of up to SIZE (as
+    /// the study iolab reproduces prepared its traces); SIZE defaults to 1m.
     #[arg(long, value_name = "SIZE", num_args = 0..=1, default_missing_value = "1m", value_parser = crate::parse::size)]
     pub coalesce: Option<u64>,
     /// Check every byte read against the pattern iolab filled the file with.
@@ -85,7 +90,7 @@ pub fn build_readers(
         let r: Box<dyn ReplayReader> = if n == "pread" {
             Box::new(rp::PreadReader)
         } else {
-            // Accept the spellings too: buffered4k, mmap, uring32.
+            // Accept the short spellings too: buffered4k, mmap, uring32.
             let alias = match n.as_str() {
                 "mmap" => "mapped".to_string(),
                 s if s.starts_with("buffered") && !s.contains(':') && s.len() > 8 => {
@@ -134,18 +139,21 @@ struct Doc<'a> {
 
 fn table(d: &Doc) -> String {
     let mut o = String::new();
-    let _ =
-        writeln!(
+    let _ = writeln!(
         o,
-        "replay of {}: {} requests, {}, {} files, {} threads; cache {}, timing {}, {} rounds asked",
+        "replay of {}: {}, {}, {}, {}; cache {}, timing {}, {} asked",
         d.trace,
-        d.requests,
+        plural(d.requests as u64, "request"),
         iolab_bench::prepare::human(d.bytes),
-        d.files,
-        d.threads,
-        if d.cache == Cache::Cold { "cold" } else { "warm" },
+        plural(d.files as u64, "file"),
+        plural(d.threads as u64, "thread"),
+        if d.cache == Cache::Cold {
+            "cold"
+        } else {
+            "warm"
+        },
         d.timing,
-        d.repeat
+        plural(d.repeat, "round")
     );
     let _ = writeln!(
         o,
@@ -174,28 +182,60 @@ fn table(d: &Doc) -> String {
     o
 }
 
-fn csv(d: &Doc) -> Result<Vec<u8>> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
-        "reader",
-        "median_ns",
-        "relative",
-        "winner",
-        "mib_per_s",
-        "bytes",
-        "requests",
-        "p50_ns",
-        "p90_ns",
-        "p99_ns",
-        "max_ns",
-        "cpu_percent",
-        "runs",
-        "cache",
-        "timing",
-        "trace",
-    ])?;
-    for r in d.results {
-        w.write_record([
+/// "1 file", "2 files".
+fn plural(n: u64, one: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {one}s")
+    }
+}
+
+/// One reader's result as the file formats write it: a JSON line with the
+/// trace, cache state and timing beside it, and one CSV row.
+struct ReplayRow<'a> {
+    doc: &'a Doc<'a>,
+    r: &'a ReaderResult,
+}
+
+impl Exportable for ReplayRow<'_> {
+    fn to_json(&self) -> Result<serde_json::Value> {
+        let d = self.doc;
+        let mut v = serde_json::to_value(self.r)?;
+        v["schema_version"] = d.schema_version.into();
+        v["kind"] = "replay".into();
+        v["trace"] = d.trace.clone().into();
+        v["cache"] = serde_json::to_value(d.cache)?;
+        v["timing"] = d.timing.into();
+        Ok(v)
+    }
+
+    fn csv_header(&self) -> Vec<String> {
+        [
+            "reader",
+            "median_ns",
+            "relative",
+            "winner",
+            "mib_per_s",
+            "bytes",
+            "requests",
+            "p50_ns",
+            "p90_ns",
+            "p99_ns",
+            "max_ns",
+            "cpu_percent",
+            "runs",
+            "cache",
+            "timing",
+            "trace",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
+    fn csv_rows(&self) -> Vec<Vec<String>> {
+        let (d, r) = (self.doc, self.r);
+        vec![vec![
             r.reader.clone(),
             format!("{:.0}", r.median_ns),
             format!("{:.4}", r.relative),
@@ -217,30 +257,17 @@ fn csv(d: &Doc) -> Result<Vec<u8>> {
             .into(),
             d.timing.to_string(),
             d.trace.clone(),
-        ])?;
+        ]]
     }
-    Ok(w.into_inner()?)
 }
 
 /// Runs `iolab replay`.
 pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
     let (t, threads) = load_checked(a)?;
     // Outputs are checked before any file is made.
-    let measured: Vec<PathBuf> = match (&a.dir, a.in_place) {
-        (Some(d), _) => t.files.iter().map(|f| place::map_path(d, f)).collect(),
-        (None, true) => t.files.iter().map(PathBuf::from).collect(),
-        _ => Vec::new(),
-    };
-    let targets = a.out.check(&measured)?;
+    let targets = a.out.check(&measured_paths(a, &t))?;
     let (placed, temp) = place_files(a, &t, stop)?;
-    if a.verify {
-        if let Some(i) = placed.patterns.iter().position(|p| p.is_none()) {
-            return Err(super::usage(format!(
-                "--verify: {} was not made by iolab, so the bytes it should hold are unknown",
-                placed.paths[i].display()
-            )));
-        }
-    }
+    check_verifiable(a, &placed)?;
     let hints = readers::hints_for(&t, &placed.paths);
     let readers = build_readers(&a.reader, &hints)?;
     let plan = rp::plan(&t, threads, a.coalesce);
@@ -286,10 +313,34 @@ pub fn run(a: &ReplayArgs, stop: &AtomicBool) -> Result<i32> {
     Ok(0)
 }
 
+/// The paths the replay will read, where they are known before placing
+/// (`--dir` or `--in-place`), so that no output may overwrite them.
+fn measured_paths(a: &ReplayArgs, t: &tr::Trace) -> Vec<PathBuf> {
+    match (&a.dir, a.in_place) {
+        (Some(d), _) => t.files.iter().map(|f| place::map_path(d, f)).collect(),
+        (None, true) => t.files.iter().map(PathBuf::from).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// With `--verify`, refuses files iolab did not make: the bytes they
+/// should hold are unknown.
+fn check_verifiable(a: &ReplayArgs, placed: &Placed) -> Result<()> {
+    if a.verify {
+        if let Some(i) = placed.patterns.iter().position(|p| p.is_none()) {
+            return Err(super::usage(format!(
+                "--verify: {} was not made by iolab, so the bytes it should hold are unknown",
+                placed.paths[i].display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The flags checked and the trace loaded: refused before any file is
 /// made when a flag is bad, a reader unknown, or the trace has no reads.
 fn load_checked(a: &ReplayArgs) -> Result<(tr::Trace, Threads)> {
-    super::limits::check_input_file("replay", &a.trace)?;
+    crate::limits::check_input_file("replay", &a.trace)?;
     let threads = threads_of(&a.threads)?;
     if a.coalesce == Some(0) || a.coalesce.is_some_and(|c| c > 1 << 30) {
         return Err(super::usage(
@@ -354,12 +405,19 @@ fn place_files(
         place::in_place(t).map_err(trace_err)?
     } else {
         let dir = match &a.dir {
-            Some(d) => d.clone(),
+            Some(d) => {
+                crate::work_dir::ensure("--dir", d)?;
+                d.clone()
+            }
             None => {
                 let d = tempfile::Builder::new()
                     .prefix(".iolab-replay-")
                     .tempdir_in(".")?;
                 let p = d.path().to_path_buf();
+                // Removed on every way out, a forced one included.
+                if let Some(id) = iolab::file::FileIdent::of_path(&p) {
+                    crate::cleanup::register_created(&p, id);
+                }
                 temp = Some(d);
                 p
             }
@@ -378,26 +436,17 @@ fn write_outputs(
     a: &ReplayArgs,
     doc: &Doc,
     results: &[ReaderResult],
-    targets: crate::output::flags::Targets,
+    targets: crate::export::flags::Targets,
 ) -> Result<()> {
-    if let Some(mut c) = targets.csv {
-        c.write_all_atomically(&csv(doc)?)?;
+    let mut exporters = Exporters::new(targets);
+    for r in results {
+        exporters.record(&ReplayRow { doc, r })?;
     }
-    if let Some(mut j) = targets.jsonl {
-        for r in results {
-            let mut v = serde_json::to_value(r)?;
-            v["schema_version"] = doc.schema_version.into();
-            v["kind"] = "replay".into();
-            v["trace"] = doc.trace.clone().into();
-            v["cache"] = serde_json::to_value(doc.cache)?;
-            v["timing"] = doc.timing.into();
-            j.append_jsonl(&serde_json::to_vec(&v)?)?;
-        }
-    }
+    exporters.finish()?;
     if a.out.json {
-        crate::output::stdout(&format!("{}\n", serde_json::to_string_pretty(doc)?))?;
+        crate::export::stdout(&format!("{}\n", serde_json::to_string_pretty(doc)?))?;
     } else {
-        crate::output::stdout(&table(doc))?;
+        crate::export::stdout(&table(doc))?;
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! commands that produced them), `iolab bench --jsonl` records and
 //! `iolab sys --jsonl` records, with the environment they came from.
 
-use super::lab::write_regenerated;
+use crate::lab_files::write_regenerated;
 use anyhow::{Context, Result};
 use iolab_bench::record::BenchRecord;
 use iolab_lab::{self as lab, record::LabRecord, verdict::Finding};
@@ -73,7 +73,9 @@ fn files_of(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
 fn load(files: Vec<PathBuf>) -> Result<Inputs> {
     let mut inp = Inputs::default();
     for f in &files {
-        let text = std::fs::read_to_string(f).with_context(|| format!("read {}", f.display()))?;
+        let bytes = iolab::file::read_bounded(f, iolab::file::RECORDS_MAX_BYTES, "record file")
+            .map_err(|e| super::usage(format!("{}: {e}", f.display())))?;
+        let text = String::from_utf8_lossy(&bytes);
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
             let Ok(v) = serde_json::from_str::<Value>(line) else {
                 inp.skipped += 1;
@@ -230,55 +232,76 @@ fn experiments(inp: &Inputs) -> (String, Vec<Finding>) {
         let Some(recs) = by_exp.get(e.name()) else {
             continue;
         };
-        // The latest record of each configuration and machine.
-        let mut latest: BTreeMap<(String, String), &LabRecord> = BTreeMap::new();
-        for r in recs {
-            latest.insert((r.resume_key.clone(), r.machine.host.clone()), r);
-        }
-        let recs: Vec<LabRecord> = latest.values().map(|r| (*r).clone()).collect();
+        let recs = latest(recs);
         let an = e.analyse(&recs);
-        sections.push_str(&format!(
-            "<h2 id=\"{0}\">{0} (studies {1})</h2>\n<p>{2} {3} configuration(s).</p>\n",
-            esc(e.name()),
-            esc(e.study()),
-            esc(e.answers()),
-            recs.len()
-        ));
-        for f in &an.figures {
-            sections.push_str(&format!(
-                "<figure class=\"figure\" id=\"fig-{}\">{}<figcaption>{}</figcaption></figure>\n",
-                esc(&f.name),
-                inline_svg(&f.svg),
-                esc(&f.title)
-            ));
-        }
-        sections.push_str(&format!("<pre>{}</pre>\n<ul>\n", esc(&an.table)));
-        for f in &an.findings {
-            sections.push_str(&format!(
-                "<li><span class=\"{}\">{}</span>: {} ({})</li>\n",
-                f.verdict.to_string().replace(' ', "-"),
-                f.verdict,
-                esc(&f.claim),
-                esc(&f.numbers)
-            ));
-            findings.push(f.clone());
-        }
-        sections.push_str("</ul>\n<p>Produced by:</p><pre>");
-        let mut cmds: Vec<String> = recs
-            .iter()
-            .map(|r| {
-                format!(
-                    "{}   # scale {}, iolab {}",
-                    r.command, r.scale, r.iolab_version
-                )
-            })
-            .collect();
-        cmds.sort();
-        cmds.dedup();
-        sections.push_str(&esc(&cmds.join("\n")));
-        sections.push_str("</pre>\n");
+        experiment_section(&mut sections, e, &recs, &an);
+        findings.extend(an.findings);
     }
     (sections, findings)
+}
+
+/// The latest record of each configuration and machine.
+fn latest(recs: &[LabRecord]) -> Vec<LabRecord> {
+    let mut latest: BTreeMap<(String, String), &LabRecord> = BTreeMap::new();
+    for r in recs {
+        latest.insert((r.resume_key.clone(), r.machine.host.clone()), r);
+    }
+    latest.values().map(|r| (*r).clone()).collect()
+}
+
+/// One experiment's section: what it studies, its figures, its table, its
+/// findings and the commands that produced its records.
+fn experiment_section(
+    sections: &mut String,
+    e: &dyn lab::Experiment,
+    recs: &[LabRecord],
+    an: &lab::Analysis,
+) {
+    sections.push_str(&format!(
+        "<h2 id=\"{0}\">{0} (studies {1})</h2>\n<p>{2} {3} configuration(s).</p>\n",
+        esc(e.name()),
+        esc(e.study()),
+        esc(e.answers()),
+        recs.len()
+    ));
+    for f in &an.figures {
+        sections.push_str(&format!(
+            "<figure class=\"figure\" id=\"fig-{}\">{}<figcaption>{}</figcaption></figure>\n",
+            esc(&f.name),
+            inline_svg(&f.svg),
+            esc(&f.title)
+        ));
+    }
+    sections.push_str(&format!("<pre>{}</pre>\n<ul>\n", esc(&an.table)));
+    for f in &an.findings {
+        sections.push_str(&format!(
+            "<li><span class=\"{}\">{}</span>: {} ({})</li>\n",
+            f.verdict.to_string().replace(' ', "-"),
+            f.verdict,
+            esc(&f.claim),
+            esc(&f.numbers)
+        ));
+    }
+    sections.push_str("</ul>\n<p>Produced by:</p><pre>");
+    sections.push_str(&esc(&produced_by(recs)));
+    sections.push_str("</pre>\n");
+}
+
+/// The commands that produced the records, each once, sorted, with the
+/// scale and iolab version they ran at.
+fn produced_by(recs: &[LabRecord]) -> String {
+    let mut cmds: Vec<String> = recs
+        .iter()
+        .map(|r| {
+            format!(
+                "{}   # scale {}, iolab {}",
+                r.command, r.scale, r.iolab_version
+            )
+        })
+        .collect();
+    cmds.sort();
+    cmds.dedup();
+    cmds.join("\n")
 }
 
 /// The findings of every experiment, in one table.
@@ -302,11 +325,11 @@ fn findings_table(h: &mut String, findings: &[Finding]) {
 /// The `iolab bench` records, one row each.
 fn bench_table(h: &mut String, inp: &Inputs) {
     if !inp.bench.is_empty() {
-        h.push_str("<h2>Bench records</h2>\n<table><tr><th>label</th><th>engine</th><th>op</th><th>pattern</th><th>block</th><th>qd</th><th>threads</th><th>cache</th><th>MiB/s (median)</th><th>p99 (ns)</th><th>runs</th></tr>\n");
+        h.push_str("<h2>Bench records</h2>\n<table><tr><th>label</th><th>engine</th><th>op</th><th>pattern</th><th>block</th><th>qd</th><th>threads</th><th>cache</th><th>MiB/s (median)</th><th>p99 (ns)</th><th>runs</th><th>failed ops</th></tr>\n");
         for b in &inp.bench {
             let s = &b.spec;
             h.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.0}</td><td>{}</td></tr>\n",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.0}</td><td>{}</td>{}</tr>\n",
                 esc(&b.label),
                 s.engine,
                 esc(&s.op.name()),
@@ -317,11 +340,26 @@ fn bench_table(h: &mut String, inp: &Inputs) {
                 s.cache.name(),
                 b.summary.mib_per_s.median,
                 b.summary.p99_ns.median,
-                b.runs.len()
+                b.runs.len(),
+                failed_ops_cell(b)
             ));
         }
         h.push_str("</table>\n");
     }
+}
+
+/// A bench record's failed ops (errors, short transfers, verify
+/// mismatches): a run that had any did not measure what it claims.
+fn failed_ops_cell(b: &BenchRecord) -> String {
+    let n: u64 = b.runs.iter().map(|r| r.errors).sum();
+    if n == 0 {
+        return "<td>0</td>".into();
+    }
+    let first = b.runs.iter().find_map(|r| r.first_errors.first());
+    format!(
+        "<td style=\"color:#b00;font-weight:bold\">{n} failed{}</td>",
+        first.map_or(String::new(), |f| format!(": {}", esc(f)))
+    )
 }
 
 /// The `iolab sys` records, one row each.
@@ -363,8 +401,9 @@ pub fn run(a: &ReportArgs) -> Result<i32> {
         ));
     }
     let html = page(&inp);
-    write_regenerated("-o", out, &html, MARK, a.overwrite)?;
-    eprintln!("wrote {}", out.display());
+    if write_regenerated("-o", out, &html, MARK, a.overwrite)? {
+        eprintln!("wrote {}", out.display());
+    }
     Ok(0)
 }
 

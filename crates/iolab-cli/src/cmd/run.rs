@@ -8,7 +8,7 @@
 //! folded in (the course's `xorbuf(buf, bytes_read / 4)`). So with a block
 //! size that is not a multiple of 4 the answer differs from `iolab xor`'s.
 
-use crate::output::target::{Mode, OutputTarget};
+use crate::export::target::{Mode, OutputTarget};
 use anyhow::{Context, Result};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -41,7 +41,15 @@ pub struct RunArgs {
     /// Number of blocks (e.g. 1000, 10k).
     #[arg(value_name = "BLOCK_COUNT", value_parser = crate::parse::count, allow_negative_numbers = true)]
     pub block_count: u64,
+    /// With -w: allow replacing an existing file iolab did not write.
+    #[arg(long)]
+    pub overwrite: bool,
 }
+
+/// The seed of the pattern `run -w` writes; the file it makes is marked
+/// with it, as iolab's other test files are, so a later `run -w` may
+/// replace it without --overwrite.
+const RUN_SEED: u64 = 6233;
 
 /// Arguments of `iolab run2`.
 #[derive(clap::Args, Debug)]
@@ -157,7 +165,6 @@ fn check_write(a: &RunArgs, bs: usize) -> Result<WritePlan> {
             a.block_count
         ))
     })?;
-    let target = OutputTarget::check("run -w", &a.file, true, Mode::Replace, &[])?;
     let dir = match a.file.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -170,6 +177,9 @@ fn check_write(a: &RunArgs, bs: usize) -> Result<WritePlan> {
             )));
         }
     }
+    // Only a file iolab made is replaced without --overwrite.
+    let ours = old.is_some() && iolab::file::iolab_seed(&a.file).is_some();
+    let target = OutputTarget::check("run -w", &a.file, a.overwrite || ours, Mode::Replace, &[])?;
     Ok(WritePlan { target, total, old })
 }
 
@@ -191,13 +201,13 @@ fn plan(a: &RunArgs) -> Result<(usize, Option<WritePlan>)> {
     if a.write {
         return Ok((bs, Some(check_write(a, bs)?)));
     }
-    super::cat::check_input(cmd, &a.file)?;
+    crate::limits::check_input(cmd, &a.file)?;
     Ok((bs, None))
 }
 
 fn write(a: &RunArgs, bs: usize, mut w: WritePlan, stop: &AtomicBool) -> Result<i32> {
     let mut buf = buffer("run -w", bs)?;
-    let pattern = iolab::pattern::Pattern::new(6233);
+    let pattern = iolab::pattern::Pattern::new(RUN_SEED);
     w.target.write_streamed(&mut |sink| {
         for i in 0..a.block_count {
             if stop.load(Ordering::Relaxed) {
@@ -208,6 +218,7 @@ fn write(a: &RunArgs, bs: usize, mut w: WritePlan, stop: &AtomicBool) -> Result<
         }
         Ok(())
     })?;
+    mark_ours(&a.file);
     if let Some(n) = w.old {
         eprintln!(
             "run -w: replaced the existing file {} ({n} bytes) with {} bytes",
@@ -218,6 +229,17 @@ fn write(a: &RunArgs, bs: usize, mut w: WritePlan, stop: &AtomicBool) -> Result<
     Ok(0)
 }
 
+/// Marks the regular file `run -w` wrote as iolab's (best effort: a file
+/// system without user extended attributes gets an unmarked file).
+fn mark_ours(p: &Path) {
+    if let Ok(f) = std::fs::File::open(p) {
+        if f.metadata().is_ok_and(|m| m.is_file()) {
+            let seed = RUN_SEED.to_string();
+            let _ = iolab::kernel::fs::set_xattr(&f, iolab::file::SEED_XATTR, seed.as_bytes());
+        }
+    }
+}
+
 /// Runs `iolab run`.
 pub fn run(a: &RunArgs, stop: &AtomicBool) -> Result<i32> {
     let (bs, w) = plan(a)?;
@@ -226,7 +248,7 @@ pub fn run(a: &RunArgs, stop: &AtomicBool) -> Result<i32> {
     }
     let mut buf = buffer("run -r", bs)?;
     let (x, _) = read_blocks(&a.file, &mut buf, a.block_count, stop)?;
-    crate::output::stdout(&format!("{x:08x}\n"))?;
+    crate::export::stdout(&format!("{x:08x}\n"))?;
     Ok(0)
 }
 
@@ -234,7 +256,7 @@ pub fn run(a: &RunArgs, stop: &AtomicBool) -> Result<i32> {
 /// at least 5 s, or stops when the count outgrows the file.
 pub fn run2(a: &Run2Args, stop: &AtomicBool) -> Result<i32> {
     let bs = check_block("run2", a.block_size)?;
-    super::cat::check_input("run2", &a.file)?;
+    crate::limits::check_input("run2", &a.file)?;
     let len = iolab::file::length(&a.file)?;
     if len < bs as u64 {
         return Err(super::usage(format!(
@@ -262,7 +284,7 @@ pub fn run2(a: &Run2Args, stop: &AtomicBool) -> Result<i32> {
         eprintln!("run2: {count} blocks ({got} bytes): {secs:.3} s");
         last = (count, got, secs);
         if secs >= TARGET_SECS {
-            crate::output::stdout(&format!(
+            crate::export::stdout(&format!(
                 "block count {count}, file size {got} bytes ({}), time {secs:.3} s\n",
                 iolab_bench::prepare::human(got)
             ))?;
@@ -277,7 +299,7 @@ pub fn run2(a: &Run2Args, stop: &AtomicBool) -> Result<i32> {
 fn outgrown(a: &Run2Args, len: u64, (count, bytes, secs): (u64, u64, f64)) -> Result<i32> {
     let rate = bytes as f64 / secs.max(1e-9);
     let need = (rate * TARGET_SECS) as u64;
-    crate::output::stdout(&format!(
+    crate::export::stdout(&format!(
         "{} ({len} bytes) is read in under 5 s: the longest read, {count} blocks ({bytes} bytes), took {secs:.3} s ({:.0} MiB/s); 5 s would need a file of about {} ({need} bytes)\n",
         a.file.display(),
         rate / (1 << 20) as f64,

@@ -1,11 +1,11 @@
-//! The default command: a survey of the storage under a directory, in about
-//! a minute. Sequential 1 MiB reads, random 4 KiB reads one at a time and 32
+//! The first command to try: a survey of the storage under a directory, in
+//! under a minute. Sequential 1 MiB reads, random 4 KiB reads one at a time and 32
 //! in flight, cold and warm page cache, with the engines that suit each;
 //! then one table and a few lines of advice.
 
-use super::bench::execute;
-use super::session::{temp_path, Session};
-use crate::output::table::{count, ns};
+use crate::export::table::{count, ns};
+use crate::session::{temp_path, Session};
+use crate::sweep::execute;
 use anyhow::Result;
 use iolab::engine::EngineKind;
 use iolab_bench::prepare::human;
@@ -110,6 +110,31 @@ fn plans() -> Vec<Plan> {
     ]
 }
 
+/// What a survey with the default flags costs, for the first-contact usage.
+pub struct Cost {
+    /// Measurements it makes.
+    pub measurements: usize,
+    /// Seconds they take at most (each stops at its time, some sooner).
+    pub max_secs: u64,
+    /// Size of the temporary test file (less where free space is short).
+    pub file_bytes: u64,
+}
+
+/// The default survey's cost.
+pub fn cost() -> Cost {
+    let n = plans().len();
+    Cost {
+        measurements: n,
+        max_secs: n as u64 * DEFAULT_TIME_NS / 1_000_000_000,
+        file_bytes: DEFAULT_SIZE,
+    }
+}
+
+/// Time per measurement without --time.
+const DEFAULT_TIME_NS: u64 = 4_000_000_000;
+/// The test file's size without --size (when free space allows).
+const DEFAULT_SIZE: u64 = 1 << 30;
+
 fn survey_size(dir: &Path, asked: Option<u64>) -> Result<u64> {
     let free = iolab::file::free_space(dir)?;
     if let Some(s) = asked {
@@ -124,7 +149,7 @@ fn survey_size(dir: &Path, asked: Option<u64>) -> Result<u64> {
         return Ok(s);
     }
     // 1 GiB, but never more than a quarter of the free space.
-    let s = (1u64 << 30).min(free / 4) / (1 << 20) * (1 << 20);
+    let s = DEFAULT_SIZE.min(free / 4) / (1 << 20) * (1 << 20);
     if s < 64 << 20 {
         return Err(super::usage(format!(
             "--dir {}: only {} free; the survey needs at least 256 MiB",
@@ -178,8 +203,12 @@ fn survey_specs(plans: &[Plan], file: &Path, size: u64, time: u64) -> Vec<Worklo
 pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
     check(a)?;
     let file = temp_path(&a.dir)?;
+    crate::work_dir::ensure("--dir", &a.dir)?;
     let size = survey_size(&a.dir, a.size)?;
-    let time = a.time.map(|t| t.as_nanos() as u64).unwrap_or(4_000_000_000);
+    let time = a
+        .time
+        .map(|t| t.as_nanos() as u64)
+        .unwrap_or(DEFAULT_TIME_NS);
     let plans = plans();
     let specs = survey_specs(&plans, &file, size, time);
     eprintln!(
@@ -197,9 +226,11 @@ pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
         live: false,
         waker: None,
     };
-    let mut exporters: Vec<Box<dyn crate::output::Exporter>> = Vec::new();
+    let mut exporters = crate::export::Exporters::default();
     if a.json {
-        exporters.push(Box::new(crate::output::json::Json::default()));
+        exporters.push(Box::new(crate::export::json::Json::new(
+            iolab_bench::record::SCHEMA_VERSION,
+        )));
     }
     let (recs, failed) = execute(&specs, &ses, true, &mut exporters, |_| {})?;
     if let Some(e) = failed {
@@ -207,7 +238,7 @@ pub fn run(a: &SurveyArgs, stop: &AtomicBool) -> Result<i32> {
     }
     if !a.json {
         let groups: Vec<Group> = plans.iter().map(|p| p.group).collect();
-        crate::output::stdout(&render(&recs, &groups))?;
+        crate::export::stdout(&render(&recs, &groups))?;
     }
     Ok(if stop.load(Ordering::Relaxed) { 130 } else { 0 })
 }
@@ -282,14 +313,8 @@ fn render(recs: &[BenchRecord], groups: &[Group]) -> String {
             .filter(|(_, m)| m.cache_held != Some(false))
             .max_by(|a, b| a.1.mib_per_s.total_cmp(&b.1.mib_per_s))
     };
-    let gbs = |m: f64| {
-        let b = m * (1 << 20) as f64;
-        if b >= 1e9 {
-            format!("{:.2} GB/s", b / 1e9)
-        } else {
-            format!("{:.0} MB/s", b / 1e6)
-        }
-    };
+    // In the table's unit.
+    let gbs = |m: f64| format!("{m:.0} MiB/s");
     if let Some((r, m)) = best(Group::SeqCold) {
         let _ = writeln!(
             o,

@@ -1,6 +1,7 @@
 //! `iolab sys`: the cost of the operating system's basic operations.
 
-use crate::output::flags::{OutputArgs, Targets};
+use crate::export::flags::OutputArgs;
+use crate::export::{Exportable, Exporters};
 use anyhow::Context;
 use iolab_bench::env::Environment;
 use iolab_sysbench::{
@@ -23,10 +24,15 @@ pub struct SysArgs {
     /// Smaller experiments: everything in under 45 s.
     #[arg(long)]
     pub quick: bool,
-    /// Outputs: --json, --jsonl (one record per measurement), --csv (every
-    /// series point: series,x,x_unit,y,y_unit,y_min,y_max), --overwrite.
+    /// Outputs: --json, --jsonl (one record per measurement), --csv
+    /// (series,x,x_unit,y,y_unit,y_min,y_max: every series point, then each
+    /// measurement's median as series NAME with no x), --overwrite.
     #[command(flatten)]
     pub out: OutputArgs,
+    /// Show how each value was measured, its notes and every point of
+    /// each curve (the table alone is the summary).
+    #[arg(long)]
+    pub detail: bool,
     /// Repeats per measurement [default: 5, 3 with --quick].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: Option<u32>,
@@ -42,9 +48,23 @@ pub struct SysArgs {
     pub connect: Option<String>,
 }
 
+/// The folder the measurements make their files in, under `dir`: removed
+/// at the end, and by the watchdog too if a measurement blocked in the
+/// kernel keeps the run from ending after Ctrl-C.
+fn scratch_dir(dir: &std::path::Path) -> anyhow::Result<tempfile::TempDir> {
+    let t = tempfile::Builder::new()
+        .prefix(".iolab-sys-")
+        .tempdir_in(dir)
+        .with_context(|| format!("create a temporary folder in {}", dir.display()))?;
+    if let Some(id) = iolab::file::FileIdent::of_path(t.path()) {
+        crate::cleanup::register_created(t.path(), id);
+    }
+    Ok(t)
+}
+
+/// Bad input: one `error:` line, exit status 2.
 fn bad(msg: &str) -> anyhow::Result<i32> {
-    eprintln!("iolab sys: {msg}");
-    Ok(2)
+    Err(super::usage(msg))
 }
 
 /// Runs `iolab sys`; returns the exit code (0 ok, 1 a measurement failed,
@@ -53,7 +73,7 @@ fn bad(msg: &str) -> anyhow::Result<i32> {
 // write); each step is short and in order.
 pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
     if args.names.len() == 1 && args.names[0] == "list" {
-        print_list();
+        crate::export::stdout(&list_text())?;
         return Ok(0);
     }
     let net_only = args.names.is_empty() || args.names.iter().all(|n| n == "net");
@@ -86,23 +106,23 @@ pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
         list
     };
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    if !dir.is_dir() {
-        return bad(&format!("--dir {}: not a directory", dir.display()));
-    }
+    crate::work_dir::check("--dir", &dir)?;
     let mut out = SysOut {
-        targets: args.out.check(&[])?,
-        jsonl_done: 0,
+        exporters: Exporters::new(args.out.check(&[])?),
+        done: 0,
     };
+    crate::work_dir::ensure("--dir", &dir)?;
     let scale = if args.quick {
         Scale::Quick
     } else {
         Scale::Full
     };
     let repeat = args.repeat.unwrap_or(if args.quick { 3 } else { 5 }) as usize;
+    let scratch = scratch_dir(&dir)?;
     let cfg = Config {
         scale,
         repeat,
-        dir: dir.clone(),
+        dir: scratch.path().to_path_buf(),
         stop,
     };
     if let Some(addr) = args.serve {
@@ -120,10 +140,7 @@ pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
         match net::remote(&cfg, hp) {
             Ok(es) => report.entries = es,
             Err(SysError::Cancelled) => return Ok(130),
-            Err(e) => {
-                eprintln!("iolab sys: {hp}: {e}");
-                return Ok(1);
-            }
+            Err(e) => return Err(anyhow::anyhow!("--connect {hp}: {e}")),
         }
         return finish(args, &mut out, &report, 0);
     }
@@ -170,14 +187,15 @@ pub fn run(args: &SysArgs, stop: &AtomicBool) -> anyhow::Result<i32> {
 
 fn finish(args: &SysArgs, out: &mut SysOut, report: &SysReport, code: i32) -> anyhow::Result<i32> {
     out.write(report)?;
+    out.exporters.finish()?;
     let out = std::io::stdout();
     let mut out = out.lock();
     let res = if args.out.json {
         serde_json::to_writer_pretty(&mut out, report)
-            .map_err(std::io::Error::other)
+            .map_err(std::io::Error::from)
             .and_then(|_| writeln!(out))
     } else {
-        print_table(&mut out, report)
+        print_table(&mut out, report, args.detail)
     };
     match res {
         Ok(()) => Ok(code),
@@ -186,39 +204,84 @@ fn finish(args: &SysArgs, out: &mut SysOut, report: &SysReport, code: i32) -> an
     }
 }
 
-/// The output files of `iolab sys`, written through the one writer.
+/// The output files of `iolab sys`, written through the exporters.
 struct SysOut {
-    targets: Targets,
-    /// Entries already appended to --jsonl.
-    jsonl_done: usize,
+    exporters: Exporters,
+    /// Entries already handed to the exporters.
+    done: usize,
 }
 
 impl SysOut {
-    /// Appends new entries to --jsonl and rewrites --csv with every point
-    /// measured so far.
+    /// Hands the entries measured since the last call to the exporters
+    /// (`--jsonl` appends them, `--csv` rewrites every point so far).
     fn write(&mut self, report: &SysReport) -> anyhow::Result<()> {
-        if let Some(t) = &mut self.targets.jsonl {
-            for e in &report.entries[self.jsonl_done.min(report.entries.len())..] {
-                let line = EntryLine {
-                    schema_version: SCHEMA_VERSION,
-                    scale: &report.scale,
-                    repeat: report.repeat,
-                    environment: &report.environment,
-                    entry: e,
-                };
-                t.append_jsonl(&serde_json::to_vec(&line)?)?;
-            }
-            self.jsonl_done = report.entries.len();
+        for e in &report.entries[self.done.min(report.entries.len())..] {
+            self.exporters.record(&EntryLine {
+                schema_version: SCHEMA_VERSION,
+                scale: &report.scale,
+                repeat: report.repeat,
+                environment: &report.environment,
+                entry: e,
+            })?;
         }
-        if let Some(t) = &mut self.targets.csv {
-            let mut w = csv::Writer::from_writer(Vec::new());
-            for row in report.csv_rows() {
-                w.serialize(row)?;
-            }
-            let bytes = w.into_inner().map_err(|e| anyhow::anyhow!("csv: {e}"))?;
-            t.write_all_atomically(&bytes)?;
-        }
+        self.done = report.entries.len();
         Ok(())
+    }
+}
+
+/// A number as serde writes one into CSV: shortest round-trip digits, with
+/// `.0` on whole numbers (`1.0`, not `1`).
+fn csv_num(x: f64) -> String {
+    let s = x.to_string();
+    if x.is_finite() && !s.contains(['.', 'e', 'E']) {
+        s + ".0"
+    } else {
+        s
+    }
+}
+
+/// A `sys` measurement as the file formats write it.
+impl Exportable for EntryLine<'_> {
+    fn to_json(&self) -> anyhow::Result<serde_json::Value> {
+        Ok(serde_json::to_value(self)?)
+    }
+
+    fn csv_header(&self) -> Vec<String> {
+        ["series", "x", "x_unit", "y", "y_unit", "y_min", "y_max"]
+            .map(String::from)
+            .to_vec()
+    }
+
+    fn csv_rows(&self) -> Vec<Vec<String>> {
+        let mut rows: Vec<Vec<String>> = self
+            .entry
+            .csv_rows()
+            .into_iter()
+            .map(|r| {
+                vec![
+                    r.series,
+                    csv_num(r.x),
+                    r.x_unit,
+                    csv_num(r.y),
+                    r.y_unit,
+                    csv_num(r.y_min),
+                    csv_num(r.y_max),
+                ]
+            })
+            .collect();
+        // The headline value: series = the measurement's name, no x.
+        if let Some((h, st)) = self.entry.headline() {
+            rows.push(vec![
+                self.entry.name.clone(),
+                String::new(),
+                String::new(),
+                csv_num(st.median),
+                h.unit().to_string(),
+                csv_num(st.min),
+                csv_num(st.max),
+            ]);
+        }
+        rows
     }
 }
 
@@ -228,22 +291,23 @@ fn serve(addr: std::net::SocketAddr, stop: &AtomicBool) -> anyhow::Result<i32> {
     });
     match r {
         Ok(()) => Ok(130),
-        Err(e) => {
-            eprintln!("iolab sys: --serve {addr}: {e}");
-            Ok(1)
-        }
+        Err(e) => Err(anyhow::anyhow!("--serve {addr}: {e}")),
     }
 }
 
-fn print_list() {
-    println!("{:<16} {:<7} WHAT", "NAME", "GROUP");
+/// What `iolab sys list` prints: every measurement, then the groups.
+fn list_text() -> String {
+    use std::fmt::Write as _;
+    let mut s = format!("{:<16} {:<7} WHAT\n", "NAME", "GROUP");
     for m in MEASUREMENTS {
-        println!("{:<16} {:<7} {}", m.name, m.group, m.about);
+        let _ = writeln!(s, "{:<16} {:<7} {}", m.name, m.group, m.about);
     }
-    println!(
+    let _ = writeln!(
+        s,
         "\ngroups: {} (a group name runs the whole group)",
         GROUPS.join(", ")
     );
+    s
 }
 
 fn num(v: f64) -> String {
@@ -265,7 +329,9 @@ fn bytes(b: f64) -> String {
     iolab_bench::prepare::human(b.max(0.0) as u64)
 }
 
-fn print_table(out: &mut dyn Write, r: &SysReport) -> std::io::Result<()> {
+/// The summary (one line per measurement, one per curve's plateaus), then
+/// with `detail` how each was measured and every point of every curve.
+fn print_table(out: &mut dyn Write, r: &SysReport, detail: bool) -> std::io::Result<()> {
     let e = &r.environment;
     writeln!(
         out,
@@ -289,15 +355,46 @@ fn print_table(out: &mut dyn Write, r: &SysReport) -> std::io::Result<()> {
             group = &en.group;
             writeln!(out, "-- {group}")?;
         }
-        write_entry(out, en)?;
+        write_entry(out, en, detail)?;
     }
     for en in &r.entries {
-        write_series(out, en)?;
+        if detail {
+            write_series(out, en)?;
+        } else {
+            write_plateaus_line(out, en)?;
+        }
+    }
+    if !detail && !r.entries.is_empty() {
+        writeln!(
+            out,
+            "\nhow each value was measured, notes, and every point of each curve: add --detail (or --json, --csv)"
+        )?;
     }
     Ok(())
 }
 
-fn write_entry(out: &mut dyn Write, en: &Entry) -> std::io::Result<()> {
+/// The plateaus of a curve on one line (the summary's view of it).
+fn write_plateaus_line(out: &mut dyn Write, en: &Entry) -> std::io::Result<()> {
+    if en.plateaus.is_empty() {
+        return Ok(());
+    }
+    let parts: Vec<String> = en
+        .plateaus
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {} ns ({}..{})",
+                p.name,
+                num(p.latency_ns),
+                bytes(p.from_bytes as f64),
+                bytes(p.to_bytes as f64)
+            )
+        })
+        .collect();
+    writeln!(out, "{} plateaus: {}", en.name, parts.join(", "))
+}
+
+fn write_entry(out: &mut dyn Write, en: &Entry, detail: bool) -> std::io::Result<()> {
     match en.headline() {
         Some((h, s)) => {
             let sd = if s.mean != 0.0 {
@@ -319,9 +416,11 @@ fn write_entry(out: &mut dyn Write, en: &Entry) -> std::io::Result<()> {
         }
         None => writeln!(out, "{:<16} {:>12}", en.name, "-")?,
     }
-    writeln!(out, "    method: {}", en.method)?;
-    for n in &en.notes {
-        writeln!(out, "    note: {n}")?;
+    if detail {
+        writeln!(out, "    method: {}", en.method)?;
+        for n in &en.notes {
+            writeln!(out, "    note: {n}")?;
+        }
     }
     Ok(())
 }
@@ -360,7 +459,9 @@ fn write_series(out: &mut dyn Write, en: &Entry) -> std::io::Result<()> {
             };
             writeln!(out, "  {x:>14}  {y:>10}  [{lo}..{hi}]")?;
         }
-        for p in &en.plateaus {
+        // The plateaus belong to the main curve (named as the entry), not
+        // to its comparison walks.
+        for p in en.plateaus.iter().filter(|_| s.name == en.name) {
             writeln!(
                 out,
                 "  plateau {:<4} {:>8} ns  ({}..{})",
@@ -372,4 +473,60 @@ fn write_series(out: &mut dyn Write, en: &Entry) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iolab_sysbench::result::{Plateau, Point, Series};
+
+    fn curve(name: &str, ys: &[f64]) -> Series {
+        Series {
+            name: name.into(),
+            x_unit: "bytes".into(),
+            y_unit: "ns".into(),
+            points: ys
+                .iter()
+                .enumerate()
+                .map(|(i, &y)| Point::of((1024u64 << i) as f64, &[y]))
+                .collect(),
+        }
+    }
+
+    fn report() -> SysReport {
+        let mut e = Entry::new("mem_latency", "memory", "a random cycle".to_string());
+        e.series.push(curve("mem_latency", &[1.0, 1.1, 120.0]));
+        e.series
+            .push(curve("mem_latency.stride64", &[0.5, 0.6, 7.0]));
+        e.plateaus.push(Plateau {
+            name: "RAM".into(),
+            from_bytes: 4096,
+            to_bytes: 4096,
+            latency_ns: 120.0,
+        });
+        SysReport {
+            entries: vec![e],
+            ..SysReport::default()
+        }
+    }
+
+    #[test]
+    fn plateaus_sit_under_the_curve_they_describe_and_detail_is_asked_for() {
+        let mut out = Vec::new();
+        print_table(&mut out, &report(), true).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.matches("plateau RAM").count(), 1, "{text}");
+        let plateau = text.find("plateau RAM").unwrap();
+        let stride = text.find("mem_latency.stride64 (").unwrap();
+        assert!(plateau < stride, "under the main curve only: {text}");
+        let mut out = Vec::new();
+        print_table(&mut out, &report(), false).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("mem_latency plateaus: RAM 120 ns"), "{text}");
+        assert!(
+            !text.contains("stride64") && !text.contains("method:"),
+            "{text}"
+        );
+        assert!(text.contains("add --detail"), "{text}");
+    }
 }

@@ -1,7 +1,8 @@
 //! `iolab trace stats FILE`: what a trace reads, how, how much again, and
 //! what the reading policies would choose for each file.
 
-use super::record::trace_err;
+use crate::trace_io::parse_format;
+use crate::trace_io::trace_err;
 use anyhow::Result;
 use iolab_bench::prepare::human;
 use iolab_trace::stats::{self, Advice, FileStats, TraceStats};
@@ -37,11 +38,6 @@ pub struct StatsArgs {
     pub json: bool,
 }
 
-/// `--format` values.
-pub fn parse_format(s: &str) -> Result<TraceFormat, String> {
-    s.parse()
-}
-
 /// What the policies would choose for a file.
 pub fn advise(f: &FileStats) -> Vec<Advice> {
     iolab_trace::readers::advise(f)
@@ -54,6 +50,16 @@ fn pct(x: f64) -> String {
 /// The text report.
 pub fn text(s: &TraceStats) -> String {
     let mut o = String::new();
+    summary(&mut o, s);
+    size_histogram(&mut o, s);
+    threads(&mut o, s);
+    files(&mut o, s);
+    o
+}
+
+/// The trace as a whole: what it read, over how long, how sequential,
+/// how much again, the working set against memory, and what was left out.
+fn summary(o: &mut String, s: &TraceStats) {
     let _ = writeln!(
         o,
         "{} trace: {} files, {} reads, {} read, {} mappings ({} mapped)",
@@ -81,12 +87,20 @@ pub fn text(s: &TraceStats) -> String {
         let v: Vec<String> = s.skipped.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(o, "left out: {}", v.join(", "));
     }
+}
+
+/// Request sizes as a bar chart, the longest bar 40 characters.
+fn size_histogram(o: &mut String, s: &TraceStats) {
     let _ = writeln!(o, "\nrequest sizes");
     let max = s.size_histogram.iter().map(|x| x.1).max().unwrap_or(1);
     for (b, n) in &s.size_histogram {
         let bar = "#".repeat(((*n as f64 / max as f64) * 40.0).ceil() as usize);
         let _ = writeln!(o, "  <= {:>9}  {:>9}  {bar}", human(*b), n);
     }
+}
+
+/// One line per thread, when more than one thread read.
+fn threads(o: &mut String, s: &TraceStats) {
     if s.per_thread.len() > 1 {
         let _ = writeln!(o, "\nthreads");
         for t in &s.per_thread {
@@ -100,6 +114,11 @@ pub fn text(s: &TraceStats) -> String {
             );
         }
     }
+}
+
+/// The files that read the most (at most 20), each with the policies'
+/// choice for it.
+fn files(o: &mut String, s: &TraceStats) {
     let _ = writeln!(o, "\nfiles (largest reads first)");
     let mut files: Vec<&FileStats> = s.per_file.iter().collect();
     files.sort_by_key(|f| std::cmp::Reverse(f.bytes));
@@ -129,7 +148,6 @@ pub fn text(s: &TraceStats) -> String {
     if more > 0 {
         let _ = writeln!(o, "  ... and {more} more files (--json lists every one)");
     }
-    o
 }
 
 /// Runs `iolab trace ...`.
@@ -141,9 +159,9 @@ pub fn run(a: &TraceArgs, _stop: &AtomicBool) -> Result<i32> {
             if s.json {
                 let mut v = serde_json::to_value(&st)?;
                 v["schema_version"] = iolab_bench::record::SCHEMA_VERSION.into();
-                crate::output::stdout(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
+                crate::export::stdout(&format!("{}\n", serde_json::to_string_pretty(&v)?))?;
             } else {
-                crate::output::stdout(&text(&st))?;
+                crate::export::stdout(&text(&st))?;
             }
             Ok(0)
         }

@@ -11,6 +11,9 @@ use std::time::Instant;
 pub struct XorArgs {
     /// The file (or block device) to read.
     pub file: PathBuf,
+    /// Say on stderr how long the read took and how it was done.
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 /// Refuses, without opening it (opening a FIFO blocks), anything but a
@@ -24,14 +27,18 @@ pub fn check(a: &XorArgs) -> Result<()> {
         .map_err(|e| super::usage(e.to_string().replacen("--file ", "xor: ", 1)))
 }
 
-/// Prints the XOR on stdout and how it was read on stderr.
+/// Prints the XOR on stdout (`0x` and 8 hex digits), and with -v how it
+/// was read on stderr.
 pub fn run(a: &XorArgs, _stop: &AtomicBool) -> Result<i32> {
     check(a)?;
     let t = Instant::now();
     let (x, st) = iolab_reader::xor::xor_file(&a.file)
         .with_context(|| format!("xor {}", a.file.display()))?;
     let secs = t.elapsed().as_secs_f64();
-    crate::output::stdout(&format!("{x:#010x}\n"))?;
+    crate::export::stdout(&format!("{x:#010x}\n"))?;
+    if !a.verbose {
+        return Ok(0);
+    }
     eprintln!(
         "read {} in {:.2} s ({:.0} MiB/s) with {}{}",
         iolab_bench::prepare::human(st.bytes),

@@ -4,13 +4,14 @@
 //! neighbours on each fault (`fault_around_bytes`); on a cold file the
 //! latency against bytes touched per access shows the step.
 
-use crate::figure::{self, Axis, LineSeries, Pt};
+use crate::figure::{self, Axis, Figure, LineSeries, Pt};
 use crate::record::LabRecord;
 use crate::util::*;
-use crate::verdict::{over_range, Finding};
+use crate::verdict::{over_range, Finding, Verdict};
 use crate::{Analysis, Config, Ctx, Experiment, Measured, Work};
 use iolab::engine::EngineKind;
-use iolab_bench::spec::{AccessPattern, CacheMode, StopRule};
+use iolab_bench::spec::{AccessPattern, CacheMode};
+use iolab_bench::stats::Stats;
 
 /// The experiment.
 pub struct FaultAround;
@@ -78,10 +79,7 @@ impl Experiment for FaultAround {
             s.cache = CacheMode::Cold;
             s.pattern = AccessPattern::Rand;
             s.bs = bs;
-            s.stop = StopRule {
-                ops: Some((size / bs / 4).clamp(4, max_ops)),
-                ..StopRule::default()
-            };
+            s.stop = stop_after_ops((size / bs / 4).clamp(4, max_ops));
             v.push(bench(
                 &[("part", "cold touch".into()), ("bs", b(bs))],
                 s,
@@ -108,91 +106,98 @@ impl Experiment for FaultAround {
     }
     fn analyse(&self, recs: &[LabRecord]) -> Analysis {
         let parts = by(recs, "part");
+        let first = |part: &str| parts.get(part).and_then(|g| g.first()).copied();
         let cold = sorted(parts.get("cold touch").cloned().unwrap_or_default(), "bs");
-        let series = vec![
-            LineSeries {
-                name: "mean".into(),
-                pts: cold
-                    .iter()
-                    .map(|r| Pt::of(r.num("bs"), &st(r, "mean_ns")))
-                    .collect(),
-            },
-            LineSeries {
-                name: "p99".into(),
-                pts: cold
-                    .iter()
-                    .map(|r| Pt::of(r.num("bs"), &st(r, "p99_ns")))
-                    .collect(),
-            },
-        ];
-        let fig = figure::lines(
-            "fault-around",
-            "Cold mapped file: latency of one access by bytes touched",
-            Axis::bytes("bytes touched per access (bytes)"),
-            Axis::new("latency (ns)", true, figure::ns),
-            &series,
-        );
-        let mut rows: Vec<Vec<String>> = cold
-            .iter()
-            .map(|r| {
-                let ops = st(r, "ops").median.max(1.0);
-                vec![
-                    hb(r, "bs"),
-                    figure::ns(st(r, "mean_ns").median),
-                    format!(
-                        "{:.2}",
-                        (st(r, "minor_faults").median + st(r, "major_faults").median) / ops
-                    ),
-                ]
-            })
-            .collect();
-        let setting = parts
-            .get("setting")
-            .and_then(|g| g.first())
-            .map(|r| match r.samples.first() {
-                Some(v) => format!("kernel fault_around_bytes = {}", figure::bytes(*v)),
-                None => r.notes.join("; "),
-            })
-            .unwrap_or_else(|| "kernel setting not read".into());
-        // Pages per fault on the warm pass, per repeat.
-        let ppf: Vec<f64> = parts
-            .get("warm pass")
-            .and_then(|g| g.first())
-            .map(|r| {
-                let ops = values(r, "ops");
-                let f = values(r, "minor_faults");
-                ops.iter().zip(f).map(|(o, f)| o / f.max(1.0)).collect()
-            })
-            .unwrap_or_default();
-        let s = iolab_bench::stats::Stats::of(&ppf);
+        let ppf = pages_per_fault(first("warm pass"));
+        let mut rows = touch_rows(&cold);
         rows.push(vec![
             "warm pass".into(),
             "-".into(),
-            format!("{:.2} pages per fault", s.median),
+            format!("{:.2} pages per fault", Stats::of(&ppf).median),
         ]);
-        let v = if ppf.is_empty() {
-            crate::verdict::Verdict::Inconclusive
-        } else {
-            over_range(s.min, s.max, |x| x >= MIN_PAGES)
-        };
         Analysis {
-            figures: vec![fig],
+            figures: vec![latency_figure(&cold)],
             table: table(&["touched", "mean latency", "faults per access"], &rows),
-            findings: vec![Finding::new(
-                NAME,
-                format!("one page fault maps more than one page: touching every 4 KiB page of a cached mapped file takes ≥ {MIN_PAGES} pages per fault"),
-                v,
-                format!("{:.2} pages per fault ({:.2}–{:.2}), {:.0} KiB per fault; {setting}", s.median, s.min, s.max, s.median * 4.0),
-            )],
+            findings: vec![pages_finding(&ppf, &setting(first("setting")))],
         }
     }
+}
+
+/// Mean and p99 latency of one cold access against the bytes it touches.
+fn latency_figure(cold: &[&LabRecord]) -> Figure {
+    let line = |name: &str, what: &str| LineSeries {
+        name: name.into(),
+        pts: cold
+            .iter()
+            .map(|r| Pt::of(r.num("bs"), &st(r, what)))
+            .collect(),
+    };
+    figure::lines(
+        "fault-around",
+        "Cold mapped file: latency of one access by bytes touched",
+        Axis::bytes("bytes touched per access (bytes)"),
+        Axis::new("latency (ns)", true, figure::ns),
+        &[line("mean", "mean_ns"), line("p99", "p99_ns")],
+    )
+}
+
+/// One table row per cold touch size: mean latency and faults per access.
+fn touch_rows(cold: &[&LabRecord]) -> Vec<Vec<String>> {
+    cold.iter()
+        .map(|r| {
+            let ops = st(r, "ops").median.max(1.0);
+            vec![
+                hb(r, "bs"),
+                figure::ns(st(r, "mean_ns").median),
+                format!(
+                    "{:.2}",
+                    (st(r, "minor_faults").median + st(r, "major_faults").median) / ops
+                ),
+            ]
+        })
+        .collect()
+}
+
+/// The kernel's `fault_around_bytes` as the `setting` record read it, or
+/// why it could not.
+fn setting(rec: Option<&LabRecord>) -> String {
+    rec.map(|r| match r.samples.first() {
+        Some(v) => format!("kernel fault_around_bytes = {}", figure::bytes(*v)),
+        None => r.notes.join("; "),
+    })
+    .unwrap_or_else(|| "kernel setting not read".into())
+}
+
+/// Pages per fault on the warm pass, per repeat.
+fn pages_per_fault(warm: Option<&LabRecord>) -> Vec<f64> {
+    warm.map(|r| {
+        let ops = values(r, "ops");
+        let f = values(r, "minor_faults");
+        ops.iter().zip(f).map(|(o, f)| o / f.max(1.0)).collect()
+    })
+    .unwrap_or_default()
+}
+
+/// Whether one fault maps at least [`MIN_PAGES`] pages, over the repeats.
+fn pages_finding(ppf: &[f64], setting: &str) -> Finding {
+    let s = Stats::of(ppf);
+    let v = if ppf.is_empty() {
+        Verdict::Inconclusive
+    } else {
+        over_range(s.min, s.max, |x| x >= MIN_PAGES)
+    };
+    Finding::new(
+        NAME,
+        format!("one page fault maps more than one page: touching every 4 KiB page of a cached mapped file takes ≥ {MIN_PAGES} pages per fault"),
+        v,
+        format!("{:.2} pages per fault ({:.2}–{:.2}), {:.0} KiB per fault; {setting}", s.median, s.min, s.max, s.median * 4.0),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testing::{assert_first, rec_x};
-    use crate::verdict::Verdict;
 
     fn recs(faults: f64) -> Vec<LabRecord> {
         vec![

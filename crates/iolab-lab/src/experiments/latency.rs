@@ -3,14 +3,15 @@
 //! max), with polled completion (preadv2 RWF_HIPRI) where the device has
 //! poll queues.
 
-use crate::figure::{self, Axis, LineSeries, Pt};
+use crate::figure::{self, Axis, Figure, LineSeries, Pt};
 use crate::record::LabRecord;
 use crate::util::*;
 use crate::verdict::{over_range, Finding};
 use crate::{Analysis, Config, Ctx, Experiment};
 use iolab::engine::EngineKind;
-use iolab_bench::spec::{AccessPattern, CacheMode, StopRule};
+use iolab_bench::spec::{AccessPattern, CacheMode};
 use iolab_bench::stats::Stats;
+use std::collections::BTreeMap;
 
 /// The experiment.
 pub struct Latency;
@@ -71,10 +72,7 @@ impl Experiment for Latency {
                 s.direct = align.is_some();
                 s.cache = CacheMode::Cold;
                 s.pattern = AccessPattern::Rand;
-                s.stop = StopRule {
-                    ops: Some((budget / bs).clamp(8, max_ops)),
-                    ..StopRule::default()
-                };
+                s.stop = stop_after_ops((budget / bs).clamp(8, max_ops));
                 v.push(bench(&[("engine", name.into()), ("bs", b(bs))], s, repeats));
                 bs *= 2;
             }
@@ -82,72 +80,91 @@ impl Experiment for Latency {
         v
     }
     fn analyse(&self, recs: &[LabRecord]) -> Analysis {
-        let mut series = Vec::new();
-        let mut rows = Vec::new();
         let groups = by(recs, "engine");
-        for (engine, g) in &groups {
-            let g = sorted(g.clone(), "bs");
-            let stats = ["min_ns", "mean_ns", "p99_ns", "p99_9_ns", "max_ns"];
-            let names = ["min", "mean", "p99", "p99.9", "max"];
-            for (k, n) in stats.iter().zip(names) {
-                if engine != "pread" && *k != "mean_ns" {
-                    continue;
-                }
-                series.push(LineSeries {
-                    name: format!("{engine} {n}"),
-                    pts: g.iter().map(|r| Pt::of(r.num("bs"), &st(r, k))).collect(),
-                });
-            }
-            for r in &g {
-                let mut row = vec![engine.clone(), hb(r, "bs")];
-                row.extend(stats.iter().map(|k| figure::ns(st(r, k).median)));
-                rows.push(row);
-            }
-        }
-        let fig = figure::lines(
-            "latency",
-            "Single random read latency by block size (O_DIRECT)",
-            Axis::bytes("block size (bytes)"),
-            Axis::new("latency (ns)", true, figure::ns),
-            &series,
-        );
         let pread = sorted(groups.get("pread").cloned().unwrap_or_default(), "bs");
-        let at = |bs: f64| {
-            pread
-                .iter()
-                .find(|r| r.num("bs") == bs)
-                .map(|r| st(r, "mean_ns"))
-        };
-        let smallest = pread.first().map(|r| st(r, "mean_ns"));
-        let ratio = |a: Option<Stats>, b: Option<Stats>| match (a, b) {
-            (Some(a), Some(b)) if b.min > 0.0 => {
-                (a.min / b.max, a.max / b.min, a.median / b.median)
-            }
-            _ => (f64::NAN, f64::NAN, f64::NAN),
-        };
-        let (lo, hi, med) = ratio(at(4096.0), smallest);
-        let f1 = Finding::new(
-            NAME,
-            format!("small blocks cost about the same: mean latency of 4 KiB reads ≤ {SMALL_FLAT} × that of the smallest block"),
-            over_range(lo, hi, |x| x <= SMALL_FLAT),
-            format!("ratio {med:.2} (range {lo:.2}–{hi:.2}), smallest block {}", pread.first().map(|r| hb(r, "bs")).unwrap_or("-".into())),
-        );
-        let (lo, hi, med) = ratio(at(32.0 * 1048576.0), at(4.0 * 1048576.0));
-        let f2 = Finding::new(
-            NAME,
-            format!("from 4 MiB on latency grows with size: mean latency at 32 MiB / at 4 MiB within {}–{} (8 × the bytes)", LINEAR.0, LINEAR.1),
-            over_range(lo, hi, |x| (LINEAR.0..=LINEAR.1).contains(&x)),
-            format!("ratio {med:.2} (range {lo:.2}–{hi:.2})"),
-        );
         Analysis {
-            figures: vec![fig],
+            figures: vec![latency_figure(&groups)],
             table: table(
                 &["engine", "block", "min", "mean", "p99", "p99.9", "max"],
-                &rows,
+                &rows(&groups),
             ),
-            findings: vec![f1, f2],
+            findings: findings(&pread),
         }
     }
+}
+
+/// The latency statistics each record carries, and their names in series.
+const STATS: [&str; 5] = ["min_ns", "mean_ns", "p99_ns", "p99_9_ns", "max_ns"];
+const STAT_NAMES: [&str; 5] = ["min", "mean", "p99", "p99.9", "max"];
+
+/// Latency by block size: every statistic for pread, the mean for the
+/// other engines.
+fn latency_figure(groups: &BTreeMap<String, Vec<&LabRecord>>) -> Figure {
+    let mut series = Vec::new();
+    for (engine, g) in groups {
+        let g = sorted(g.clone(), "bs");
+        for (k, n) in STATS.iter().zip(STAT_NAMES) {
+            if engine != "pread" && *k != "mean_ns" {
+                continue;
+            }
+            series.push(LineSeries {
+                name: format!("{engine} {n}"),
+                pts: g.iter().map(|r| Pt::of(r.num("bs"), &st(r, k))).collect(),
+            });
+        }
+    }
+    figure::lines(
+        "latency",
+        "Single random read latency by block size (O_DIRECT)",
+        Axis::bytes("block size (bytes)"),
+        Axis::new("latency (ns)", true, figure::ns),
+        &series,
+    )
+}
+
+/// One table row per engine and block size: the median of each statistic.
+fn rows(groups: &BTreeMap<String, Vec<&LabRecord>>) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for (engine, g) in groups {
+        for r in sorted(g.clone(), "bs") {
+            let mut row = vec![engine.clone(), hb(r, "bs")];
+            row.extend(STATS.iter().map(|k| figure::ns(st(r, k).median)));
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+/// The two claims on pread's mean latency (records sorted by block size):
+/// small blocks cost about the same, and from 4 MiB on latency grows with
+/// size.
+fn findings(pread: &[&LabRecord]) -> Vec<Finding> {
+    let at = |bs: f64| {
+        pread
+            .iter()
+            .find(|r| r.num("bs") == bs)
+            .map(|r| st(r, "mean_ns"))
+    };
+    let smallest = pread.first().map(|r| st(r, "mean_ns"));
+    let ratio = |a: Option<Stats>, b: Option<Stats>| match (a, b) {
+        (Some(a), Some(b)) if b.min > 0.0 => (a.min / b.max, a.max / b.min, a.median / b.median),
+        _ => (f64::NAN, f64::NAN, f64::NAN),
+    };
+    let (lo, hi, med) = ratio(at(4096.0), smallest);
+    let f1 = Finding::new(
+        NAME,
+        format!("small blocks cost about the same: mean latency of 4 KiB reads ≤ {SMALL_FLAT} × that of the smallest block"),
+        over_range(lo, hi, |x| x <= SMALL_FLAT),
+        format!("ratio {med:.2} (range {lo:.2}–{hi:.2}), smallest block {}", pread.first().map(|r| hb(r, "bs")).unwrap_or("-".into())),
+    );
+    let (lo, hi, med) = ratio(at(32.0 * 1048576.0), at(4.0 * 1048576.0));
+    let f2 = Finding::new(
+        NAME,
+        format!("from 4 MiB on latency grows with size: mean latency at 32 MiB / at 4 MiB within {}–{} (8 × the bytes)", LINEAR.0, LINEAR.1),
+        over_range(lo, hi, |x| (LINEAR.0..=LINEAR.1).contains(&x)),
+        format!("ratio {med:.2} (range {lo:.2}–{hi:.2})"),
+    );
+    vec![f1, f2]
 }
 
 #[cfg(test)]

@@ -3,13 +3,14 @@
 //! 1 to 32 threads: how throughput scales with threads.
 
 use crate::experiments::mt_tests::{test_name, test_spec, Sizes, TESTS};
-use crate::figure::{self, Axis, LineSeries, Pt};
+use crate::figure::{self, Axis, Figure, LineSeries, Pt};
 use crate::record::LabRecord;
 use crate::util::*;
-use crate::verdict::{over_range, Finding, Verdict};
+use crate::verdict::{over_range, Finding};
 use crate::{Analysis, Config, Ctx, Experiment, Measured};
 use iolab_bench::error::Result;
 use iolab_bench::stats::Stats;
+use std::collections::BTreeMap;
 
 /// The experiment.
 pub struct MtSuite;
@@ -106,68 +107,81 @@ impl Experiment for MtSuite {
             if g.is_empty() && by_ranks.is_empty() {
                 continue;
             }
-            let mut series = vec![LineSeries {
-                name: format!("{name}, threads"),
-                pts: g
-                    .iter()
-                    .map(|r| Pt::of(r.num("threads"), &r.stats()))
-                    .collect(),
-            }];
-            // Processes (MPI ranks, one thread each) on the same axes.
-            series.extend(crate::experiments::mt_ranks::series(&name, &by_ranks));
-            figures.push(figure::lines(
-                &format!("mt-suite-{}", name.replace(' ', "-")),
-                &format!("{name}: 512-byte blocks by threads"),
-                Axis::new("threads or ranks (count)", true, |v| format!("{v:.0}")),
-                Axis::new("throughput (MiB/s)", false, figure::num),
-                &series,
-            ));
-            let mut row = vec![name.clone()];
-            row.extend(
-                g.iter()
-                    .map(|r| format!("{} ({})", figure::num(r.stats().median), r.tag("threads"))),
-            );
-            row.extend(sorted(by_ranks, "ranks").iter().map(|r| {
-                format!(
-                    "{} ({} ranks)",
-                    figure::num(r.stats().median),
-                    r.tag("ranks")
-                )
-            }));
-            rows.push(row);
+            figures.push(test_figure(&name, &g, &by_ranks));
+            rows.push(test_row(&name, &g, by_ranks));
         }
-        let seq = groups.get("read shared seq").cloned().unwrap_or_default();
-        let (lo, hi, n1) = gain(&seq);
-        let f1 = Finding::new(
-            NAME,
-            format!("sequential reads of one shared file gain little from threads: best over 2–32 threads ≤ {SEQ_MAX_GAIN} × one thread"),
-            over_range(lo, hi, |x| x <= SEQ_MAX_GAIN),
-            n1,
-        );
-        let rw = groups
-            .get("write per-thread rand")
-            .cloned()
-            .unwrap_or_default();
-        let (lo, hi, n2) = gain(&rw);
-        let f2 = Finding::new(
-            NAME,
-            format!("random writes to one file per thread scale: best over 2–32 threads ≥ {RANDW_MIN_GAIN} × one thread"),
-            over_range(lo, hi, |x| x >= RANDW_MIN_GAIN),
-            n2,
-        );
-        let _ = Verdict::Inconclusive;
         Analysis {
             figures,
             table: table(&["test", "MiB/s (threads) …"], &rows),
-            findings: vec![f1, f2],
+            findings: findings(&groups),
         }
     }
+}
+
+/// One test's throughput by threads (records sorted by threads), and by
+/// processes (MPI ranks, one thread each) on the same axes.
+fn test_figure(name: &str, g: &[&LabRecord], by_ranks: &[&LabRecord]) -> Figure {
+    let mut series = vec![LineSeries {
+        name: format!("{name}, threads"),
+        pts: g
+            .iter()
+            .map(|r| Pt::of(r.num("threads"), &r.stats()))
+            .collect(),
+    }];
+    series.extend(crate::experiments::mt_ranks::series(name, by_ranks));
+    figure::lines(
+        &format!("mt-suite-{}", name.replace(' ', "-")),
+        &format!("{name}: 512-byte blocks by threads"),
+        Axis::new("threads or ranks (count)", true, |v| format!("{v:.0}")),
+        Axis::new("throughput (MiB/s)", false, figure::num),
+        &series,
+    )
+}
+
+/// One test's table row: its name, then throughput by threads, then by
+/// ranks.
+fn test_row(name: &str, g: &[&LabRecord], by_ranks: Vec<&LabRecord>) -> Vec<String> {
+    let mut row = vec![name.to_string()];
+    row.extend(
+        g.iter()
+            .map(|r| format!("{} ({})", figure::num(r.stats().median), r.tag("threads"))),
+    );
+    row.extend(sorted(by_ranks, "ranks").iter().map(|r| {
+        format!(
+            "{} ({} ranks)",
+            figure::num(r.stats().median),
+            r.tag("ranks")
+        )
+    }));
+    row
+}
+
+/// The two claims: sequential reads of one shared file gain little from
+/// threads; random writes to one file per thread scale.
+fn findings(groups: &BTreeMap<String, Vec<&LabRecord>>) -> Vec<Finding> {
+    let test = |name: &str| groups.get(name).cloned().unwrap_or_default();
+    let (lo, hi, n1) = gain(&test("read shared seq"));
+    let f1 = Finding::new(
+        NAME,
+        format!("sequential reads of one shared file gain little from threads: best over 2–32 threads ≤ {SEQ_MAX_GAIN} × one thread"),
+        over_range(lo, hi, |x| x <= SEQ_MAX_GAIN),
+        n1,
+    );
+    let (lo, hi, n2) = gain(&test("write per-thread rand"));
+    let f2 = Finding::new(
+        NAME,
+        format!("random writes to one file per thread scale: best over 2–32 threads ≥ {RANDW_MIN_GAIN} × one thread"),
+        over_range(lo, hi, |x| x >= RANDW_MIN_GAIN),
+        n2,
+    );
+    vec![f1, f2]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testing::{assert_all, rec};
+    use crate::verdict::Verdict;
 
     fn recs(seq2: f64, rw2: f64) -> Vec<LabRecord> {
         let mut v = Vec::new();

@@ -13,13 +13,15 @@
 //! ([`crate::squeeze`]) leaving [`LEAVE`] of memory so "more than memory"
 //! happens on a 24 GiB machine; mmap against buffered 4 KiB.
 
-use crate::figure::{self, Axis, LineSeries, Pt};
+use crate::figure::{self, Axis, Figure, LineSeries, Pt};
 use crate::record::LabRecord;
 use crate::util::*;
 use crate::verdict::{over_range, Finding, Verdict};
 use crate::{Analysis, Config, Ctx, Experiment, Work};
 use iolab::engine::EngineKind;
-use iolab_bench::spec::{AccessPattern, CacheMode, StopRule, WorkloadSpec};
+use iolab_bench::spec::{AccessPattern, CacheMode, WorkloadSpec};
+use std::collections::BTreeMap;
+use std::path::Path;
 
 /// The experiment.
 pub struct Readers;
@@ -64,6 +66,84 @@ fn crossover(pairs: &[(f64, f64, f64)]) -> f64 {
     f64::NAN
 }
 
+/// The fraction sweep: each technique reads a growing fraction of the
+/// file in random 4 KiB requests (each block at most once), cold.
+fn fraction_configs(ctx: &Ctx, file: &Path, size: u64, repeats: u32) -> Vec<Config> {
+    let fractions: Vec<f64> = ctx.pick(
+        vec![0.05, 0.5, 1.0],
+        vec![0.01, 0.02, 0.05, 0.1, 0.13, 0.2, 0.5, 1.0],
+        vec![0.005, 0.01, 0.02, 0.05, 0.1, 0.13, 0.2, 0.3, 0.5, 0.75, 1.0],
+    );
+    let blocks = size / 4096;
+    let mut v = Vec::new();
+    for t in ["mmap", "buffered 4 KiB", "io_uring depth 32"] {
+        for &f in &fractions {
+            let mut s = spec(file, size);
+            technique(&mut s, t);
+            s.pattern = AccessPattern::Shuffle;
+            s.cache = CacheMode::Cold;
+            s.stop = stop_after_ops(((blocks as f64 * f).round() as u64).max(1));
+            v.push(bench(
+                &[
+                    ("sweep", "fraction".into()),
+                    ("technique", t.into()),
+                    ("fraction", format!("{f}")),
+                ],
+                s,
+                repeats,
+            ));
+        }
+    }
+    v
+}
+
+/// The request-size sweep: each technique (and a buffered stream) reads
+/// the same amount of the file, cold, in requests of growing size.
+fn request_configs(ctx: &Ctx, file: &Path, size: u64, repeats: u32) -> Vec<Config> {
+    let reqs: Vec<u64> = ctx.pick(
+        vec![256, 64 * KIB],
+        vec![256, 4 * KIB, 64 * KIB, MIB, 16 * MIB],
+        vec![
+            256,
+            KIB,
+            4 * KIB,
+            16 * KIB,
+            64 * KIB,
+            256 * KIB,
+            MIB,
+            4 * MIB,
+            16 * MIB,
+            64 * MIB,
+        ],
+    );
+    let amount = size.min(ctx.pick(MIB, 64 * MIB, 256 * MIB));
+    let mut v = Vec::new();
+    for t in ["stream", "buffered 4 KiB", "mmap", "io_uring depth 32"] {
+        for &r in reqs.iter().filter(|&&r| r <= size) {
+            let mut s = spec(file, size);
+            technique(&mut s, t);
+            s.bs = r;
+            s.pattern = if t == "stream" {
+                AccessPattern::Seq
+            } else {
+                AccessPattern::Shuffle
+            };
+            s.cache = CacheMode::Cold;
+            s.stop = stop_after_bytes((amount / r).max(1) * r);
+            v.push(bench(
+                &[
+                    ("sweep", "request".into()),
+                    ("technique", t.into()),
+                    ("request", b(r)),
+                ],
+                s,
+                repeats,
+            ));
+        }
+    }
+    v
+}
+
 /// The reading-more-than-memory sweep: random 4 KiB reads (with
 /// replacement, so pages are re-read and the cache matters) for a fixed
 /// time over regions of one file, warm, with the balloon in place.
@@ -92,10 +172,7 @@ fn memory_configs(ctx: &Ctx) -> Vec<Config> {
             technique(&mut s, t);
             s.pattern = AccessPattern::Rand;
             s.cache = CacheMode::Warm;
-            s.stop = StopRule {
-                time_ns: Some(time),
-                ..StopRule::default()
-            };
+            s.stop = stop_after_ns(time);
             v.push(Config::new(
                 &[
                     ("sweep", "memory".into()),
@@ -139,19 +216,30 @@ fn in_out<'a>(g: &[&'a LabRecord]) -> (Option<&'a LabRecord>, Option<&'a LabReco
     (fit.copied(), out.copied())
 }
 
+/// Records grouped by their `technique` tag.
+type ByTechnique<'a> = BTreeMap<String, Vec<&'a LabRecord>>;
+
 /// Figure, table rows and findings of the memory sweep.
 fn memory_analysis(recs: &[LabRecord], out: &mut Analysis) {
-    let mem: Vec<&LabRecord> = recs.iter().filter(|r| r.tag("sweep") == "memory").collect();
-    if mem.is_empty() {
+    let mut tech = ByTechnique::new();
+    for r in recs.iter().filter(|r| r.tag("sweep") == "memory") {
+        tech.entry(r.tag("technique").to_string())
+            .or_default()
+            .push(r);
+    }
+    if tech.is_empty() {
         return;
     }
-    let tech: std::collections::BTreeMap<String, Vec<&LabRecord>> = {
-        let mut m: std::collections::BTreeMap<String, Vec<&LabRecord>> = Default::default();
-        for r in &mem {
-            m.entry(r.tag("technique").to_string()).or_default().push(r);
-        }
-        m
-    };
+    out.figures.push(memory_figure(&tech));
+    out.table
+        .push_str("\nReading more than memory (balloon in place):\n");
+    out.table.push_str(&memory_table(&tech));
+    out.findings.extend(memory_findings(&tech));
+}
+
+/// Throughput against the data size over the memory left, a line per
+/// technique.
+fn memory_figure(tech: &ByTechnique) -> Figure {
     let series: Vec<LineSeries> = tech
         .iter()
         .map(|(t, g)| {
@@ -167,7 +255,7 @@ fn memory_analysis(recs: &[LabRecord], out: &mut Analysis) {
             }
         })
         .collect();
-    out.figures.push(figure::lines(
+    figure::lines(
         "readers-memory",
         "Random 4 KiB reads, warm, data size against the memory left (balloon)",
         Axis::new("data read / memory left (ratio)", true, |v| {
@@ -175,9 +263,14 @@ fn memory_analysis(recs: &[LabRecord], out: &mut Analysis) {
         }),
         Axis::new("throughput (MiB/s)", true, figure::num),
         &series,
-    ));
+    )
+}
+
+/// A row per technique and data size: the memory left, how much was
+/// cached before, the throughput.
+fn memory_table(tech: &ByTechnique) -> String {
     let mut rows = Vec::new();
-    for (t, g) in &tech {
+    for (t, g) in tech {
         for r in sorted(g.clone(), "data") {
             rows.push(vec![
                 t.clone(),
@@ -188,12 +281,7 @@ fn memory_analysis(recs: &[LabRecord], out: &mut Analysis) {
             ]);
         }
     }
-    out.table.push_str(
-        "
-Reading more than memory (balloon in place):
-",
-    );
-    out.table.push_str(&table(
+    table(
         &[
             "technique",
             "data",
@@ -202,13 +290,12 @@ Reading more than memory (balloon in place):
             "throughput",
         ],
         &rows,
-    ));
-    out.findings.extend(memory_findings(&tech));
+    )
 }
 
 /// The two findings of the memory sweep: mmap's collapse once the data
 /// outgrows memory, and mmap against buffered 4 KiB reads out of memory.
-fn memory_findings(tech: &std::collections::BTreeMap<String, Vec<&LabRecord>>) -> [Finding; 2] {
+fn memory_findings(tech: &ByTechnique) -> [Finding; 2] {
     let get = |t: &str| in_out(tech.get(t).map(Vec::as_slice).unwrap_or(&[]));
     let (m_in, m_out) = get("mmap");
     let (b_in, b_out) = get("buffered 4 KiB");
@@ -291,78 +378,9 @@ impl Experiment for Readers {
     fn configs(&self, ctx: &Ctx) -> Vec<Config> {
         let size = size_for(ctx, ctx.pick(2 * MIB, 128 * MIB, 1024 * MIB));
         let file = ctx.data_file(size);
-        let fractions: Vec<f64> = ctx.pick(
-            vec![0.05, 0.5, 1.0],
-            vec![0.01, 0.02, 0.05, 0.1, 0.13, 0.2, 0.5, 1.0],
-            vec![0.005, 0.01, 0.02, 0.05, 0.1, 0.13, 0.2, 0.3, 0.5, 0.75, 1.0],
-        );
         let repeats = ctx.pick(1, 1, 3);
-        let blocks = size / 4096;
-        let mut v = Vec::new();
-        for t in ["mmap", "buffered 4 KiB", "io_uring depth 32"] {
-            for &f in &fractions {
-                let mut s = spec(&file, size);
-                technique(&mut s, t);
-                s.pattern = AccessPattern::Shuffle;
-                s.cache = CacheMode::Cold;
-                s.stop = StopRule {
-                    ops: Some(((blocks as f64 * f).round() as u64).max(1)),
-                    ..StopRule::default()
-                };
-                v.push(bench(
-                    &[
-                        ("sweep", "fraction".into()),
-                        ("technique", t.into()),
-                        ("fraction", format!("{f}")),
-                    ],
-                    s,
-                    repeats,
-                ));
-            }
-        }
-        let reqs: Vec<u64> = ctx.pick(
-            vec![256, 64 * KIB],
-            vec![256, 4 * KIB, 64 * KIB, MIB, 16 * MIB],
-            vec![
-                256,
-                KIB,
-                4 * KIB,
-                16 * KIB,
-                64 * KIB,
-                256 * KIB,
-                MIB,
-                4 * MIB,
-                16 * MIB,
-                64 * MIB,
-            ],
-        );
-        let amount = size.min(ctx.pick(MIB, 64 * MIB, 256 * MIB));
-        for t in ["stream", "buffered 4 KiB", "mmap", "io_uring depth 32"] {
-            for &r in reqs.iter().filter(|&&r| r <= size) {
-                let mut s = spec(&file, size);
-                technique(&mut s, t);
-                s.bs = r;
-                s.pattern = if t == "stream" {
-                    AccessPattern::Seq
-                } else {
-                    AccessPattern::Shuffle
-                };
-                s.cache = CacheMode::Cold;
-                s.stop = StopRule {
-                    bytes: Some((amount / r).max(1) * r),
-                    ..StopRule::default()
-                };
-                v.push(bench(
-                    &[
-                        ("sweep", "request".into()),
-                        ("technique", t.into()),
-                        ("request", b(r)),
-                    ],
-                    s,
-                    repeats,
-                ));
-            }
-        }
+        let mut v = fraction_configs(ctx, &file, size, repeats);
+        v.extend(request_configs(ctx, &file, size, repeats));
         v.extend(memory_configs(ctx));
         v
     }
@@ -413,11 +431,7 @@ impl Experiment for Readers {
 }
 
 /// One line per technique: throughput against the tag `x` (times `scale`).
-fn lines_by_technique(
-    tech: &std::collections::BTreeMap<String, Vec<&LabRecord>>,
-    x: &str,
-    scale: f64,
-) -> Vec<LineSeries> {
+fn lines_by_technique(tech: &ByTechnique, x: &str, scale: f64) -> Vec<LineSeries> {
     tech.iter()
         .map(|(t, g)| LineSeries {
             name: t.clone(),

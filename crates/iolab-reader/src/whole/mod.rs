@@ -16,8 +16,11 @@ use iolab::kernel::{hugebuf::HugeBuf, ring};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+mod into;
 mod parallel;
 pub mod profiled;
+
+pub use into::read_whole_into;
 
 /// How [`read_whole`] read the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,80 +107,119 @@ pub fn read_whole(path: &Path, f: &mut dyn FnMut(u64, &[u8])) -> Result<WholeSta
 /// chunk; `f` returning false stops the reading early.
 ///
 /// The pieces land in buffers backed by transparent huge pages
-/// (`sys::hugebuf`): O_DIRECT into 2 MiB pages ran about twice as
-/// fast as into 4 KiB pages on this VM (issue 9).
+/// (`kernel::hugebuf`): O_DIRECT into 2 MiB pages ran about twice as
+/// fast as into 4 KiB pages on a virtio disk whose queue takes 254 segments per request.
 pub fn read_whole_plan(
     path: &Path,
     plan: &Plan,
     f: &mut dyn FnMut(u64, &[u8]) -> bool,
 ) -> Result<WholeStats> {
     let len = file::length(path)?;
-    let align = file::dio_alignment(path).ok();
-    let warm = plan.direct != Some(true)
-        && cache::residency_sampled(path, len, 256)
-            .map(|r| r.fraction() >= 0.5)
-            .unwrap_or(false);
-    let direct = match plan.direct {
-        Some(d) => d && align.is_some(),
-        None => !warm && align.is_some(),
-    };
-    let unit = align.map_or(4096, |a| a.required.max(4096));
-    let (chunk, depth) = if warm {
-        // Cached: the copy is all the work; one small piece at a time.
-        (plan.warm_chunk.max(4096), 1)
-    } else {
-        (plan.chunk, plan.depth.max(1))
-    };
-    let chunk = chunk.max(unit).div_ceil(unit) * unit;
+    let shape = Shape::of(path, len, plan);
+    let (chunk, depth) = (shape.chunk, shape.depth);
     // Room for the warm copy's offset (under 64 B) past the huge page's start.
     let mut slots = HugeBuf::new(chunk * depth as usize + 64)?;
-    if warm {
+    if shape.warm {
         return read_cached_file(path, len, plan, slots.as_mut_slice(), chunk, f);
     }
     let force_pread = std::env::var_os(FORCE_PREAD_ENV).is_some_and(|v| v != "0");
     if !force_pread {
-        let fh = match file::open(
-            path,
-            OpenSpec {
-                direct,
-                write: false,
-            },
-        ) {
-            Ok(fh) => Some(fh),
-            // O_DIRECT refused by the file system: read it buffered instead.
-            Err(Error::Unsupported { .. }) if direct => None,
-            Err(e) => return Err(e),
-        };
-        let (fh, direct) = match fh {
-            Some(fh) => (fh, direct),
-            None => (file::open(path, OpenSpec::default())?, false),
-        };
-        match ring::stream_file(
-            &fh,
-            0,
-            len,
-            chunk,
-            depth,
-            slots.as_mut_slice(),
-            plan.ordered,
-            f,
-        ) {
-            Ok(bytes) => {
-                return Ok(WholeStats {
-                    bytes,
-                    engine: EngineKind::Uring,
-                    direct,
-                    threads: 1,
-                })
-            }
-            Err(ring::StreamError::Setup) => {}
-            Err(ring::StreamError::Read(off, e)) => {
-                return Err(Error::io(format!("read {} at {off}", path.display()), e))
-            }
+        let ring = read_by_ring(path, len, &shape, plan.ordered, slots.as_mut_slice(), f)?;
+        if let Some(stats) = ring {
+            return Ok(stats);
         }
     }
     // No io_uring here: plain preads into one slot, in file order.
     read_in_order(path, len, &mut slots.as_mut_slice()[..chunk], f)
+}
+
+/// How a file is read: from the page cache or not, O_DIRECT or not, and
+/// the pieces' size and number in flight.
+struct Shape {
+    /// Mostly in the page cache (and the plan allows reading it there).
+    warm: bool,
+    /// O_DIRECT (when the file system takes it).
+    direct: bool,
+    /// Piece size: a multiple of the O_DIRECT alignment, at least 4096.
+    chunk: usize,
+    /// Pieces in flight.
+    depth: u32,
+}
+
+impl Shape {
+    /// The shape `plan` gives `path` (of `len` bytes), from how much of it is
+    /// cached and the alignment O_DIRECT needs on its file system.
+    fn of(path: &Path, len: u64, plan: &Plan) -> Shape {
+        let align = file::dio_alignment(path).ok();
+        let warm = plan.direct != Some(true)
+            && cache::residency_sampled(path, len, 256)
+                .map(|r| r.fraction() >= 0.5)
+                .unwrap_or(false);
+        let direct = match plan.direct {
+            Some(d) => d && align.is_some(),
+            None => !warm && align.is_some(),
+        };
+        let unit = align.map_or(4096, |a| a.required.max(4096));
+        let (chunk, depth) = if warm {
+            // Cached: the copy is all the work; one small piece at a time.
+            (plan.warm_chunk.max(4096), 1)
+        } else {
+            (plan.chunk, plan.depth.max(1))
+        };
+        let chunk = chunk.max(unit).div_ceil(unit) * unit;
+        Shape {
+            warm,
+            direct,
+            chunk,
+            depth,
+        }
+    }
+}
+
+/// Reads the file through io_uring, `depth` pieces in flight; `None` when
+/// no ring can be set up here (the caller falls back to preads).
+fn read_by_ring(
+    path: &Path,
+    len: u64,
+    shape: &Shape,
+    ordered: bool,
+    slots: &mut [u8],
+    f: &mut dyn FnMut(u64, &[u8]) -> bool,
+) -> Result<Option<WholeStats>> {
+    let (fh, direct) = open_for_reading(path, shape.direct)?;
+    match ring::stream_file(&fh, 0, len, shape.chunk, shape.depth, slots, ordered, f) {
+        Ok(bytes) => Ok(Some(WholeStats {
+            bytes,
+            engine: EngineKind::Uring,
+            direct,
+            threads: 1,
+        })),
+        Err(ring::StreamError::Setup) => Ok(None),
+        Err(ring::StreamError::Read(off, e)) => {
+            Err(Error::io(format!("read {} at {off}", path.display()), e))
+        }
+    }
+}
+
+/// Opens `path` to read, O_DIRECT when `direct` and the file system takes
+/// it; says whether it is.
+fn open_for_reading(path: &Path, direct: bool) -> Result<(std::fs::File, bool)> {
+    let fh = match file::open(
+        path,
+        OpenSpec {
+            direct,
+            write: false,
+        },
+    ) {
+        Ok(fh) => Some(fh),
+        // O_DIRECT refused by the file system: read it buffered instead.
+        Err(Error::Unsupported { .. }) if direct => None,
+        Err(e) => return Err(e),
+    };
+    Ok(match fh {
+        Some(fh) => (fh, direct),
+        None => (file::open(path, OpenSpec::default())?, false),
+    })
 }
 
 /// A mostly cached file: the copy out of the page cache is all the work,

@@ -3,7 +3,7 @@
 //! O_DIRECT when cold) with the piece size and depth from the profile.
 
 use crate::profile::Profile;
-use crate::whole::{read_whole_plan, Plan, WholeStats};
+use crate::whole::{read_whole_into, read_whole_plan, Plan, WholeStats};
 use crate::{ReadError, Result};
 use std::path::Path;
 
@@ -57,7 +57,8 @@ pub fn read_whole_with(
 }
 
 /// Reads the whole file into `buf`, which must be at least as long as the
-/// file; returns the file's length.
+/// file; returns the file's length. The bytes land in `buf` itself (no
+/// buffer of ours in between; see [`read_whole_into`]).
 pub fn read_into(path: &Path, buf: &mut [u8]) -> Result<usize> {
     crate::check_kind(path)?;
     let len = iolab::file::length(path).map_err(|e| wrap(path, e))?;
@@ -68,18 +69,15 @@ pub fn read_into(path: &Path, buf: &mut [u8]) -> Result<usize> {
         });
     }
     let plan = plan_from(&crate::profile::process_profile(), false);
-    let mut got = 0usize;
-    read_whole_plan(path, &plan, &mut |off, b| {
-        let o = off as usize;
-        if o < buf.len() {
-            let n = b.len().min(buf.len() - o);
-            buf[o..o + n].copy_from_slice(&b[..n]);
-            got = got.max(o + n);
-        }
-        true
-    })
-    .map_err(|e| wrap(path, e))?;
-    Ok(got)
+    read_into_with(path, &plan, buf)
+}
+
+/// Reads `path` from its start into `buf` with `plan` until `buf` is full
+/// or the file ends, straight into `buf`; returns the bytes read.
+pub fn read_into_with(path: &Path, plan: &WholePlan, buf: &mut [u8]) -> Result<usize> {
+    crate::check_kind(path)?;
+    let stats = read_whole_into(path, plan, buf).map_err(|e| wrap(path, e))?;
+    Ok(stats.bytes as usize)
 }
 
 /// Reads the whole file into a new vector.

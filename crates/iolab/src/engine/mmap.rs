@@ -62,7 +62,7 @@ impl SyncIo for MmapIo {
         let start = (off as usize).min(map.len());
         let end = (start + buf.len()).min(map.len());
         let n = end - start;
-        // Copies go through the reading library's guarded copy (sys::guard):
+        // Copies go through the reading library's guarded copy (kernel::guard):
         // a page the file system cannot supply ends the copy early instead
         // of killing the process with SIGBUS.
         let guarded = crate::kernel::guard::available();

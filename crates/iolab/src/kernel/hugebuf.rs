@@ -47,6 +47,16 @@ impl AnonMap {
     /// pages of unadvised slack after the range, so it never merges with a
     /// neighbouring advised mapping and `/proc/self/smaps` reports it alone.
     pub fn thp(len: usize, huge: usize) -> io::Result<Self> {
+        let m = Self::thp_lazy(len, huge)?;
+        m.touch();
+        Ok(m)
+    }
+
+    /// As [`thp`](Self::thp), without faulting the pages in: each is
+    /// faulted (and zeroed) by what first writes it, so several threads
+    /// filling their own parts of a large buffer fault in parallel, and a
+    /// device's DMA into it needs no earlier pass over it.
+    pub fn thp_lazy(len: usize, huge: usize) -> io::Result<Self> {
         let len = len.max(1).div_ceil(huge) * huge;
         let map_len = len + huge + 4096;
         let base = mmap_anon(map_len, 0)?;
@@ -66,7 +76,6 @@ impl AnonMap {
         if r != 0 {
             return Err(io::Error::last_os_error());
         }
-        m.touch();
         Ok(m)
     }
 

@@ -23,6 +23,12 @@ pub fn raw_getuid() -> i64 {
     unsafe { libc::syscall(libc::SYS_getuid) as i64 }
 }
 
+/// The effective user id: whose permissions this process acts with.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid takes no arguments, touches no memory, cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 /// fstat of `fd`; returns the size the kernel reports.
 pub fn fstat_size(fd: RawFd) -> Result<i64> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();

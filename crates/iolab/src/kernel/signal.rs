@@ -1,8 +1,8 @@
 //! SIGINT/SIGTERM handling without a thread: a plain `sigaction` handler,
 //! installed without `SA_RESTART`, that only touches atomics (the only
-//! async-signal-safe thing a Rust handler may do) and `_exit`s on a second
-//! signal; and the watchdog that ends a run still blocked in the kernel a
-//! grace period after the first signal, also without a thread.
+//! async-signal-safe thing a Rust handler may do); and the watchdog that
+//! ends a run still blocked in the kernel a grace period after the first
+//! signal, also without a thread, removing the files the run made.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
@@ -16,10 +16,16 @@ extern "C" fn on_signal(sig: libc::c_int) {
         .compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst)
         .is_err()
     {
-        // A second signal: end the process now, with the status of the
-        // signal that ends it (128 + signal number, as a shell reports).
-        // SAFETY: _exit is async-signal-safe and never returns.
-        unsafe { libc::_exit(128 + sig) };
+        // A second signal while the first is handled. They often come in
+        // pairs (`timeout -s INT` signals the process and then its group;
+        // a double Ctrl-C): the run is already stopping, and with the
+        // watchdog armed it ends within the grace period whatever happens,
+        // so the second changes nothing. Without a watchdog, end now, but
+        // only after removing the files this run made.
+        if GRACE_S.load(Ordering::SeqCst) == 0 {
+            end_now();
+        }
+        return;
     }
     STOP.store(true, Ordering::SeqCst);
     start_grace();
@@ -59,7 +65,7 @@ fn handle(sig: libc::c_int, f: extern "C" fn(libc::c_int)) -> std::io::Result<()
 //
 // A thread that waits for the stop flag would make every iolab process
 // multi-threaded, and the kernel then takes a file reference on each
-// `read`/`pread` (issue 11 §4). Instead the first signal arms `alarm(2)`;
+// `read`/`pread`. Instead the first signal arms `alarm(2)`;
 // if the run is still going when SIGALRM arrives (a thread blocked in the
 // kernel never saw the flag), its handler removes the files this run made
 // and `_exit`s. Everything the handler touches is async-signal-safe: the
@@ -176,6 +182,12 @@ fn start_grace() {
 }
 
 extern "C" fn on_alarm(_sig: libc::c_int) {
+    end_now();
+}
+
+/// Removes the remembered files that are still the ones made, writes the
+/// armed message and exits with 128 + the first signal. Async-signal-safe.
+fn end_now() -> ! {
     // Newest first: the files in a directory before the directory.
     let mut last = u64::MAX;
     loop {
@@ -204,7 +216,7 @@ extern "C" fn on_alarm(_sig: libc::c_int) {
     }
     let first = FIRST.load(Ordering::SeqCst);
     // SAFETY: _exit is async-signal-safe and never returns.
-    unsafe { libc::_exit(if first == 0 { 130 } else { 128 + first }) };
+    unsafe { libc::_exit(if first == 0 { 130 } else { 128 + first }) }
 }
 
 /// Removes the slot's path if it is still the file that was remembered.

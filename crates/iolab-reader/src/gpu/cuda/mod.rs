@@ -1,0 +1,15 @@
+//! The CUDA edge: every call into the driver (loaded at run time through
+//! cudarc) and into libcufile, and the only `unsafe` of this crate. Each
+//! type here owns one driver object and releases it on drop, in an order
+//! that never frees memory a copy may still touch: streams are
+//! synchronised before the staging memory they copy from is unregistered,
+//! and an allocation outlives every lane that copies into it (they borrow it).
+
+pub mod cufile;
+mod driver;
+mod lane;
+mod memory;
+
+pub use driver::{device_count, Device};
+pub use lane::{CudaLane, DeviceTarget, PinnedBuf, Queue};
+pub use memory::DeviceBuffer;

@@ -1,0 +1,128 @@
+//! How a transfer runs: piece size, pieces in flight, threads, staging
+//! buffers, from the profile (`iolab tune`) or sane defaults.
+
+use super::technique::GpuTechnique;
+use crate::profile::Profile;
+
+/// The most threads the defaults start: a 16-core machine copied a cached
+/// file into a GPU at 22 GB/s with 4 threads and 38 GB/s with 16.
+pub const MAX_THREADS: usize = 16;
+
+/// Settings of one transfer. Start from [`GpuOptions::from_profile`] (or
+/// `default()`, the built-in profile's) and change what differs.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GpuOptions {
+    /// The technique; `None` lets the policy choose
+    /// ([`choose`](super::technique::choose)).
+    pub technique: Option<GpuTechnique>,
+    /// Bytes per read and per copy (rounded up to 4 KiB).
+    pub chunk: usize,
+    /// Pieces in flight on a file's io_uring ([`GpuTechnique::Ring`]).
+    pub depth: u32,
+    /// Threads: readers for [`GpuTechnique::Threads`] and
+    /// [`GpuTechnique::CuFile`], files read at once for
+    /// [`GpuTechnique::Ring`].
+    pub threads: usize,
+    /// Staging buffers per reading thread ([`GpuTechnique::Threads`]): one
+    /// being filled while the others' copies run.
+    pub slots: usize,
+    /// Page-lock the staging buffers (`cuMemHostRegister`); `false` copies
+    /// from pageable memory, slower, for comparison.
+    pub pinned: bool,
+    /// Read cold data with O_DIRECT (no second copy through the page
+    /// cache) when the file system allows it.
+    pub direct: bool,
+}
+
+impl GpuOptions {
+    /// The profile's settings: its GPU measurements when it has them, else
+    /// its whole-file piece size and depth, and one thread per CPU (up to
+    /// [`MAX_THREADS`]).
+    pub fn from_profile(p: &Profile) -> GpuOptions {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let (chunk, depth, threads, slots, pinned) = match p.gpu {
+            Some(g) => (g.chunk, g.depth, g.threads, g.slots, g.pinned),
+            None => (
+                // Copies to a GPU pay a fixed cost each: at least 4 MiB.
+                p.whole.block.max(4 << 20),
+                p.whole.depth,
+                cpus.min(MAX_THREADS),
+                3,
+                true,
+            ),
+        };
+        GpuOptions {
+            technique: None,
+            chunk: chunk.max(4096).div_ceil(4096) * 4096,
+            depth: depth.max(1),
+            threads: threads.max(1),
+            slots: slots.max(1),
+            pinned,
+            direct: p.whole.direct_cold,
+        }
+    }
+
+    /// These options with `technique` forced.
+    pub fn technique(mut self, t: GpuTechnique) -> Self {
+        self.technique = Some(t);
+        self
+    }
+
+    /// The piece size actually used: [`chunk`](Self::chunk) rounded up to
+    /// whole 4 KiB pages (never 0).
+    pub(crate) fn piece(&self) -> usize {
+        self.chunk.max(4096).div_ceil(4096) * 4096
+    }
+}
+
+impl Default for GpuOptions {
+    /// The built-in profile's settings.
+    fn default() -> Self {
+        GpuOptions::from_profile(&Profile::thesis_defaults())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::GpuChoice;
+
+    #[test]
+    fn a_profile_with_gpu_measurements_is_followed() {
+        let mut p = Profile::thesis_defaults();
+        p.gpu = Some(GpuChoice {
+            chunk: 16 << 20,
+            depth: 12,
+            threads: 6,
+            slots: 2,
+            pinned: false,
+        });
+        p.whole.direct_cold = false;
+        let o = GpuOptions::from_profile(&p);
+        assert_eq!(
+            (o.chunk, o.depth, o.threads, o.slots, o.pinned, o.direct),
+            (16 << 20, 12, 6, 2, false, false)
+        );
+    }
+
+    #[test]
+    fn without_them_the_whole_file_settings_and_the_cpus_decide() {
+        let mut p = Profile::thesis_defaults();
+        p.whole.block = 1 << 20;
+        p.whole.depth = 5;
+        let o = GpuOptions::from_profile(&p);
+        assert_eq!((o.chunk, o.depth, o.slots), (4 << 20, 5, 3));
+        assert!(o.pinned && o.direct && o.technique.is_none());
+        assert!((1..=MAX_THREADS).contains(&o.threads));
+        // Zeros and odd sizes from a hand-edited profile stay usable.
+        p.gpu = Some(GpuChoice {
+            chunk: 5000,
+            depth: 0,
+            threads: 0,
+            slots: 0,
+            pinned: true,
+        });
+        let o = GpuOptions::from_profile(&p);
+        assert_eq!((o.chunk, o.depth, o.threads, o.slots), (8192, 1, 1, 1));
+    }
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Every test, with its own set-up: the README's test command, and exactly
+# what CI runs (.ci/run calls this script).
+#   1. scripts/setup.sh installs what the tests need (Debian packages, the
+#      Python test environment) when it is missing;
+#   2. the Rust test suite, all crates (real files, io_uring, AIO, MPI);
+#   3. the layering of the crates (no file cycle, no upward edge);
+#   4. the rendered report: every figure and the HTML page.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+cargo test --workspace
+python3 scripts/import-graph.py --quiet
+bash scripts/check-report.sh
