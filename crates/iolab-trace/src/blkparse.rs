@@ -71,41 +71,7 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
         if ev.action != "C" || !ev.rwbs.contains('R') {
             continue;
         }
-        // A completed read: SECTOR + COUNT [ERR]
-        match ev.rest.as_slice() {
-            [sector, "+", count, ..] => {
-                let bad = |what: &str, v: &str| {
-                    TraceError::at(
-                        name,
-                        n,
-                        format!("{what} '{v}' is not a non-negative integer"),
-                    )
-                };
-                let sector: u64 = sector.parse().map_err(|_| bad("sector", sector))?;
-                let count: u64 = count.parse().map_err(|_| bad("sector count", count))?;
-                let err = ev.rest.get(3).copied().unwrap_or("[0]");
-                if err != "[0]" {
-                    b.skip("failed");
-                    continue;
-                }
-                let dev = format!("dev-{}-{}", ev.dev.0, ev.dev.1);
-                b.read(
-                    &dev,
-                    sector * 512,
-                    count * 512,
-                    TraceOp::Block,
-                    0,
-                    Some(ev.t_ns),
-                );
-            }
-            _ => {
-                return Err(TraceError::at(
-                    name,
-                    n,
-                    format!("'{l}': a completed read needs SECTOR + COUNT"),
-                ))
-            }
-        }
+        completed_read(&mut b, &ev, l, name, n)?;
     }
     let mut t = b.finish();
     // Block traces are relative to the trace start already; make the first 0.
@@ -115,6 +81,46 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
         }
     }
     Ok(t)
+}
+
+/// A completed read (`SECTOR + COUNT [ERR]`) added to the trace; a failed
+/// one is counted as skipped.
+fn completed_read(
+    b: &mut TraceBuilder,
+    ev: &Event,
+    l: &str,
+    name: &str,
+    n: usize,
+) -> Result<(), TraceError> {
+    let [sector, "+", count, ..] = ev.rest.as_slice() else {
+        return Err(TraceError::at(
+            name,
+            n,
+            format!("'{l}': a completed read needs SECTOR + COUNT"),
+        ));
+    };
+    let bad = |what: &str, v: &str| {
+        TraceError::at(
+            name,
+            n,
+            format!("{what} '{v}' is not a non-negative integer"),
+        )
+    };
+    let sector: u64 = sector.parse().map_err(|_| bad("sector", sector))?;
+    let count: u64 = count.parse().map_err(|_| bad("sector count", count))?;
+    if ev.rest.get(3).copied().unwrap_or("[0]") != "[0]" {
+        b.skip("failed");
+        return Ok(());
+    }
+    let (Some(offset), Some(len)) = (sector.checked_mul(512), count.checked_mul(512)) else {
+        return Err(TraceError::at(name, n, format!("'{l}': beyond 2^64 bytes")));
+    };
+    if offset.checked_add(len).is_none() {
+        return Err(TraceError::at(name, n, format!("'{l}': beyond 2^64 bytes")));
+    }
+    let dev = format!("dev-{}-{}", ev.dev.0, ev.dev.1);
+    b.read(&dev, offset, len, TraceOp::Block, 0, Some(ev.t_ns));
+    Ok(())
 }
 
 #[cfg(test)]
@@ -162,5 +168,8 @@ Total (sda):
         assert!(e.to_string().starts_with("b:2:"), "{e}");
         let e = parse("  8,0 1 1 0.1 0 C R 10 + 8 [0]\ngarbage here\n", "b").unwrap_err();
         assert!(e.to_string().starts_with("b:2:"), "{e}");
+        // A sector past 2^64 bytes is refused, not wrapped.
+        let e = parse("  8,0 1 1 0.1 0 C R 36028797018963968 + 8 [0]\n", "b").unwrap_err();
+        assert!(e.to_string().contains("beyond 2^64 bytes"), "{e}");
     }
 }

@@ -33,57 +33,68 @@ pub fn parse(text: &str, name: &str) -> Result<Trace, TraceError> {
             let line = e.position().map(|p| p.line() as usize).unwrap_or(0);
             TraceError::at(name, line, format!("{e}"))
         })?;
-        let line = rec.position().map(|p| p.line() as usize).unwrap_or(0);
-        let get = |k: usize| -> &str {
-            if col[k] == usize::MAX {
-                ""
-            } else {
-                rec.get(col[k]).unwrap_or("")
-            }
-        };
-        let file = get(0);
-        if file.is_empty() {
-            return Err(TraceError::at(name, line, "empty file name"));
-        }
-        let field = |k: usize| -> Result<Option<u64>, TraceError> {
-            let v = get(k);
-            if v.is_empty() {
-                return Ok(None);
-            }
-            num(v).map(Some).ok_or_else(|| {
-                TraceError::at(
-                    name,
-                    line,
-                    format!("{} '{v}' is not a non-negative integer", COLUMNS[k]),
-                )
-            })
-        };
-        let offset = field(1)?.ok_or_else(|| TraceError::at(name, line, "missing offset"))?;
-        let len = field(2)?.ok_or_else(|| TraceError::at(name, line, "missing len"))?;
-        offset
-            .checked_add(len)
-            .ok_or_else(|| TraceError::at(name, line, "offset + len is beyond 2^64 bytes"))?;
-        let thread = field(4)?.unwrap_or(0);
-        let t_ns = field(5)?;
-        let op = get(3);
-        if op == "mmap" {
-            b.map(file, offset, len, thread, t_ns);
-            continue;
-        }
-        let op = if op.is_empty() {
-            TraceOp::Unknown
-        } else {
-            TraceOp::from_name(op).ok_or_else(|| {
-                TraceError::at(
-                    name,
-                    line,
-                    format!("op '{op}' is not one of read, pread64, readv, preadv, preadv2, copy_file_range, sendfile, block, mmap"),
-                )
-            })?
-        };
-        b.read(file, offset, len, op, thread, t_ns);
+        row(&mut b, &rec, &col, name)?;
     }
     Ok(b.finish())
+}
+
+/// One record: a read (or a mapping) added to the trace.
+fn row(
+    b: &mut TraceBuilder,
+    rec: &::csv::StringRecord,
+    col: &[usize; 6],
+    name: &str,
+) -> Result<(), TraceError> {
+    let line = rec.position().map(|p| p.line() as usize).unwrap_or(0);
+    let get = |k: usize| -> &str {
+        if col[k] == usize::MAX {
+            ""
+        } else {
+            rec.get(col[k]).unwrap_or("")
+        }
+    };
+    let file = get(0);
+    if file.is_empty() {
+        return Err(TraceError::at(name, line, "empty file name"));
+    }
+    let field = |k: usize| -> Result<Option<u64>, TraceError> {
+        let v = get(k);
+        if v.is_empty() {
+            return Ok(None);
+        }
+        num(v).map(Some).ok_or_else(|| {
+            TraceError::at(
+                name,
+                line,
+                format!("{} '{v}' is not a non-negative integer", COLUMNS[k]),
+            )
+        })
+    };
+    let offset = field(1)?.ok_or_else(|| TraceError::at(name, line, "missing offset"))?;
+    let len = field(2)?.ok_or_else(|| TraceError::at(name, line, "missing len"))?;
+    offset
+        .checked_add(len)
+        .ok_or_else(|| TraceError::at(name, line, "offset + len is beyond 2^64 bytes"))?;
+    let thread = field(4)?.unwrap_or(0);
+    let t_ns = field(5)?;
+    let op = get(3);
+    if op == "mmap" {
+        b.map(file, offset, len, thread, t_ns);
+        return Ok(());
+    }
+    let op = if op.is_empty() {
+        TraceOp::Unknown
+    } else {
+        TraceOp::from_name(op).ok_or_else(|| {
+            TraceError::at(
+                name,
+                line,
+                format!("op '{op}' is not one of read, pread64, readv, preadv, preadv2, copy_file_range, sendfile, block, mmap"),
+            )
+        })?
+    };
+    b.read(file, offset, len, op, thread, t_ns);
+    Ok(())
 }
 
 /// Where each of [`COLUMNS`] sits in the header (usize::MAX: absent);

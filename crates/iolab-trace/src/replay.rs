@@ -233,23 +233,7 @@ pub fn run(
         start: Instant::now(),
         t_first,
     };
-    let results: Vec<ThreadResult> = std::thread::scope(|s| {
-        let handles: Vec<_> = plan
-            .threads
-            .iter()
-            .map(|reads| {
-                let sh = &sh;
-                s.spawn(move || replay_thread(reads, sh))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(TraceError::Failed("a replay thread panicked".into())))
-            })
-            .collect()
-    });
+    let results = replay_threads(plan, &sh);
     let wall_ns = sh.start.elapsed().as_nanos() as u64;
     let usage = Usage::now().since(&u0);
     let mut latency = new_histogram();
@@ -268,6 +252,25 @@ pub fn run(
         latency,
         usage,
         interrupted,
+    })
+}
+
+/// Each of the plan's threads replayed on a thread of its own; a thread
+/// that panicked is a failed replay.
+fn replay_threads(plan: &Plan, sh: &Shared) -> Vec<ThreadResult> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = plan
+            .threads
+            .iter()
+            .map(|reads| s.spawn(move || replay_thread(reads, sh)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(TraceError::Failed("a replay thread panicked".into())))
+            })
+            .collect()
     })
 }
 

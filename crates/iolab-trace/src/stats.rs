@@ -181,71 +181,84 @@ fn per_file(
     (out, working_set)
 }
 
+/// One pass over the reads: per file, per thread, and the size histogram.
+struct Tally {
+    files: FileTally,
+    threads: Vec<ThreadStats>,
+    sizes: BTreeMap<u64, u64>,
+    sequential: u64,
+}
+
+impl Tally {
+    fn of(t: &Trace) -> Tally {
+        let nf = t.files.len();
+        let mut f = FileTally {
+            reads: vec![0u64; nf],
+            bytes: vec![0u64; nf],
+            seq: vec![0u64; nf],
+            iv: vec![Vec::new(); nf],
+        };
+        let mut last_end: HashMap<(u64, u32), u64> = HashMap::new();
+        let mut th: Vec<ThreadStats> = Vec::new();
+        let mut th_index: HashMap<u64, usize> = HashMap::new();
+        let mut th_seq: Vec<u64> = Vec::new();
+        let mut sizes: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut sequential = 0u64;
+        for r in &t.reads {
+            let i = r.file as usize;
+            f.reads[i] += 1;
+            f.bytes[i] += r.len;
+            f.iv[i].push((r.offset, r.offset + r.len));
+            let prev = last_end.insert((r.thread, r.file), r.offset + r.len);
+            let is_seq = prev.unwrap_or(0) == r.offset;
+            let ti = *th_index.entry(r.thread).or_insert_with(|| {
+                th.push(ThreadStats {
+                    thread: r.thread,
+                    reads: 0,
+                    bytes: 0,
+                    sequential_fraction: 0.0,
+                });
+                th_seq.push(0);
+                th.len() - 1
+            });
+            th[ti].reads += 1;
+            th[ti].bytes += r.len;
+            if is_seq {
+                f.seq[i] += 1;
+                th_seq[ti] += 1;
+                sequential += 1;
+            }
+            *sizes.entry(r.len.next_power_of_two()).or_default() += 1;
+        }
+        for (i, s) in th.iter_mut().enumerate() {
+            s.sequential_fraction = frac(th_seq[i], s.reads);
+        }
+        Tally {
+            files: f,
+            threads: th,
+            sizes,
+            sequential,
+        }
+    }
+}
+
 /// Computes the statistics; `advise` says what each policy would choose for
 /// a file (given everything else about it).
 pub fn compute(t: &Trace, advise: &dyn Fn(&FileStats) -> Vec<Advice>) -> TraceStats {
-    let nf = t.files.len();
-    let mut reads = vec![0u64; nf];
-    let mut bytes = vec![0u64; nf];
-    let mut seq = vec![0u64; nf];
-    let mut iv: Vec<Vec<(u64, u64)>> = vec![Vec::new(); nf];
-    let mut last_end: HashMap<(u64, u32), u64> = HashMap::new();
-    let mut th: Vec<ThreadStats> = Vec::new();
-    let mut th_index: HashMap<u64, usize> = HashMap::new();
-    let mut th_seq: Vec<u64> = Vec::new();
-    let mut hist: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut seq_all = 0u64;
-    for r in &t.reads {
-        let f = r.file as usize;
-        reads[f] += 1;
-        bytes[f] += r.len;
-        iv[f].push((r.offset, r.offset + r.len));
-        let prev = last_end.insert((r.thread, r.file), r.offset + r.len);
-        let is_seq = prev.unwrap_or(0) == r.offset;
-        let ti = *th_index.entry(r.thread).or_insert_with(|| {
-            th.push(ThreadStats {
-                thread: r.thread,
-                reads: 0,
-                bytes: 0,
-                sequential_fraction: 0.0,
-            });
-            th_seq.push(0);
-            th.len() - 1
-        });
-        th[ti].reads += 1;
-        th[ti].bytes += r.len;
-        if is_seq {
-            seq[f] += 1;
-            th_seq[ti] += 1;
-            seq_all += 1;
-        }
-        *hist.entry(r.len.next_power_of_two()).or_default() += 1;
-    }
-    for (i, s) in th.iter_mut().enumerate() {
-        s.sequential_fraction = frac(th_seq[i], s.reads);
-    }
-    let total: u64 = bytes.iter().sum();
-    let (per_file, working_set) = per_file(
-        t,
-        FileTally {
-            reads,
-            bytes,
-            seq,
-            iv,
-        },
-        advise,
-    );
+    let tally = Tally::of(t);
+    let total: u64 = tally.files.bytes.iter().sum();
+    let (per_file, working_set) = per_file(t, tally.files, advise);
     let (mem_total, mem_available) = meminfo();
     let times: Vec<u64> = t.reads.iter().filter_map(|r| r.t_ns).collect();
     TraceStats {
         format: t.format,
-        files: nf,
+        files: t.files.len(),
         reads: t.reads.len() as u64,
         bytes: total,
         mappings: t.mappings.len() as u64,
         mapped_bytes: t.mappings.iter().map(|m| m.len).sum(),
-        size_histogram: hist.into_iter().collect(),
-        sequential_fraction: frac(seq_all, t.reads.len() as u64),
+        size_histogram: tally.sizes.into_iter().collect(),
+        sequential_fraction: frac(tally.sequential, t.reads.len() as u64),
         reread_fraction: if total == 0 {
             0.0
         } else {
@@ -260,7 +273,7 @@ pub fn compute(t: &Trace, advise: &dyn Fn(&FileStats) -> Vec<Advice>) -> TraceSt
         },
         skipped: t.skipped.clone(),
         per_file,
-        per_thread: th,
+        per_thread: tally.threads,
     }
 }
 

@@ -33,6 +33,34 @@ pub(super) struct Plan {
     pub budget: Option<u64>,
 }
 
+/// Worker `t`'s files, each with its offsets over blocks `first` ..
+/// `first + count` and a seed of its own.
+fn plan_files(
+    spec: &WorkloadSpec,
+    prep: &Prepared,
+    t: u64,
+    first: u64,
+    count: u64,
+) -> Vec<PlanFile> {
+    spec.files_of(t as u32)
+        .enumerate()
+        .map(|(k, idx)| {
+            let seed = spec.seed
+                ^ (t + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93)
+                ^ (k as u64).wrapping_mul(0x9FB2_1C65_1E98_DF25);
+            PlanFile {
+                idx,
+                path: prep.files[idx].path.clone(),
+                gen: OffsetGen::new(spec.pattern, first, count, spec.bs, seed)
+                    .with_place(spec.place)
+                    .with_base(spec.offset),
+                pattern: prep.files[idx].pattern,
+                pass_seen: 0,
+            }
+        })
+        .collect()
+}
+
 /// Splits `spec` over its workers; `size` is the bytes of each file in use.
 pub(super) fn plans(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<Vec<Plan>> {
     let w = spec.workers() as u64;
@@ -67,24 +95,7 @@ pub(super) fn plans(spec: &WorkloadSpec, prep: &Prepared, size: u64) -> Result<V
                 blocks, spec.bs
             )));
         }
-        let files: Vec<PlanFile> = spec
-            .files_of(t as u32)
-            .enumerate()
-            .map(|(k, idx)| {
-                let seed = spec.seed
-                    ^ (t + 1).wrapping_mul(0xD6E8_FEB8_6659_FD93)
-                    ^ (k as u64).wrapping_mul(0x9FB2_1C65_1E98_DF25);
-                PlanFile {
-                    idx,
-                    path: prep.files[idx].path.clone(),
-                    gen: OffsetGen::new(spec.pattern, first, count, spec.bs, seed)
-                        .with_place(spec.place)
-                        .with_base(spec.offset),
-                    pattern: prep.files[idx].pattern,
-                    pass_seen: 0,
-                }
-            })
-            .collect();
+        let files = plan_files(spec, prep, t, first, count);
         let budget = if one_pass && !spec.pattern.with_replacement() && !spec.file_per_thread {
             // One pass: each worker exactly its own slice of each file
             // (with a stride, the blocks of it that the stride visits).

@@ -505,7 +505,12 @@ pub(super) fn queue(
     engine: EngineKind,
     notes: &mut Vec<String>,
 ) -> Result<Queue, FioJobError> {
-    let mut qd = g.int("iodepth")?.unwrap_or(1).clamp(1, 65536) as u32;
+    // fio's minimum is 1; iolab's rings hold at most 65536 entries.
+    let qd = g.int("iodepth")?.unwrap_or(1);
+    if !(1..=65536).contains(&qd) {
+        return Err(g.refuse("iodepth", "must be 1..=65536"));
+    }
+    let mut qd = qd as u32;
     if engine.is_sync() && qd > 1 {
         notes.push(format!(
             "iodepth={qd} with the synchronous engine {}: one I/O in flight, as fio does",

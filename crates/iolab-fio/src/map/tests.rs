@@ -395,6 +395,7 @@ fn every_refusal_names_file_line_and_option() {
         ("[a]\nfilename=/x\nsize=1m\nsync=maybe\n", "j.fio:4: sync=maybe: one of 0, 1 (sync), dsync"),
         ("[a]\nfilename=/x\nsize=1m\nlatency_target=10ms\n", "j.fio:4: latency_target=10ms: needs latency_window="),
         ("[a]\nnumjobs=0\n", "j.fio:2: numjobs=0: must be 1..=4096"),
+        ("[a]\nfilename=/x\nsize=1m\niodepth=0\n", "j.fio:4: iodepth=0: must be 1..=65536"),
         ("[a]\nioengine=null\nrw=randread\n", "j.fio:1: job 'a': ioengine=null needs size="),
         ("[a]\nfilename=/nonexistent/iolab/x\nsize=10%\n", "j.fio:3: size=10%: a percentage of a file that does not exist"),
         ("[a]\nfilename=/x\nsize=1m\nioengine=mmap\nrw=write\n", "j.fio:1: job 'a': --op write: engine mmap only reads"),
