@@ -4,9 +4,10 @@
 //! EAGAIN are resubmitted for the remainder. Options: registered files,
 //! fixed (registered) buffers, SQPOLL, IOPOLL.
 //!
-//! The ring is set up single-issuer with deferred task work where the kernel
-//! has it (6.1+): each worker owns its ring, and completions then run in the
-//! worker's own context at reap time instead of interrupting it.
+//! The ring is set up as t/io_uring sets up its own: single-issuer with
+//! deferred and cooperative task work where the kernel has them (6.1+),
+//! each worker owning its ring, so completions run in the worker's own
+//! context at reap time instead of interrupting it.
 //!
 //! With SQPOLL the engine follows fio's io_uring engine (compared against
 //! engines/io_uring.c) where that pays: the files are always registered
@@ -154,12 +155,12 @@ fn setup_ring(u: &super::UringOpts, qd: u32) -> Result<IoUring> {
             // As fio's own peak tool sets up its rings: no SQ index
             // array (6.6+), and for rings the worker drives itself, one
             // issuer whose completions run when it reaps (6.1+).
-            b.setup_no_sqarray();
-            if u.sqpoll {
-                // fio's flags for an SQPOLL ring (DEFER_TASKRUN is
-                // refused with SQPOLL): no interrupting task work.
-                b.setup_coop_taskrun();
-            } else {
+            // No interrupting task work (COOP_TASKRUN), as fio sets it for
+            // every ring; with DEFER_TASKRUN it only matters for the task
+            // work the kernel does not defer.
+            b.setup_no_sqarray().setup_coop_taskrun();
+            if !u.sqpoll {
+                // DEFER_TASKRUN is refused with SQPOLL.
                 b.setup_single_issuer().setup_defer_taskrun();
             }
         }
