@@ -225,6 +225,25 @@ fn register(
     Ok(())
 }
 
+/// One idle [`Live`] per buffer slot of `pool`, with the slot's address.
+fn idle_slots(pool: &mut BufPool) -> Vec<Live> {
+    (0..pool.count())
+        .map(|i| Live {
+            op: Op {
+                tag: 0,
+                kind: OpKind::Read,
+                file: super::FileId(0),
+                offset: 0,
+                len: 0,
+                buf: crate::buf::BufId(i as u32),
+            },
+            addr: pool.slot_ptr(i) as u64,
+            moved: 0,
+            busy: false,
+        })
+        .collect()
+}
+
 impl Uring {
     /// Sets up the ring, registers what the options ask (and the ring's
     /// own descriptor), and probes that the opcodes exist.
@@ -260,21 +279,7 @@ impl Uring {
                 }
             })
             .collect();
-        let live: Vec<Live> = (0..pool.count())
-            .map(|i| Live {
-                op: Op {
-                    tag: 0,
-                    kind: OpKind::Read,
-                    file: super::FileId(0),
-                    offset: 0,
-                    len: 0,
-                    buf: crate::buf::BufId(i as u32),
-                },
-                addr: pool.slot_ptr(i) as u64,
-                moved: 0,
-                busy: false,
-            })
-            .collect();
+        let live = idle_slots(&mut pool);
         let shape = Shape::new(u.reg_files, u.fixed_bufs, u.nop);
         let mut eng = Uring {
             enter_fd: EnterFd::new(&ring),
