@@ -241,6 +241,8 @@ impl Tally {
 }
 
 impl<'a> Worker<'a> {
+    // Long on purpose: one struct literal, a field a line; what needs
+    // working out is in the constructors it calls.
     fn new(
         sh: &'a Shared,
         stop: &'a AtomicBool,

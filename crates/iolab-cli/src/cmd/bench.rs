@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+// Long on purpose: one check per flag that needs another flag or an
+// engine, each with its own message.
 fn check_flags(a: &BenchArgs) -> Result<()> {
     let uring_only = [
         ("--reg-files", a.reg_files),
@@ -165,6 +167,7 @@ fn stay_cold(mut s: WorkloadSpec, a: &BenchArgs) -> WorkloadSpec {
 
 /// What every configuration of the sweep shares: the flags that are not
 /// swept (the swept ones are filled in by [`specs`]).
+// Long on purpose: one struct literal, a field a line.
 fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
     let op = match a.op {
         OpArg::Read => OpMix::Read,
