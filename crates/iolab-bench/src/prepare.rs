@@ -66,7 +66,29 @@ pub fn validate(spec: &WorkloadSpec) -> Result<()> {
     validate_sizes(spec)?;
     validate_files(spec)?;
     validate_lat(spec)?;
-    validate_engine(spec)
+    validate_engine(spec)?;
+    validate_gpu_copy(spec)
+}
+
+/// `--mem cuda:N` copies what each read brought in: it needs reads that
+/// fill their buffers (the null engine's copy of an untouched buffer is
+/// the copy's cost alone, which is allowed).
+fn validate_gpu_copy(spec: &WorkloadSpec) -> Result<()> {
+    let Some(n) = spec.copy_to_gpu else {
+        return Ok(());
+    };
+    if spec.op.writes() {
+        return Err(usage(format!(
+            "--mem cuda:{n} copies each read into GPU memory; --op {} writes (use --op read)",
+            spec.op.name()
+        )));
+    }
+    if spec.engine_opts.mmap_touch {
+        return Err(usage(format!(
+            "--mem cuda:{n}: --mmap-touch brings no bytes into the buffers, so there is nothing to copy"
+        )));
+    }
+    Ok(())
 }
 
 /// `--lat off|sampled` against what needs every op's latency: a per-I/O

@@ -15,6 +15,17 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// What latency means in every record and table.
 pub const LATENCY_DEFINITION: &str = "latency = from the runner handing an op to the engine until the runner sees its completion (fio clat for synchronous engines, fio lat for asynchronous ones)";
 
+/// What the latency of `spec`'s ops covers: [`LATENCY_DEFINITION`], and
+/// with `copy_to_gpu` the copy of each read's bytes into GPU memory too.
+pub fn latency_definition(spec: &WorkloadSpec) -> String {
+    match spec.copy_to_gpu {
+        None => LATENCY_DEFINITION.to_string(),
+        Some(n) => format!(
+            "{LATENCY_DEFINITION}; a read's completion is seen only once its bytes were copied into the memory of GPU {n}, so its latency covers the read and the copy"
+        ),
+    }
+}
+
 /// One file's resident fraction before and after a run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FileResidency {
@@ -238,12 +249,12 @@ impl BenchRecord {
         BenchRecord {
             schema_version: SCHEMA_VERSION,
             label: spec.label(),
+            latency_definition: latency_definition(&spec),
             summary: RepeatSummary::of(&runs),
             spec,
             env,
             started_unix_ms,
             runs,
-            latency_definition: LATENCY_DEFINITION.to_string(),
             vs_fio: None,
         }
     }

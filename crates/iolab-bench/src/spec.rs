@@ -413,6 +413,12 @@ pub struct WorkloadSpec {
     /// them (`crate::placement`).
     #[serde(default)]
     pub placement: Placement,
+    /// File → GPU per op (`--mem cuda:N`): each completed read's bytes are
+    /// copied into the memory of GPU N before the op counts as done, so
+    /// its latency covers the read and the copy. None: the op ends when
+    /// the bytes are in host memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_to_gpu: Option<u32>,
     /// What else holds an I/O back (fio's thinktime, rate, iodepth_low,
     /// flow, latency_target).
     #[serde(default, skip_serializing_if = "crate::pacing::Pacing::is_none")]
@@ -490,6 +496,7 @@ impl Default for WorkloadSpec {
             noatime: false,
             cpus: None,
             placement: Placement::Irq,
+            copy_to_gpu: None,
             pacing: Default::default(),
             sizes: None,
             file_service: Default::default(),
@@ -587,7 +594,7 @@ impl WorkloadSpec {
     /// A compact label in the style of the Linux read-interfaces study:
     /// `P` pread, `U64B1` io_uring depth 64 batch 1, `M` fixed buffers, `F`
     /// registered files, `S` SQPOLL, `N` io_uring NOPs, `T2` two threads,
-    /// `D` O_DIRECT.
+    /// `D` O_DIRECT, `>G0` each read copied on to GPU 0.
     pub fn label(&self) -> String {
         let u = &self.engine_opts.uring;
         let mut s = match self.engine.desc().label {
@@ -627,6 +634,9 @@ impl WorkloadSpec {
         if self.direct {
             s.push('D');
         }
+        if let Some(n) = self.copy_to_gpu {
+            s.push_str(&format!(">G{n}"));
+        }
         s
     }
 }
@@ -663,6 +673,8 @@ mod tests {
         s.engine = EngineKind::Libaio;
         s.qd = 16;
         assert_eq!(s.label(), "A16B1");
+        s.copy_to_gpu = Some(1);
+        assert_eq!(s.label(), "A16B1>G1");
     }
 
     #[test]

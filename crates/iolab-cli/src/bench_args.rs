@@ -23,7 +23,7 @@ fn pattern(s: &str) -> Result<AccessPattern, String> {
 fn cache(s: &str) -> Result<CacheMode, String> {
     s.parse()
 }
-fn mem(s: &str) -> Result<iolab::mem::MemKind, String> {
+fn mem(s: &str) -> Result<crate::mem_arg::MemArg, String> {
     s.parse()
 }
 fn cpu_list(s: &str) -> Result<CpuPin, String> {
@@ -249,9 +249,11 @@ pub struct BenchArgs {
     pub pool_threads: Option<u32>,
     /// Buffer memory: thp (2 MiB-aligned, MADV_HUGEPAGE; default, chosen by
     /// measurement), malloc (ordinary pages), hugetlb (reserved huge pages,
-    /// /proc/sys/vm/nr_hugepages). fio's mem=.
+    /// /proc/sys/vm/nr_hugepages). fio's mem=. Or cuda[:N]: huge-page
+    /// buffers, and each read's bytes copied into GPU N's memory inside
+    /// the op (its latency covers the read and the copy).
     #[arg(long, default_value = "thp", value_parser = mem)]
-    pub mem: iolab::mem::MemKind,
+    pub mem: crate::mem_arg::MemArg,
     /// Bytes past a cache line where each buffer starts (0-63 with
     /// buffered I/O; default 16, chosen by measurement: the kernel's copy
     /// into a 64-byte-aligned buffer ran 10 % slower here; must be 0 with

@@ -17,10 +17,12 @@ mod export;
 mod fuzz_corpus;
 #[cfg(test)]
 mod fuzz_tests;
+mod gpu_bench;
 mod lab_files;
 mod lab_progress;
 mod lab_ranks;
 mod limits;
+mod mem_arg;
 mod parse;
 mod progress;
 #[cfg(test)]
@@ -28,7 +30,9 @@ mod prop_tests;
 mod ranks;
 mod session;
 mod sweep;
+mod to_gpu;
 mod trace_io;
+mod tune_gpu;
 mod vs;
 mod waker;
 mod work_dir;

@@ -62,6 +62,7 @@ pub fn execute(
         let live = |s: &IntervalSample| say(&pb2, export::table::interval_line(s));
         let m = Measure {
             on_interval: if ses.live { Some(&live) } else { None },
+            engines: crate::gpu_bench::engines(&spec),
             ..Measure::new(ses.stop, ses.repeat)
         };
         let mut shown = Shown {

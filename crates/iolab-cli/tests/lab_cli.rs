@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_iolab");
 
-const EXPERIMENTS: [&str; 11] = [
+const EXPERIMENTS: [&str; 12] = [
     "blocksize",
     "syscalls",
     "threads",
@@ -25,6 +25,7 @@ const EXPERIMENTS: [&str; 11] = [
     "reasonable",
     "replay",
     "sys",
+    "to-gpu",
 ];
 
 fn records(p: &Path) -> Vec<Value> {

@@ -37,6 +37,16 @@ fn quick_tune_writes_a_profile_that_cat_then_uses() {
     let o = iolab(&words("tune --quick --dir data --out prof.json"), p);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
+    // Without a GPU the host → device part is skipped in one line.
+    if !std::path::Path::new("/dev/nvidia0").exists() {
+        let e = stderr(&o);
+        let said: Vec<&str> = e.lines().filter(|l| l.contains("host → device")).collect();
+        assert_eq!(said.len(), 1, "{e}");
+        assert!(
+            said[0].starts_with("tune: host → device not measured: no NVIDIA"),
+            "{e}"
+        );
+    }
     assert!(out.contains("Pareto front"), "{out}");
     assert!(out.contains("Recommendations:"), "{out}");
     // The profile says what it was measured on and what to do.
@@ -44,6 +54,13 @@ fn quick_tune_writes_a_profile_that_cat_then_uses() {
         serde_json::from_slice(&std::fs::read(p.join("prof.json")).unwrap()).unwrap();
     for key in ["machine", "device", "measurements", "recommendations"] {
         assert!(!v[key].is_null(), "no {key} in {v}");
+    }
+    if !std::path::Path::new("/dev/nvidia0").exists() {
+        assert!(
+            v["gpu"].is_null(),
+            "a gpu section without a GPU: {}",
+            v["gpu"]
+        );
     }
     // Where the warm copy lands was measured (one of the two offsets), and said.
     let at = v["whole"]["warm_offset"].as_u64();

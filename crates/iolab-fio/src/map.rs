@@ -3,6 +3,7 @@
 //! naming the file, line and option. One step per family of options:
 //!
 //! - [`io`]: engine, direction, sizes, offsets' order, queue, caching;
+//! - [`gpu`]: `ioengine=libcufile`, each read copied into a GPU;
 //! - [`layout`]: files, offsets and sizes of the region;
 //! - [`pace`]: how long, rates, thinktime, flow, latency target;
 //! - [`data`]: buffer contents, verification, syncs;
@@ -13,6 +14,7 @@
 
 mod data;
 mod given;
+mod gpu;
 mod io;
 mod layout;
 mod pace;
@@ -122,6 +124,7 @@ fn map_job(job: &RawJob, at: Place) -> Result<FioJob, FioJobError> {
     let dir = io::direction(g, &mut notes)?;
     let queue = io::queue(g, engine, &mut notes)?;
     let (direct, cache) = io::caching(g, &mut notes)?;
+    let gpu = gpu::gpu(job, g, (at.jobnum, dir.op.writes(), direct), &mut notes)?;
     let files = layout::files(g, job, (at.jobnum, &dir, engine), &mut notes)?;
     let pattern = io::zoned_abs(g, files.region, dir.random)?.unwrap_or(dir.pattern);
     let run = pace::how_long(g, &files, &mut notes)?;
@@ -168,6 +171,7 @@ fn map_job(job: &RawJob, at: Place) -> Result<FioJob, FioJobError> {
         placement: iolab_bench::spec::Placement::Irq,
         log_ops: logs.any(),
         direct_logical: true,
+        copy_to_gpu: gpu,
         ..WorkloadSpec::default()
     };
     if let Err(e) = iolab_bench::prepare::validate(&spec) {

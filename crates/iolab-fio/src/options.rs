@@ -88,6 +88,8 @@ pub const MAPPED: &[&str] = &[
     "rwmixread",
     "rwmixwrite",
     "ioengine",
+    "gpu_dev_ids",
+    "cuda_io",
     "iodepth",
     "iodepth_low",
     "iodepth_batch",
@@ -296,7 +298,7 @@ fn reason(key: &str) -> &'static str {
         "profile" => "fio's built-in profiles are not supported",
         "nice" | "uid" | "gid" => "iolab runs with the priority and identity of the user who starts it",
         "write_hint" | "atomic" => "iolab sets no write hints and issues no atomic writes",
-        "gpu_dev_id" => "iolab's fio jobs use host memory (GPU buffers are iolab-reader's)",
+        "gpu_dev_id" => "it goes with mem=cudamalloc (GPUDirect RDMA with ioengine=rdma), which iolab does not run; libcufile's GPUs are gpu_dev_ids",
         _ => "not supported by iolab",
     }
 }
@@ -365,8 +367,11 @@ pub fn limits(name: &str) -> Option<&'static str> {
         "filename_format" => "STEM.$jobnum, or STEM.$jobnum.$filenum with nrfiles",
         "verify" => "iolab checks every byte read against its pattern (a pure function of seed and offset), whichever checksum is named",
         "unified_rw_reporting" => "none (0) only: reads and writes reported apart",
-        "mem" => "malloc, shm, mmap (shared memory and mmap'd memory are iolab's malloc), mmaphuge and shmhuge (huge pages)",
+        "mem" => "malloc, shm, mmap (shared memory and mmap'd memory are iolab's malloc), mmaphuge and shmhuge (huge pages); not cudamalloc (GPUDirect RDMA, ioengine=rdma)",
         "fallocate" => "files iolab lays out are written in full: every mode behaves as native",
+        "ioengine" => "iolab's engines, and libcufile (reads copied into a GPU)",
+        "cuda_io" => "posix and cufile (with direct=1), both run as pread, then a copy into the GPU inside the op (no GPUDirect Storage); reads only",
+        "gpu_dev_ids" => "GPU numbers separated by ':', handed out round robin over a job's clones",
         _ => return None,
     })
 }

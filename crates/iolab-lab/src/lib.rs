@@ -43,6 +43,7 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &experiments::reasonable::Reasonable,
         &experiments::replay::Replay,
         &experiments::sys::Sys,
+        &experiments::to_gpu::ToGpu,
     ]
 }
 

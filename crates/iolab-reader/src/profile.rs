@@ -117,6 +117,24 @@ pub struct GpuChoice {
     pub slots: usize,
     /// Page-locked staging buffers beat pageable ones.
     pub pinned: bool,
+    /// What was measured to choose them (absent in a hand-written section).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<GpuRates>,
+}
+
+/// The host → device rates `iolab tune` measured, GB/s (10^9 bytes/s).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GpuRates {
+    /// The GPU measured (its number).
+    pub device: usize,
+    /// One large copy from page-locked host memory.
+    pub pinned_copy: f64,
+    /// One large copy from ordinary (pageable) host memory.
+    pub pageable_copy: f64,
+    /// A file not in the page cache into GPU memory, with this choice.
+    pub cold: f64,
+    /// A file in the page cache into GPU memory, with this choice.
+    pub warm: f64,
 }
 
 /// Thresholds and choices for [`Technique::Auto`](super::Technique::Auto).

@@ -42,6 +42,15 @@ impl EngineFactory for RealEngines {
         _worker: u32,
         cfg: EngineConfig,
     ) -> iolab::Result<Box<dyn Engine>> {
+        // The per-op copy into GPU memory is the caller's factory's work
+        // (the benchmark has no GPU code): never measure without it.
+        if let Some(n) = spec.copy_to_gpu {
+            return Err(iolab::Error::Unsupported {
+                feature: format!("--mem cuda:{n}"),
+                why: "this measurement has no copy into GPU memory (only `iolab bench` makes one)"
+                    .into(),
+            });
+        }
         engine::build(spec.engine, cfg)
     }
 }

@@ -15,8 +15,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-// Long on purpose: one check per flag that needs another flag or an
-// engine, each with its own message.
+/// Every combination of flags that cannot run, refused in one line each
+/// before anything is made.
+// Long on purpose: one flat list of independent checks, each a few lines,
+// read best in the order the flags appear in --help.
 fn check_flags(a: &BenchArgs) -> Result<()> {
     let uring_only = [
         ("--reg-files", a.reg_files),
@@ -81,6 +83,7 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
             .map_err(|e| super::usage(format!("--cpus {}: {e}", p.list())))?;
     }
     crate::limits::check_bench(a)?;
+    crate::gpu_bench::check(a)?;
     if a.time.is_some_and(|t| t.is_zero()) {
         return Err(super::usage(
             "--time 0: give a positive duration (e.g. 10s)",
@@ -167,7 +170,8 @@ fn stay_cold(mut s: WorkloadSpec, a: &BenchArgs) -> WorkloadSpec {
 
 /// What every configuration of the sweep shares: the flags that are not
 /// swept (the swept ones are filled in by [`specs`]).
-// Long on purpose: one struct literal, a field a line.
+// Long on purpose: the spec and its engine options are two struct
+// literals, one field a line.
 fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
     let op = match a.op {
         OpArg::Read => OpMix::Read,
@@ -181,7 +185,7 @@ fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
         mmap_touch: a.mmap_touch,
         access: Default::default(),
         pool_threads: a.pool_threads.unwrap_or(0),
-        mem: a.mem,
+        mem: a.mem.host,
         buf_offset: a.buf_offset,
         uring: UringOpts {
             // SQPOLL always registers the files (as fio does): say so in the record.
@@ -235,6 +239,7 @@ fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
         placement: a.placement,
         lat: a.lat,
         noatime: a.noatime,
+        copy_to_gpu: a.mem.gpu,
         ..WorkloadSpec::default()
     }
 }

@@ -41,6 +41,8 @@ pub struct CatArgs {
     /// Say on stderr how each file was read.
     #[arg(short, long)]
     pub verbose: bool,
+    #[command(flatten)]
+    pub gpu: crate::to_gpu::GpuCatArgs,
 }
 
 /// Arguments of `iolab fast`.
@@ -91,32 +93,15 @@ fn plan(a: &CatArgs, ordered: bool) -> Result<WholePlan> {
 
 /// Runs `iolab cat`.
 pub fn run(a: &CatArgs, stop: &AtomicBool) -> Result<i32> {
-    for f in &a.files {
-        check_input("cat", f)?;
+    if a.gpu.gpu.is_some() {
+        return into_gpu(a, stop);
     }
+    a.files.iter().try_for_each(|f| check_input("cat", f))?;
     if a.xor && a.output.is_some() {
         return Err(super::usage("cat: --xor prints to stdout; drop -o"));
     }
     if a.xor {
-        let plan = plan(a, false)?;
-        let mut out = String::new();
-        for f in &a.files {
-            let mut x = 0u32;
-            let t = Instant::now();
-            let st = iolab_reader::read_whole_with(f, &plan, &mut |_, b| {
-                x ^= iolab_reader::xor::xor32(b);
-                !stop.load(Ordering::Relaxed)
-            })
-            .with_context(|| format!("cat {}", f.display()))?;
-            report(a.verbose, f, &st, &plan, t);
-            if a.files.len() == 1 {
-                out.push_str(&format!("{x:#010x}\n"));
-            } else {
-                out.push_str(&format!("{x:#010x}  {}\n", f.display()));
-            }
-        }
-        crate::export::stdout(&out)?;
-        return Ok(0);
+        return xor_files(a, stop);
     }
     let mut target = match &a.output {
         Some(out) => Some(OutputTarget::check(
@@ -164,6 +149,41 @@ pub fn run(a: &CatArgs, stop: &AtomicBool) -> Result<i32> {
             produce(&mut |b| o.write_all(b).map_err(anyhow::Error::new))?;
         }
     }
+    Ok(0)
+}
+
+/// `iolab cat --gpu N`: the files into GPU memory (`crate::to_gpu`).
+fn into_gpu(a: &CatArgs, stop: &AtomicBool) -> Result<i32> {
+    let f = crate::to_gpu::CatFlags {
+        block: a.block,
+        depth: a.depth,
+        direct: &a.direct,
+        xor: a.xor,
+        output: a.output.is_some(),
+    };
+    crate::to_gpu::cat(&a.gpu, &a.files, f, stop)
+}
+
+/// `iolab cat --xor`: each file's XOR-32 of its bytes, printed.
+fn xor_files(a: &CatArgs, stop: &AtomicBool) -> Result<i32> {
+    let plan = plan(a, false)?;
+    let mut out = String::new();
+    for f in &a.files {
+        let mut x = 0u32;
+        let t = Instant::now();
+        let st = iolab_reader::read_whole_with(f, &plan, &mut |_, b| {
+            x ^= iolab_reader::xor::xor32(b);
+            !stop.load(Ordering::Relaxed)
+        })
+        .with_context(|| format!("cat {}", f.display()))?;
+        report(a.verbose, f, &st, &plan, t);
+        if a.files.len() == 1 {
+            out.push_str(&format!("{x:#010x}\n"));
+        } else {
+            out.push_str(&format!("{x:#010x}  {}\n", f.display()));
+        }
+    }
+    crate::export::stdout(&out)?;
     Ok(0)
 }
 

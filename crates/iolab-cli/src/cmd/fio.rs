@@ -223,8 +223,31 @@ pub fn run(a: &FioArgs, stop: &AtomicBool) -> Result<i32> {
     run_jobs(&c, jobs(&c)?, stop)
 }
 
+/// Opens each GPU a job copies its reads into (`ioengine=libcufile`) once,
+/// so a missing driver, GPU or GPU number is one line before anything runs.
+fn check_gpus(jobs: &[FioJob]) -> Result<()> {
+    let mut seen = Vec::new();
+    for j in jobs {
+        let Some(n) = j.spec.copy_to_gpu else {
+            continue;
+        };
+        if seen.contains(&n) {
+            continue;
+        }
+        seen.push(n);
+        crate::gpu_bench::open(n).map_err(|why| {
+            crate::error::usage(format!(
+                "{}: job '{}': ioengine=libcufile, GPU {n}: {why}",
+                j.loc, j.name
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 /// Runs the jobs and writes what fio writes.
 fn run_jobs(c: &Cli, jobs: Vec<FioJob>, stop: &AtomicBool) -> Result<i32> {
+    check_gpus(&jobs)?;
     // Every output checked before anything runs.
     let measured: Vec<PathBuf> = jobs
         .iter()

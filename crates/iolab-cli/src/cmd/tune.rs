@@ -27,11 +27,16 @@ pub struct TuneArgs {
     /// Replace OUT if it exists and is not an iolab profile.
     #[arg(long)]
     pub overwrite: bool,
+    /// The GPU whose host → device path is measured too. Without --gpu,
+    /// GPU 0 where there is one (else one line says why it was skipped);
+    /// with it, GPU N must open, or tune stops before measuring anything.
+    #[arg(long, value_name = "N")]
+    pub gpu: Option<u32>,
 }
 
-/// Runs `iolab tune`.
-pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
-    crate::work_dir::check("--dir", &a.dir)?;
+/// Where the profile goes, checked: our own earlier profile may be
+/// replaced; anything else needs --overwrite.
+fn profile_target(a: &TuneArgs) -> Result<(PathBuf, OutputTarget)> {
     let out = a.out.clone().unwrap_or_else(profile::default_path);
     if a.out.is_none() {
         if let Some(parent) = out.parent() {
@@ -39,10 +44,19 @@ pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
                 .with_context(|| format!("create {}", parent.display()))?;
         }
     }
-    // Our own earlier profile may be replaced; anything else needs --overwrite.
     let ours = iolab::file::read_bounded(&out, profile::PROFILE_MAX_BYTES, "profile")
         .is_ok_and(|b| Profile::from_json(&String::from_utf8_lossy(&b)).is_ok());
-    let mut target = OutputTarget::check("--out", &out, a.overwrite || ours, Mode::Replace, &[])?;
+    let target = OutputTarget::check("--out", &out, a.overwrite || ours, Mode::Replace, &[])?;
+    Ok((out, target))
+}
+
+/// Runs `iolab tune`.
+pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
+    crate::work_dir::check("--dir", &a.dir)?;
+    if let Some(n) = a.gpu {
+        crate::gpu_bench::open(n).map_err(|why| super::usage(format!("tune --gpu {n}: {why}")))?;
+    }
+    let (out, mut target) = profile_target(a)?;
     let len = tune::tune_file_len(a.quick);
     crate::work_dir::ensure("--dir", &a.dir)?;
     let free = iolab::file::free_space(&a.dir)?;
@@ -75,13 +89,19 @@ pub fn run(a: &TuneArgs, stop: &AtomicBool) -> Result<i32> {
             .ok(),
         Err(_) => None,
     };
+    let gpu = (res.is_ok())
+        .then(|| crate::tune_gpu::run(a.gpu.unwrap_or(0), &path, len, a.quick, stop))
+        .flatten();
     crate::cleanup::remove(&path);
     let ms = res?;
     let device = iolab::file::block_device_of(&a.dir).map(|d| d.name);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let p = tune::derive(&ms, offset, Machine::this(), device, now);
+    let p = Profile {
+        gpu,
+        ..tune::derive(&ms, offset, Machine::this(), device, now)
+    };
     let text = summary(&p);
     crate::export::stdout(&text)?;
     target.write_all_atomically(p.to_json().as_bytes())?;

@@ -139,6 +139,12 @@ pub fn detail(rec: &BenchRecord) -> String {
             count(r.ops as f64)
         );
     }
+    if let Some(n) = rec.spec.copy_to_gpu {
+        let _ = writeln!(
+            o,
+            "  latency covers   the read and the copy of its bytes into GPU {n} (an op ends once they are in GPU memory)"
+        );
+    }
     if let (Some(y), Some(e)) = (&r.sync_latency, rec.spec.sync_every) {
         let _ = writeln!(
             o,
@@ -300,6 +306,9 @@ pub fn sweep(recs: &[BenchRecord]) -> String {
         );
     }
     o.push_str(&label_legend());
+    if recs.iter().any(|r| r.spec.copy_to_gpu.is_some()) {
+        o.push_str("Labels ending >G N: an op's latency covers the read and the copy of its bytes into GPU N.\n");
+    }
     o
 }
 

@@ -18,6 +18,10 @@ fn engine_of(name: &str) -> Result<EngineKind, String> {
     if let Some(k) = EngineKind::of_fio(name) {
         return Ok(k);
     }
+    if name == super::gpu::LIBCUFILE {
+        // fio's synchronous engine: pread, then the copy (map/gpu.rs).
+        return Ok(EngineKind::Pread);
+    }
     if matches!(name, "vsync" | "pvsync") {
         return Err(format!(
             "'{name}' (readv/preadv of one buffer) is not an iolab engine; pvsync2 (preadv2) or psync (pread) are"
@@ -80,6 +84,7 @@ pub(super) fn engine_opts(g: &Given, engine: EngineKind) -> Result<EngineOpts, F
         opts.mem = match v.split(':').next().unwrap_or("").trim() {
             "malloc" | "shm" | "mmap" | "mmapshared" => MemKind::Malloc,
             "mmaphuge" | "shmhuge" => MemKind::Hugetlb,
+            "cudamalloc" => return Err(g.refuse("mem", "fio's buffers in GPU memory are for GPUDirect RDMA with ioengine=rdma, which iolab does not run; to read files into a GPU, use ioengine=libcufile")),
             _ => return Err(g.refuse("mem", "iolab's buffers are malloc, shm or mmap (ordinary pages) or mmaphuge/shmhuge (huge pages)")),
         };
     } else {

@@ -479,3 +479,73 @@ fn trims_backwards_reads_sync_and_contents_map_to_the_spec() {
     let j = one("[n]\nioengine=null\nsize=1g\n");
     assert!(j.spec.no_files);
 }
+
+#[test]
+fn libcufile_jobs_read_with_pread_and_copy_each_read_into_their_gpu_round_robin() {
+    let base = "[global]\nioengine=libcufile\ngpu_dev_ids=2:5\nbs=1m\nsize=4m\nnumjobs=3\nthread\n";
+    let all = jobs(
+        &format!("{base}direct=1\n[r]\nrw=read\nfilename=/x\n"),
+        false,
+    )
+    .unwrap();
+    let gpus: Vec<Option<u32>> = all.iter().map(|j| j.spec.copy_to_gpu).collect();
+    assert_eq!(gpus, [Some(2), Some(5), Some(2)]);
+    let s = &all[0].spec;
+    assert_eq!((s.engine, s.qd, s.direct), (EngineKind::Pread, 1, true));
+    assert!(s.label().ends_with(">G2"), "{}", s.label());
+    let said = all[0].notes.join("\n");
+    assert!(
+        said.contains("cuda_io=cufile")
+            && said.contains("GPUDirect Storage's direct path is not taken"),
+        "{said}"
+    );
+    let posix = one("[r]\nioengine=libcufile\ncuda_io=posix\nrw=randread\nfilename=/x\nsize=4m\n");
+    assert_eq!(posix.spec.copy_to_gpu, Some(0));
+    assert!(!posix.spec.direct);
+    assert!(
+        posix.notes.join("\n").contains("fio's posix mode"),
+        "{:?}",
+        posix.notes
+    );
+    // Any other engine copies nothing.
+    assert_eq!(
+        one("[r]\nrw=read\nfilename=/x\nsize=4m\n").spec.copy_to_gpu,
+        None
+    );
+}
+
+#[test]
+fn libcufile_refuses_writes_cufile_without_direct_and_its_options_elsewhere() {
+    let e = err("[w]\nioengine=libcufile\ncuda_io=posix\nrw=write\nfilename=/x\nsize=1m\n");
+    assert!(
+        e.contains("j.fio:4: rw=write") && e.contains("writes out of GPU memory are not run"),
+        "{e}"
+    );
+    let e = err("[r]\nioengine=libcufile\nrw=read\nfilename=/x\nsize=1m\n");
+    assert!(e.contains("job 'r'") && e.contains("needs direct=1"), "{e}");
+    let e = err("[r]\nioengine=libcufile\ncuda_io=dma\nrw=read\nfilename=/x\nsize=1m\n");
+    assert!(
+        e.contains("j.fio:3: cuda_io=dma") && e.contains("cufile or posix"),
+        "{e}"
+    );
+    let e = err("[r]\nioengine=libcufile\ngpu_dev_ids=0,1\ndirect=1\nfilename=/x\nsize=1m\n");
+    assert!(
+        e.contains("gpu_dev_ids=0,1") && e.contains("separated by ':'"),
+        "{e}"
+    );
+    let e = err("[r]\nioengine=io_uring\ncuda_io=posix\nfilename=/x\nsize=1m\n");
+    assert!(
+        e.contains("cuda_io=posix: an option of ioengine=libcufile"),
+        "{e}"
+    );
+}
+
+#[test]
+fn cudamalloc_buffers_are_refused_with_what_fio_means_by_them() {
+    let e = err("[r]\nmem=cudamalloc\nrw=read\nfilename=/x\nsize=1m\n");
+    assert!(e.contains("j.fio:2: mem=cudamalloc"), "{e}");
+    assert!(
+        e.contains("GPUDirect RDMA with ioengine=rdma") && e.contains("ioengine=libcufile"),
+        "{e}"
+    );
+}

@@ -13,3 +13,4 @@ pub(crate) mod replay;
 pub(crate) mod sys;
 pub(crate) mod syscalls;
 pub(crate) mod threads;
+pub(crate) mod to_gpu;

@@ -38,6 +38,7 @@
 //! assert_eq!(st.bytes, 6);
 //! ```
 
+mod each_read;
 mod error;
 mod fill;
 mod host;
@@ -49,6 +50,7 @@ mod stats;
 mod target;
 mod technique;
 mod threads;
+pub mod tune;
 mod workers;
 
 #[cfg(feature = "cuda")]
@@ -57,6 +59,7 @@ pub mod cuda;
 #[cfg(feature = "cuda")]
 mod load;
 
+pub use each_read::{CopyEach, OpCopy};
 pub use error::GpuError;
 pub use fill::fill_host;
 pub use host::{HostLane, HostQueue, HostTarget};
@@ -70,6 +73,8 @@ pub use technique::{
 };
 
 #[cfg(feature = "cuda")]
-pub use cuda::{device_count, Device, DeviceBuffer, DeviceTarget, PinnedBuf};
+pub use cuda::{
+    copy_each_read, device_count, Device, DeviceBuffer, DeviceCopy, DeviceTarget, PinnedBuf,
+};
 #[cfg(feature = "cuda")]
 pub use load::{load_file, load_into, load_ranges, load_sources};

@@ -96,6 +96,7 @@ mod tests {
             threads: 6,
             slots: 2,
             pinned: false,
+            measured: None,
         });
         p.whole.direct_cold = false;
         let o = GpuOptions::from_profile(&p);
@@ -121,6 +122,7 @@ mod tests {
             threads: 0,
             slots: 0,
             pinned: true,
+            measured: None,
         });
         let o = GpuOptions::from_profile(&p);
         assert_eq!((o.chunk, o.depth, o.threads, o.slots), (8192, 1, 1, 1));

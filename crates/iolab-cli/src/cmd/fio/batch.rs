@@ -93,6 +93,8 @@ fn delay(ns: u64, stop: &AtomicBool) {
 fn once(spec: &WorkloadSpec, r: &Ready, resident: f64, stop: &AtomicBool) -> Result<RunMetrics> {
     let m = Measure {
         cache: Cache::Given(resident),
+        // ioengine=libcufile: each read copied into its GPU.
+        engines: crate::gpu_bench::engines(spec),
         ..Measure::new(stop, 1)
     };
     Ok(measure::runs(spec, &r.prep, &m, &mut NoHooks)?.one()?)

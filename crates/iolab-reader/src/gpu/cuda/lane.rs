@@ -139,13 +139,14 @@ impl Drop for Staging {
 }
 
 /// A stream, synchronised before it is destroyed.
-struct Stream {
-    s: sys::CUstream,
+pub(super) struct Stream {
+    pub(super) s: sys::CUstream,
     device: Arc<Device>,
 }
 
 impl Stream {
-    fn new(device: &Arc<Device>) -> Result<Stream, GpuError> {
+    /// A non-blocking stream on `device`.
+    pub(super) fn new(device: &Arc<Device>) -> Result<Stream, GpuError> {
         let _in = device.enter()?;
         let mut s: sys::CUstream = std::ptr::null_mut();
         // SAFETY: writes the handle to a local; the context is current.
@@ -159,7 +160,7 @@ impl Stream {
     }
 
     /// Waits for everything queued on the stream.
-    fn sync(&self) -> Result<(), GpuError> {
+    pub(super) fn sync(&self) -> Result<(), GpuError> {
         let _in = self.device.enter()?;
         // SAFETY: s is a live stream of this context.
         check("cuStreamSynchronize", unsafe {

@@ -7,9 +7,11 @@
 
 pub mod cufile;
 mod driver;
+mod each_read;
 mod lane;
 mod memory;
 
 pub use driver::{device_count, Device};
+pub use each_read::{copy_each_read, DeviceCopy};
 pub use lane::{CudaLane, DeviceTarget, PinnedBuf, Queue};
 pub use memory::DeviceBuffer;
