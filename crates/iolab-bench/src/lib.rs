@@ -13,6 +13,7 @@ pub mod depths;
 pub mod devstat;
 pub mod env;
 pub mod error;
+pub mod lat_record;
 pub mod measure;
 pub mod metrics;
 pub mod offsets;

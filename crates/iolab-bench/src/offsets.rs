@@ -131,6 +131,10 @@ impl OffsetGen {
     /// pass (shuffle with a fresh order) when one ends.
     #[inline]
     pub fn next_offset(&mut self) -> u64 {
+        if let (AccessPattern::Rand, None) = (self.pattern, &self.place) {
+            // The common random case, inlined into the runner's loop.
+            return self.base + (self.first + self.rng.below(self.blocks)) * self.bs;
+        }
         let off = match self.pattern {
             AccessPattern::Back(back) => self.first * self.bs + self.next_back(back),
             AccessPattern::Stride(gap) => {

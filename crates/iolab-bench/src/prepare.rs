@@ -65,6 +65,7 @@ fn writers() -> String {
 pub fn validate(spec: &WorkloadSpec) -> Result<()> {
     validate_sizes(spec)?;
     validate_files(spec)?;
+    validate_lat(spec)?;
     validate_engine(spec)?;
     validate_gpu_copy(spec)
 }
@@ -88,6 +89,25 @@ fn validate_gpu_copy(spec: &WorkloadSpec) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// `--lat off|sampled` against what needs every op's latency: a per-I/O
+/// log and a latency target.
+fn validate_lat(spec: &WorkloadSpec) -> Result<()> {
+    if spec.lat == crate::lat_record::LatRecord::All {
+        return Ok(());
+    }
+    let need = if spec.log_ops {
+        "a per-I/O log"
+    } else if spec.pacing.lat_target.is_some() {
+        "a latency target"
+    } else {
+        return Ok(());
+    };
+    Err(usage(format!(
+        "--lat {}: {need} needs every op's latency (--lat all)",
+        spec.lat
+    )))
 }
 
 /// A list of files (`--files`) and `--nrfiles` against the other ways of
@@ -170,9 +190,13 @@ fn validate_engine(spec: &WorkloadSpec) -> Result<()> {
             spec.engine
         )));
     }
-    if spec.verify && (spec.engine == EngineKind::Null || spec.engine_opts.mmap_touch) {
+    if spec.verify
+        && (spec.engine == EngineKind::Null
+            || spec.engine_opts.mmap_touch
+            || spec.engine_opts.uring.nop)
+    {
         return Err(usage(
-            "--verify: the null engine and --mmap-touch copy no bytes, so there is nothing to verify".into(),
+            "--verify: the null engine, --mmap-touch and --uring-nop copy no bytes, so there is nothing to verify".into(),
         ));
     }
     if spec.engine_opts.hipri && !matches!(spec.engine, EngineKind::Preadv2 | EngineKind::Uring) {
@@ -181,15 +205,7 @@ fn validate_engine(spec: &WorkloadSpec) -> Result<()> {
             spec.engine
         )));
     }
-    if spec.engine == EngineKind::Uring
-        && (spec.engine_opts.hipri || spec.engine_opts.uring.iopoll)
-        && !spec.direct
-    {
-        return Err(usage(
-            "--iopoll/--hipri with uring needs --direct: polled completion bypasses the page cache"
-                .into(),
-        ));
-    }
+    validate_polling(spec)?;
     if spec.engine_opts.mmap_touch && spec.engine != EngineKind::Mmap {
         return Err(usage(format!(
             "--mmap-touch: only the mmap engine takes it, not {}",
@@ -200,6 +216,25 @@ fn validate_engine(spec: &WorkloadSpec) -> Result<()> {
         if read_pct > 100 {
             return Err(usage(format!("--read-pct {read_pct}: must be 0..=100")));
         }
+    }
+    Ok(())
+}
+
+/// Polled completion (`--iopoll`, `--hipri` with uring) against what it
+/// needs: O_DIRECT, and something to poll.
+fn validate_polling(spec: &WorkloadSpec) -> Result<()> {
+    let polled = spec.engine_opts.hipri || spec.engine_opts.uring.iopoll;
+    if spec.engine == EngineKind::Uring && polled && !spec.direct {
+        return Err(usage(
+            "--iopoll/--hipri with uring needs --direct: polled completion bypasses the page cache"
+                .into(),
+        ));
+    }
+    if spec.engine_opts.uring.nop && polled {
+        return Err(usage(
+            "--uring-nop: no-ops reach no device, so there is nothing to poll (drop --iopoll/--hipri)"
+                .into(),
+        ));
     }
     Ok(())
 }

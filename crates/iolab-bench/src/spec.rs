@@ -398,6 +398,13 @@ pub struct WorkloadSpec {
     /// Sync the file every so many writes (fio's `fsync=N`/`fdatasync=N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync_every: Option<SyncEvery>,
+    /// Which ops' latency is recorded (`--lat`: all, one in N, none).
+    #[serde(default)]
+    pub lat: crate::lat_record::LatRecord,
+    /// Open the files O_NOATIME (`--noatime`, as t/io_uring does): reads
+    /// skip the access-time check and update.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub noatime: bool,
     /// The CPUs worker threads run on (fio's `cpus_allowed`); None: any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpus: Option<crate::pin::CpuPin>,
@@ -485,6 +492,8 @@ impl Default for WorkloadSpec {
             time_submit: false,
             place: None,
             sync_every: None,
+            lat: crate::lat_record::LatRecord::All,
+            noatime: false,
             cpus: None,
             placement: Placement::Irq,
             copy_to_gpu: None,
@@ -584,8 +593,8 @@ impl WorkloadSpec {
 
     /// A compact label in the style of the Linux read-interfaces study:
     /// `P` pread, `U64B1` io_uring depth 64 batch 1, `M` fixed buffers, `F`
-    /// registered files, `S` SQPOLL, `T2` two threads, `D` O_DIRECT, `>G0`
-    /// each read copied on to GPU 0.
+    /// registered files, `S` SQPOLL, `N` io_uring NOPs, `T2` two threads,
+    /// `D` O_DIRECT, `>G0` each read copied on to GPU 0.
     pub fn label(&self) -> String {
         let u = &self.engine_opts.uring;
         let mut s = match self.engine.desc().label {
@@ -618,6 +627,9 @@ impl WorkloadSpec {
         }
         if u.sqpoll {
             s.push('S');
+        }
+        if u.nop {
+            s.push('N');
         }
         if self.direct {
             s.push('D');

@@ -7,6 +7,7 @@ use crate::export;
 use crate::parse;
 use anyhow::Result;
 use iolab::engine::EngineKind;
+use iolab_bench::lat_record::LatRecord;
 use iolab_bench::pin::CpuPin;
 use iolab_bench::rank_place::Layout;
 use iolab_bench::spec::{AccessPattern, CacheMode};
@@ -36,6 +37,9 @@ fn placement(s: &str) -> Result<iolab_bench::spec::Placement, String> {
     s.parse()
 }
 fn sqpoll_wait(s: &str) -> Result<iolab::engine::SqpollWait, String> {
+    s.parse()
+}
+fn lat(s: &str) -> Result<LatRecord, String> {
     s.parse()
 }
 
@@ -226,6 +230,20 @@ pub struct BenchArgs {
     /// uring: busy-poll for completions (O_DIRECT, device with poll queues).
     #[arg(long)]
     pub iopoll: bool,
+    /// uring: send NOPs instead of reads and writes, each naming the op's
+    /// file and buffer and completing with its length (t/io_uring's -N1):
+    /// the cost of the runner and the ring without I/O. Needs Linux 6.13+.
+    #[arg(long)]
+    pub uring_nop: bool,
+    /// Open the files O_NOATIME, as t/io_uring does: reads skip the
+    /// access-time check and update (the file's owner or root only).
+    #[arg(long)]
+    pub noatime: bool,
+    /// Which ops' latency is recorded: all (default), sampled (1 op in 32,
+    /// at random, so percentiles stay unbiased), sampled:N (1 in N), or off
+    /// (counts, bytes and CPU only; fio's disable_lat, t/io_uring's -t0).
+    #[arg(long, default_value = "all", value_name = "all|sampled[:N]|off", value_parser = lat)]
+    pub lat: LatRecord,
     /// threadpool: helper threads (default: one per op in flight).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub pool_threads: Option<u32>,

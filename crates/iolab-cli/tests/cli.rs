@@ -625,3 +625,40 @@ fn a_one_thread_run_is_a_single_threaded_process() {
     assert_eq!(run("1"), 1);
     assert!(run("2") >= 3, "two workers and the collector");
 }
+
+#[test]
+fn latency_recording_is_a_choice_the_table_states() {
+    assert_bad(&words("bench --lat some --size 1m"), "--lat");
+    assert_bad(&words("bench --lat sampled:1 --size 1m"), "--lat");
+    assert_bad(
+        &words("bench --engine pread --uring-nop --size 1m"),
+        "--uring-nop",
+    );
+    assert_bad(
+        &words("bench --engine uring --uring-nop --verify --size 1m"),
+        "--uring-nop",
+    );
+    let d = tempfile::tempdir().unwrap();
+    let run = |lat: &str| {
+        let o = iolab(
+            &words(&format!(
+                "bench --engine uring --qd 8 --batch 4 --pattern rand --file f --size 4m --ops 800 --lat {lat}"
+            )),
+            d.path(),
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let out = run("sampled:8");
+    assert!(
+        out.contains("1 in 8 ops timed, at random: 100 of 800 ops"),
+        "{out}"
+    );
+    assert!(out.contains("p99.9"), "{out}");
+    let out = run("off");
+    assert!(
+        out.contains("latency          not recorded (--lat off)"),
+        "{out}"
+    );
+    assert!(!out.contains("p99.9"), "{out}");
+}

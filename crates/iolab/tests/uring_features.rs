@@ -86,6 +86,10 @@ fn fixed_buffers_and_registered_files_are_used_and_read_right() {
             let op = ops[d.tag as usize];
             assert!(pat.verify(&e.buf(op.buf)[..4096], op.offset).is_ok());
         }
+        if fixed_bufs {
+            // The kernel copies into registered buffers page by page.
+            assert_eq!(e.pool().backing().slot_offset, 0, "slots start on a page");
+        }
         let s = e.stats();
         assert_eq!(s.fixed_buf_ops, if fixed_bufs { 8 } else { 0 }, "{s:?}");
         assert_eq!(s.fixed_file_ops, if reg_files { 8 } else { 0 }, "{s:?}");
@@ -181,5 +185,90 @@ fn sqpoll_waits_spin_or_sleep_as_asked_and_read_right() {
             SqpollWait::Spin => assert!(s.spin_waits + s.starved_spins >= 1, "{s:?}"),
             _ => assert_eq!(s.spin_waits + s.starved_spins, 0, "{s:?}"),
         }
+    }
+}
+
+#[test]
+fn the_ring_descriptor_is_registered_for_the_thread_that_drives_it() {
+    let d = tempfile::tempdir().unwrap();
+    let (p, pat) = pattern_file(d.path(), 5);
+    let cfg = EngineConfig {
+        files: vec![EngineFile {
+            path: p.clone(),
+            file: open(&p, OpenSpec::default()).unwrap(),
+            len: 1 << 20,
+        }],
+        qd: 4,
+        max_len: 4096,
+        mem_align: 4096,
+        direct: false,
+        opts: EngineOpts::default(),
+    };
+    let mut e = iolab::engine::uring::Uring::new(cfg).unwrap();
+    iolab::require!(
+        e.ring_registered(),
+        "this kernel cannot register a ring descriptor (5.18+)"
+    );
+    let op = Op {
+        tag: 7,
+        kind: OpKind::Read,
+        file: FileId(0),
+        offset: 12288,
+        len: 4096,
+        buf: BufId(2),
+    };
+    let mut done = Vec::new();
+    engine::Engine::submit_and_reap(&mut e, &[op], 1, &mut done).unwrap();
+    assert_eq!((done[0].tag, done[0].res), (7, Ok(4096)));
+    pat.verify(&engine::Engine::buf(&e, BufId(2))[..4096], 12288)
+        .unwrap();
+    // The registration is this thread's: another one would not use it.
+    std::thread::scope(|s| {
+        s.spawn(|| assert!(!e.ring_registered()));
+    });
+}
+
+#[test]
+fn nops_name_the_file_and_buffer_and_complete_with_the_length() {
+    let d = tempfile::tempdir().unwrap();
+    let (p, _) = pattern_file(d.path(), 6);
+    for (fixed_bufs, reg_files) in [(false, false), (true, true)] {
+        let opts = UringOpts {
+            nop: true,
+            fixed_bufs,
+            reg_files,
+            ..Default::default()
+        };
+        let e = try_engine(opts, &p, 8);
+        let why = e.as_ref().err().map(|e| e.to_string()).unwrap_or_default();
+        iolab::require!(e.is_ok(), "{why}");
+        let mut e = e.unwrap();
+        assert!(!e.caps().fills_buffer, "a NOP moves no bytes");
+        e.buf_mut(BufId(3)).fill(0xa5);
+        let ops: Vec<Op> = (0..8u32)
+            .map(|i| Op {
+                tag: 100 + i as u64,
+                kind: if i % 2 == 0 {
+                    OpKind::Read
+                } else {
+                    OpKind::Write
+                },
+                file: FileId(0),
+                offset: i as u64 * 4096,
+                len: 512 * (i + 1),
+                buf: BufId(i),
+            })
+            .collect();
+        let mut done = Vec::new();
+        assert_eq!(e.submit_and_reap(&ops, 8, &mut done).unwrap().0, 8);
+        done.sort_by_key(|d| d.tag);
+        for (d, op) in done.iter().zip(&ops) {
+            assert_eq!((d.tag, d.res), (op.tag, Ok(op.len)), "{fixed_bufs}");
+        }
+        assert!(
+            e.buf(BufId(3)).iter().all(|b| *b == 0xa5),
+            "buffer untouched"
+        );
+        assert_eq!(e.stats().fixed_buf_ops, if fixed_bufs { 8 } else { 0 });
     }
 }

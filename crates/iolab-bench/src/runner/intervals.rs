@@ -38,13 +38,20 @@ impl Sampler {
         }
     }
 
-    /// One completed op.
+    /// `ops` completed ops that moved `bytes`.
     #[inline]
-    pub fn record(&mut self, lat: u64, bytes: u64) {
-        if let Some(h) = self.hist.as_mut() {
-            h.saturating_record(lat);
-            self.ops += 1;
+    pub fn count(&mut self, ops: u64, bytes: u64) {
+        if self.hist.is_some() {
+            self.ops += ops;
             self.bytes += bytes;
+        }
+    }
+
+    /// `n` timed ops of latency `lat` ns (counted apart with [`Sampler::count`]).
+    #[inline]
+    pub fn record_lat(&mut self, lat: u64, n: u64) {
+        if let Some(h) = self.hist.as_mut() {
+            h.saturating_record_n(lat, n);
         }
     }
 

@@ -13,7 +13,8 @@
 //! - `gate`: what else holds an op back (fio's thinktime, rates,
 //!   iodepth_low, flow, latency target), only when asked;
 //! - `pick`: each op's file and length when they vary;
-//! - `trim`: trims (hole punching), only for trim workloads.
+//! - `trim`: trims (hole punching), only for trim workloads;
+//! - `lat`: which ops are timed (`--lat`) and their recording in runs.
 //!
 //! A run that meets an error still hands back what it measured:
 //! [`BenchError::Partial`] carries the metrics next to the error.
@@ -23,6 +24,7 @@ mod control;
 mod extras;
 mod gate;
 mod intervals;
+mod lat;
 mod merge;
 mod pick;
 mod plan;

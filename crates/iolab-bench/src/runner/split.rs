@@ -22,11 +22,12 @@ fn dir(kind: OpKind) -> usize {
 
 impl Splitter {
     /// A splitter if the spec needs one: a mixed job, or `time_submit` on
-    /// an asynchronous engine.
+    /// an asynchronous engine; none with `--lat off` (no latency at all).
     pub fn of(spec: &WorkloadSpec) -> Option<Box<Splitter>> {
         let timed = spec.time_submit && !spec.engine.is_sync();
         let mixed = matches!(spec.op, OpMix::Rw { .. });
-        (timed || mixed).then(|| {
+        let lat = spec.lat != crate::lat_record::LatRecord::Off;
+        (lat && (timed || mixed)).then(|| {
             Box::new(Splitter {
                 hists: LatSplit::new(timed),
                 submitted: if timed {

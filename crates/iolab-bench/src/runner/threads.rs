@@ -69,6 +69,9 @@ fn build_engine(
         )?;
         if !spec.no_files {
             iolab::cache::advise(&file, spec.pattern.hint())?;
+            if spec.noatime {
+                iolab::kernel::fs::set_noatime(&file, &f.path)?;
+            }
         }
         files.push(EngineFile {
             path: f.path.clone(),

@@ -12,6 +12,7 @@ use super::clock::OpClock;
 use super::control::{Shared, Watch};
 use super::extras::Extras;
 use super::intervals::{Part, Sampler};
+use super::lat::{Runs, Timing, UNTIMED};
 use super::plan::Plan;
 use super::split::Splitter;
 use crate::error::BenchError;
@@ -124,14 +125,14 @@ enum Wait {
     Reaped,
 }
 
-/// Counts of the measured ops.
+/// Counts of the measured ops (reads are the ops that are not writes,
+/// their bytes those that writes did not move).
 struct Tally {
     hist: Histogram<u64>,
     ops: u64,
-    reads: u64,
     writes: u64,
     bytes: u64,
-    read_bytes: u64,
+    write_bytes: u64,
 }
 
 struct Worker<'a> {
@@ -147,11 +148,15 @@ struct Worker<'a> {
     verify: bool,
     /// `write_once`: which buffer slots already hold their fill.
     filled: Option<Vec<bool>>,
-    read_pct: u64,
     ramp_end: u64,
     deadline: Option<u64>,
     free: Vec<u32>,
+    /// Each slot's op's start, ns ([`UNTIMED`]: not timed).
     started: Vec<u64>,
+    /// Which ops are timed (`--lat`).
+    timing: Timing,
+    /// How ops are issued and counted.
+    mode: Mode,
     /// Each slot's op: offset, kind, and which of the plan's files.
     meta: Vec<(u64, OpKind, u32)>,
     /// The file the next op goes to (round robin over the plan's files).
@@ -177,11 +182,67 @@ struct Worker<'a> {
     split: Option<Box<Splitter>>,
     /// fsync/fdatasync every N writes, when asked.
     syncer: Option<super::sync::Syncer>,
+}
+
+/// How a worker issues and counts its ops, fixed for the run.
+#[derive(Clone, Copy)]
+struct Mode {
+    /// Percentage of reads.
+    read_pct: u64,
     /// A buffered cold run: each new pass over a file starts evicted.
     evict_each_pass: bool,
+    /// One file, only reads of one size, no eviction per pass, no trims:
+    /// each op needs only an offset.
+    simple: bool,
+    /// Ops are issued one at a time, each checked (paced runs, syncs,
+    /// trims).
+    one_by_one: bool,
+    /// A completion of `bs` bytes is all there is to check (no verify, no
+    /// varying sizes).
+    plain_check: bool,
+    /// `--op-timeout`: the collector watches the ops in flight.
+    watching: bool,
+}
+
+impl Mode {
+    fn of(spec: &crate::spec::WorkloadSpec, files: usize, x: &Extras, verify: bool) -> Mode {
+        let read_pct = match spec.op {
+            OpMix::Read => 100,
+            OpMix::Write => 0,
+            OpMix::Rw { read_pct } => read_pct as u64,
+        };
+        let evict_each_pass = spec.cache == crate::spec::CacheMode::Cold && !spec.direct;
+        Mode {
+            read_pct,
+            evict_each_pass,
+            simple: read_pct == 100
+                && !evict_each_pass
+                && files == 1
+                && x.pick.is_none()
+                && x.lens.is_empty()
+                && x.trims.is_none(),
+            one_by_one: x.gate.is_some() || spec.sync_every.is_some() || x.trims.is_some(),
+            plain_check: !verify && x.lens.is_empty(),
+            watching: spec.op_timeout_ns.is_some(),
+        }
+    }
+}
+
+impl Tally {
+    fn new() -> Tally {
+        Tally {
+            hist: new_histogram(),
+            ops: 0,
+            writes: 0,
+            bytes: 0,
+            write_bytes: 0,
+        }
+    }
 }
 
 impl<'a> Worker<'a> {
+    // Long on purpose: one struct literal, a field a line; what needs
+    // working out is in the constructors it calls.
     fn new(
         sh: &'a Shared,
         stop: &'a AtomicBool,
@@ -191,11 +252,6 @@ impl<'a> Worker<'a> {
     ) -> Self {
         let spec = &sh.spec;
         let qd = spec.qd as usize;
-        let read_pct = match spec.op {
-            OpMix::Read => 100,
-            OpMix::Write => 0,
-            OpMix::Rw { read_pct } => read_pct as u64,
-        };
         let watch = &sh.watches[plan.worker as usize];
         watch.set_base(clock.base);
         let measuring = spec.ramp_ns == 0;
@@ -205,11 +261,14 @@ impl<'a> Worker<'a> {
             None
         });
         let x = Extras::new(sh, &plan);
+        let verify = spec.verify && eng.caps().fills_buffer;
         Worker {
             sh,
             stop,
             watch,
-            verify: spec.verify && eng.caps().fills_buffer,
+            timing: Timing::of(spec.lat, spec.seed ^ plan.worker as u64),
+            mode: Mode::of(spec, plan.files.len(), &x, verify),
+            verify,
             filled: spec.write_once.then(|| vec![false; qd.max(1)]),
             plan,
             eng,
@@ -217,25 +276,17 @@ impl<'a> Worker<'a> {
             batch: spec.batch_submit as usize,
             bc: spec.batch_complete.max(1) as usize,
             bs: spec.bs as u32,
-            read_pct,
             ramp_end: spec.ramp_ns,
             deadline: spec.stop.time_ns.map(|t| spec.ramp_ns + t),
             free: (0..qd as u32).rev().collect(),
-            started: vec![0; qd],
+            started: vec![UNTIMED; qd],
             meta: vec![(0, OpKind::Read, 0); qd],
             next_file: 0,
             pending: Vec::with_capacity(spec.batch_submit as usize),
             done: Vec::with_capacity(qd),
             inflight: 0,
             issued: 0,
-            tally: Tally {
-                hist: new_histogram(),
-                ops: 0,
-                reads: 0,
-                writes: 0,
-                bytes: 0,
-                read_bytes: 0,
-            },
+            tally: Tally::new(),
             errors: 0,
             iv: Sampler::new(spec.interval_ns, spec.ramp_ns),
             measuring,
@@ -251,7 +302,6 @@ impl<'a> Worker<'a> {
             x,
             split: Splitter::of(spec),
             syncer,
-            evict_each_pass: spec.cache == crate::spec::CacheMode::Cold && !spec.direct,
         }
     }
 
@@ -279,22 +329,10 @@ impl<'a> Worker<'a> {
     /// Fills the next batch and hands it to the engine when it is full, the
     /// queue is full, or the budget is spent.
     fn issue(&mut self) {
-        while self.pending.len() < self.batch && self.budget_left() {
-            if !self.released() {
-                break;
-            }
-            let Some(slot) = self.free.pop() else { break };
-            if let Some(Err(e)) = self.syncer.as_mut().map(|s| s.sync_if_due()) {
-                self.errors += 1;
-                if self.sh.op_error(e) {
-                    self.stopping = true;
-                    self.free.push(slot);
-                    break;
-                }
-            }
-            if !self.queue_op(slot) {
-                break;
-            }
+        if self.mode.one_by_one {
+            self.fill_one_by_one();
+        } else {
+            self.fill();
         }
         let exhausted = !self.budget_left();
         let full = self.free.is_empty();
@@ -305,11 +343,14 @@ impl<'a> Worker<'a> {
         {
             return;
         }
-        let t = self.clock.now_ns();
-        for op in &self.pending {
-            self.started[op.tag as usize] = t;
-            self.watch.start(op, t);
-        }
+        // A run that times nothing and watches nothing reads no clock here.
+        let t = if self.mode.watching || !matches!(self.timing, Timing::Off) {
+            let t = self.clock.now_ns();
+            self.stamp(t);
+            t
+        } else {
+            0
+        };
         // When the runner will wait right after submitting (queue full, or
         // no more work), one combined call lets io_uring submit and wait in
         // a single io_uring_enter.
@@ -344,6 +385,59 @@ impl<'a> Worker<'a> {
         }
     }
 
+    /// Queues as many ops as the batch, the free slots and the budget
+    /// allow, counted once rather than tested per op.
+    #[inline]
+    fn fill(&mut self) {
+        let mut n = self.batch.saturating_sub(self.pending.len());
+        n = n.min(self.free.len());
+        if let (true, Some(b)) = (self.measuring, self.plan.budget) {
+            n = n.min(b.saturating_sub(self.issued) as usize);
+        }
+        if self.mode.simple {
+            self.fill_simple(n);
+            return;
+        }
+        for _ in 0..n {
+            let Some(slot) = self.free.pop() else { break };
+            self.queue_op(slot);
+        }
+    }
+
+    /// [`Worker::fill`] for a run of reads of one file: each op needs a
+    /// slot and an offset, nothing else.
+    #[inline]
+    fn fill_simple(&mut self, n: usize) {
+        for _ in 0..n {
+            let Some(slot) = self.free.pop() else { break };
+            let off = self.plan.files[0].gen.next_offset();
+            self.push_op(slot, off, OpKind::Read, 0, self.bs);
+        }
+    }
+
+    /// Queues ops one by one, each when the gate releases it and after the
+    /// sync due before it; a trim (made at once) ends the fill, so the
+    /// clock and the stop flag are looked at again.
+    fn fill_one_by_one(&mut self) {
+        while self.pending.len() < self.batch && self.budget_left() {
+            if !self.released() {
+                break;
+            }
+            let Some(slot) = self.free.pop() else { break };
+            if let Some(Err(e)) = self.syncer.as_mut().map(|s| s.sync_if_due()) {
+                self.errors += 1;
+                if self.sh.op_error(e) {
+                    self.stopping = true;
+                    self.free.push(slot);
+                    break;
+                }
+            }
+            if !self.queue_op(slot) {
+                break;
+            }
+        }
+    }
+
     /// Paced runs: whether the next op may be issued now. Unpaced runs:
     /// always, with no clock read.
     #[inline]
@@ -361,6 +455,30 @@ impl<'a> Worker<'a> {
             self.end = self.end.max(now);
         }
         false
+    }
+
+    /// Marks the pending ops handed over at `t` ns: their start for the
+    /// timed ones, and for the watch of `--op-timeout`.
+    #[inline]
+    fn stamp(&mut self, t: u64) {
+        match &mut self.timing {
+            Timing::All => {
+                for op in &self.pending {
+                    self.started[op.tag as usize] = t;
+                }
+            }
+            Timing::Sampled(p) => {
+                for op in &self.pending {
+                    self.started[op.tag as usize] = if p.take() { t } else { UNTIMED };
+                }
+            }
+            Timing::Off => {}
+        }
+        if self.mode.watching {
+            for op in &self.pending {
+                self.watch.start(op, t);
+            }
+        }
     }
 
     /// Paced runs: waits towards the next release when nothing else is to
@@ -391,7 +509,7 @@ impl<'a> Worker<'a> {
     fn next_offset(&mut self, k: usize) -> u64 {
         let file = &mut self.plan.files[k];
         let off = file.gen.next_offset();
-        if self.evict_each_pass && file.gen.pass() != file.pass_seen {
+        if self.mode.evict_each_pass && file.gen.pass() != file.pass_seen {
             file.pass_seen = file.gen.pass();
             // Cold means every pass reads from the device: fio reopens its
             // files for each pass and, with invalidate=1, drops their clean
@@ -434,7 +552,7 @@ impl<'a> Worker<'a> {
                 (k, self.next_offset(k))
             }
         };
-        let rp = self.read_pct;
+        let rp = self.mode.read_pct;
         let kind = if rp == 100 || (rp > 0 && self.plan.files[k].gen.coin() < rp) {
             OpKind::Read
         } else {
@@ -464,23 +582,29 @@ impl<'a> Worker<'a> {
                 self.sh.spec.content.fill(buf, off, p);
             }
         }
-        self.meta[slot as usize] = (off, kind, k as u32);
         if let Some(l) = self.x.lens.get_mut(slot as usize) {
             *l = len;
         }
+        self.push_op(slot, off, kind, k as u32, len);
+        if let Some(g) = self.x.gate.as_mut() {
+            g.issued(len as u64, self.inflight + self.pending.len());
+        }
+        true
+    }
+
+    /// Adds the op in `slot` to the pending batch.
+    #[inline]
+    fn push_op(&mut self, slot: u32, off: u64, kind: OpKind, file: u32, len: u32) {
+        self.meta[slot as usize] = (off, kind, file);
         self.pending.push(Op {
             tag: slot as u64,
             kind,
-            file: FileId(k as u32),
+            file: FileId(file),
             offset: off,
             len,
             buf: BufId(slot),
         });
         self.issued += 1;
-        if let Some(g) = self.x.gate.as_mut() {
-            g.issued(len as u64, self.inflight + self.pending.len());
-        }
-        true
     }
 
     /// Trims `len` bytes at `off` of file `k` now, on this thread; `slot`
@@ -541,7 +665,7 @@ impl<'a> Worker<'a> {
         self.cpu.restart();
         self.tally.hist.reset();
         let t = &mut self.tally;
-        (t.ops, t.reads, t.writes, t.bytes, t.read_bytes) = (0, 0, 0, 0, 0);
+        (t.ops, t.writes, t.bytes, t.write_bytes) = (0, 0, 0, 0);
         if let Some(s) = self.split.as_mut() {
             s.hists.reset();
         }
@@ -571,12 +695,13 @@ impl<'a> Worker<'a> {
         if !self.measuring && t >= self.ramp_end {
             self.start_measuring();
         }
+        let (mut ops, mut bytes) = (0u64, 0u64);
+        let timed = !matches!(self.timing, Timing::Off);
+        let mut runs = Runs::default();
         for i in 0..self.done.len() {
             let d = self.done[i];
             let slot = d.tag as usize;
-            self.inflight -= 1;
             self.free.push(slot as u32);
-            self.watch.end(slot);
             let n = match self.check(&d) {
                 Ok(n) => n,
                 Err(e) => {
@@ -587,27 +712,47 @@ impl<'a> Worker<'a> {
                     continue;
                 }
             };
-            let lat = t.saturating_sub(self.started[slot]).max(1);
-            let tl = &mut self.tally;
-            tl.hist.saturating_record(lat);
-            tl.ops += 1;
-            tl.bytes += n as u64;
-            if let Some(s) = self.split.as_mut() {
-                s.completed(slot, self.meta[slot].1, t, lat);
+            ops += 1;
+            bytes += n as u64;
+            if !self.mode.simple {
+                self.count_write(slot, n);
             }
-            if self.meta[slot].1 == OpKind::Read {
-                tl.reads += 1;
-                tl.read_bytes += n as u64;
-            } else {
-                tl.writes += 1;
-                if let Some(s) = self.syncer.as_mut() {
-                    s.wrote(self.meta[slot].2 as usize);
+            if timed {
+                let started = self.started[slot];
+                if started != UNTIMED {
+                    let lat = t.saturating_sub(started).max(1);
+                    runs.add(lat, &mut self.tally.hist, &mut self.iv);
+                    if let Some(s) = self.split.as_mut() {
+                        s.completed(slot, self.meta[slot].1, t, lat);
+                    }
+                    if self.x.oplog.is_some() {
+                        self.log_op(slot, t, lat, n);
+                    }
                 }
             }
-            if self.x.oplog.is_some() {
-                self.log_op(slot, t, lat, n);
+        }
+        self.inflight -= self.done.len();
+        if self.mode.watching {
+            for d in &self.done {
+                self.watch.end(d.tag as usize);
             }
-            self.iv.record(lat, n as u64);
+        }
+        runs.flush(&mut self.tally.hist, &mut self.iv);
+        self.tally.ops += ops;
+        self.tally.bytes += bytes;
+        self.iv.count(ops, bytes);
+    }
+
+    /// Counts the op in `slot` if it wrote `n` bytes (and the sync it may
+    /// make due).
+    #[inline]
+    fn count_write(&mut self, slot: usize, n: u32) {
+        if self.meta[slot].1 == OpKind::Write {
+            self.tally.writes += 1;
+            self.tally.write_bytes += n as u64;
+            if let Some(s) = self.syncer.as_mut() {
+                s.wrote(self.meta[slot].2 as usize);
+            }
         }
     }
 
@@ -630,6 +775,17 @@ impl<'a> Worker<'a> {
     /// The bytes a completion moved, or why it does not count.
     #[inline]
     fn check(&self, d: &Done) -> Result<u32, BenchError> {
+        match d.res {
+            Ok(n) if n == self.bs && self.mode.plain_check => Ok(n),
+            _ => self.check_closely(d),
+        }
+    }
+
+    /// [`Worker::check`] for a completion that failed, came back short or
+    /// must be verified.
+    #[cold]
+    #[inline(never)]
+    fn check_closely(&self, d: &Done) -> Result<u32, BenchError> {
         let (off, kind, k) = self.meta[d.tag as usize];
         let file = &self.plan.files[k as usize];
         let kname = if kind == OpKind::Read {
@@ -684,7 +840,7 @@ impl<'a> Worker<'a> {
                 s.hists.reset();
             }
             let t = &mut self.tally;
-            (t.ops, t.reads, t.writes, t.bytes, t.read_bytes) = (0, 0, 0, 0, 0);
+            (t.ops, t.writes, t.bytes, t.write_bytes) = (0, 0, 0, 0);
         }
         // Read before the engine (and so its SQPOLL thread) goes away.
         let sqpoll_ns = self
@@ -698,7 +854,7 @@ impl<'a> Worker<'a> {
             spin_waits: self.eng.stats().spin_waits,
             hist: self.tally.hist,
             ops: self.tally.ops,
-            reads: self.tally.reads,
+            reads: self.tally.ops - self.tally.writes,
             writes: self.tally.writes,
             bytes: self.tally.bytes,
             errors: self.errors,
@@ -707,7 +863,7 @@ impl<'a> Worker<'a> {
             usage_at_start: self.usage_at_start,
             split: self.split.map(|s| s.hists),
             syncs: self.syncer.map(|s| s.hist),
-            read_bytes: self.tally.read_bytes,
+            read_bytes: self.tally.bytes - self.tally.write_bytes,
             trims: self.x.trims.map(|t| (t.hist, t.ops, t.bytes)),
             depths: self.x.depths,
             latency_depth: self.x.gate.as_ref().and_then(|g| g.depth()),

@@ -28,6 +28,7 @@ fn check_flags(a: &BenchArgs) -> Result<()> {
         ("--sqpoll-idle", a.sqpoll_idle.is_some()),
         ("--sqpoll-cpu", a.sqpoll_cpu.is_some()),
         ("--sqpoll-wait", a.sqpoll_wait.is_some()),
+        ("--uring-nop", a.uring_nop),
     ];
     for (flag, set) in uring_only {
         if set {
@@ -195,6 +196,7 @@ fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
             sqpoll_cpu: a.sqpoll_cpu,
             sqpoll_wait: a.sqpoll_wait.unwrap_or_default(),
             iopoll: a.iopoll,
+            nop: a.uring_nop,
         },
     };
     let ns = |t: Duration| t.as_nanos() as u64;
@@ -235,6 +237,8 @@ fn base_spec(a: &BenchArgs, file: &Path, size: u64) -> WorkloadSpec {
             .map(|(writes, data_only)| SyncEvery { writes, data_only }),
         cpus: cpu_pin(a),
         placement: a.placement,
+        lat: a.lat,
+        noatime: a.noatime,
         copy_to_gpu: a.mem.gpu,
         ..WorkloadSpec::default()
     }

@@ -106,26 +106,39 @@ pub fn detail(rec: &BenchRecord) -> String {
             .collect();
         v.join("  ")
     };
-    let _ = writeln!(
-        o,
-        "  latency          {}",
-        times([
-            ("min", l.min_ns as f64),
-            ("mean", l.mean_ns),
-            ("p50", l.p50_ns as f64),
-            ("p90", l.p90_ns as f64)
-        ])
-    );
-    let _ = writeln!(
-        o,
-        "                   {}",
-        times([
-            ("p99", l.p99_ns as f64),
-            ("p99.9", l.p99_9_ns as f64),
-            ("p99.99", l.p99_99_ns as f64),
-            ("max", l.max_ns as f64)
-        ])
-    );
+    use iolab_bench::lat_record::LatRecord;
+    if rec.spec.lat == LatRecord::Off {
+        let _ = writeln!(o, "  latency          not recorded (--lat off)");
+    } else {
+        let _ = writeln!(
+            o,
+            "  latency          {}",
+            times([
+                ("min", l.min_ns as f64),
+                ("mean", l.mean_ns),
+                ("p50", l.p50_ns as f64),
+                ("p90", l.p90_ns as f64)
+            ])
+        );
+        let _ = writeln!(
+            o,
+            "                   {}",
+            times([
+                ("p99", l.p99_ns as f64),
+                ("p99.9", l.p99_9_ns as f64),
+                ("p99.99", l.p99_99_ns as f64),
+                ("max", l.max_ns as f64)
+            ])
+        );
+    }
+    if let LatRecord::Sampled(n) = rec.spec.lat {
+        let _ = writeln!(
+            o,
+            "                   1 in {n} ops timed, at random: {} of {} ops",
+            count(l.count as f64),
+            count(r.ops as f64)
+        );
+    }
     if let Some(n) = rec.spec.copy_to_gpu {
         let _ = writeln!(
             o,

@@ -27,6 +27,8 @@ pub mod posixaio;
 pub mod pread;
 pub mod preadv2;
 pub mod read;
+mod ring_fd;
+mod sqe;
 pub mod stream;
 mod sync;
 mod table;
@@ -188,6 +190,12 @@ pub struct UringOpts {
     /// With SQPOLL: spin on the CQ ring or sleep (`--sqpoll-wait`).
     #[serde(default, skip_serializing_if = "SqpollWait::is_auto")]
     pub sqpoll_wait: SqpollWait,
+    /// Send NOPs instead of reads and writes (`--uring-nop`): each names
+    /// the op's file and buffer (registered ones with `reg_files` and
+    /// `fixed_bufs`) and completes with the op's length, as t/io_uring's
+    /// `-N1` does, so the runner and the ring are measured without I/O.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nop: bool,
 }
 
 /// Engine options beyond depth and buffers.
@@ -246,9 +254,16 @@ pub struct EngineConfig {
 impl EngineConfig {
     /// The buffer pool this configuration calls for: one slot per op in flight.
     pub fn pool(&self) -> Result<BufPool> {
+        self.pool_aligned(self.direct)
+    }
+
+    /// [`EngineConfig::pool`], with slots that start on their alignment
+    /// unless `--buf-offset` says otherwise when `aligned` (an engine
+    /// whose kernel copy goes page by page, as into registered buffers).
+    pub fn pool_aligned(&self, aligned: bool) -> Result<BufPool> {
         let offset = match self.opts.buf_offset {
             Some(o) => o as usize,
-            None if self.direct => 0,
+            None if aligned => 0,
             None => crate::buf::buffered_slot_offset(),
         };
         BufPool::with_layout(

@@ -25,6 +25,37 @@ pub fn fadvise(file: &impl AsRawFd, advice: libc::c_int) -> Result<()> {
     Ok(())
 }
 
+/// Sets O_NOATIME on an open file (as t/io_uring opens its files): its
+/// reads no longer check or update the access time. Only the file's owner
+/// (or a process with CAP_FOWNER) may; anyone else gets an error that says
+/// so.
+pub fn set_noatime(file: &impl AsRawFd, path: &Path) -> Result<()> {
+    let fd = file.as_raw_fd();
+    // SAFETY: F_GETFL and F_SETFL take no pointer; the fd is valid while
+    // borrowed.
+    let r = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 {
+            flags
+        } else {
+            libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NOATIME)
+        }
+    };
+    match r {
+        0.. => Ok(()),
+        _ => match std::io::Error::last_os_error() {
+            e if e.raw_os_error() == Some(libc::EPERM) => Err(Error::Unsupported {
+                feature: "--noatime".into(),
+                why: format!(
+                    "only the owner of {} (or root) may read it without access times",
+                    path.display()
+                ),
+            }),
+            e => Err(Error::io(format!("fcntl O_NOATIME {}", path.display()), e)),
+        },
+    }
+}
+
 /// Frees the blocks of `len` bytes from `offset`, keeping the file's
 /// size: `fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)`, a trim of
 /// a file (fio trims files so). Reads of the range then return zeros.
