@@ -4,11 +4,13 @@
 #   1. scripts/setup.sh installs what the tests need (Debian packages, the
 #      Python test environment) when it is missing;
 #   2. the Rust test suite, all crates (real files, io_uring, AIO, MPI);
-#   3. the layering of the crates (no file cycle, no upward edge);
+#   3. the layering of the crates (no file cycle, no upward edge) and no
+#      function over 60 lines without a sentence saying why;
 #   4. the rendered report: every figure and the HTML page.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo test --workspace
 python3 scripts/import-graph.py --quiet
+python3 scripts/long-fns.py --limit 60
 bash scripts/check-report.sh

@@ -247,9 +247,16 @@ fn check_page(page: &str) {
             // Without a GPU the example cannot run: its flags must still
             // parse, so it ends with iolab's own refusal, not clap's.
             let last = common::stderr(&o).lines().last().unwrap_or("").to_string();
-            let clap = ["unexpected argument", "invalid value", "a value is required"];
+            let clap = [
+                "unexpected argument",
+                "invalid value",
+                "a value is required",
+            ];
             if code != 2 || !last.starts_with("error:") || clap.iter().any(|c| last.contains(c)) {
-                failures.push(format!("{}: `{cmd}` without a GPU: exit {code}, {last}", ex.at));
+                failures.push(format!(
+                    "{}: `{cmd}` without a GPU: exit {code}, {last}",
+                    ex.at
+                ));
             }
             continue;
         }

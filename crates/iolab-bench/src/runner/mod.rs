@@ -99,7 +99,13 @@ pub fn run_once(
     m.resident_after = cache.resident_after;
     m.residency = cache.files;
     m.cache_held = cache.held;
-    let Some(e) = sh.take_error() else {
+    outcome(m, sh.take_error(), ran)
+}
+
+/// The run's result: its metrics, or its error with what was measured
+/// until then (none when no worker ran).
+fn outcome(mut m: RunMetrics, error: Option<BenchError>, ran: bool) -> Result<RunMetrics> {
+    let Some(e) = error else {
         return Ok(m);
     };
     if matches!(e, BenchError::OpTimeout { .. }) {
