@@ -15,6 +15,9 @@
 #          replay             real programs recorded and replayed against every reader (scripts/trace-speed.sh)
 #          vs-ior             IOR against iolab (needs IOR_SOURCE=DIR, a copy of hpc/ior's source)
 #          vs-lmbench         iolab sys against lmbench (needs LAT_SYSCALL=PATH, lmbench's lat_syscall)
+#          vs-t-io_uring      peak IOPS against fio's t/io_uring (needs FIO_SOURCE=DIR, fio's source tree)
+#          corpus             a corpus of real programs recorded, then replayed: Auto on the test half
+#          vs-python          import iolab against what Python users write (scripts/vs-python.sh)
 #          examples           every `$ iolab` example of README.md and docs/guide/, as written,
 #                             each page's in order in a folder of its own
 #   DIR    where the data files go (default: a temporary folder in the
@@ -28,7 +31,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 topic=${1:-}
-usage="usage: scripts/results.sh TOPIC [DIR]  (TOPIC: vs-fio vs-fio-jobs vs-fio-async vs-cat adaptive-vs-fixed replay vs-ior vs-lmbench examples)"
+usage="usage: scripts/results.sh TOPIC [DIR]  (TOPIC: vs-fio vs-fio-jobs vs-fio-async vs-cat adaptive-vs-fixed replay vs-ior vs-lmbench vs-t-io_uring corpus vs-python examples)"
 [ -n "$topic" ] || { echo "$usage" >&2; exit 2; }
 quick=${QUICK:-0}
 
@@ -68,6 +71,18 @@ case $topic in
     what="\`iolab sys getpid read1\` against lmbench's lat_syscall null and read, alternately, both pinned to one CPU."
     [ -n "${LAT_SYSCALL:-}" ] || { echo "results: vs-lmbench needs LAT_SYSCALL=PATH, lmbench's lat_syscall built from its source" >&2; exit 2; }
     cmd=(bash scripts/vs-lmbench.sh) ;;
+  vs-t-io_uring)
+    what="\`iolab bench --engine uring\` against fio's peak-IOPS tool t/io_uring, alternately, on one file and CPU: cached 4 KiB reads at depth 128 (registered file and fixed buffers, with latency recorded all, sampled or off; and plain), O_DIRECT, the NOP path and two threads. Ratios are iolab/t/io_uring IOPS; CPU per op beside them."
+    [ -n "${FIO_SOURCE:-}" ] || { echo "results: vs-t-io_uring needs FIO_SOURCE=DIR, fio's source tree (t/io_uring.c)" >&2; exit 2; }
+    small=(ROUNDS=5)
+    cmd=(env 'OUT=-' bash scripts/vs-t-io_uring.sh '$FIO_SOURCE' DATA) ;;
+  corpus)
+    what="Real programs (databases, tree walks, compilers, archivers, loaders, interpreters, a paced stream) recorded by scripts/record-corpus.sh in train and test halves, then replayed against every reader, cold and warm, Auto with the machine's profile and without one. Ratios are auto over the fixed reader with the best median on each trace, medians of per-round ratios with 95 % intervals."
+    small=(HALF=test)
+    cmd=(sh -c 'bash scripts/record-corpus.sh "$1" && bash scripts/corpus-replay.sh "$1" "${ROUNDS:-11}"' corpus DATA) ;;
+  vs-python)
+    what="\`import iolab\` against open().read(), Path.read_bytes, numpy.fromfile, numpy.memmap, os.pread loops, a thread pool and mmap slicing, whole files and random batches, cold and warm, alternating. Times relative to iolab's."
+    cmd=(bash scripts/vs-python.sh DATA '${ROUNDS:-5}') ;;
   examples)
     what="Every \`\$ iolab\` example of README.md and of the guide (docs/guide/), run as written: each page's examples in order, in a folder of its own on the storage named by DIR (with the repository's examples/ beside them). Each command is followed by what it printed (stdout, then stderr). The pages show these outputs."
     cmd=(examples) ;;
@@ -141,7 +156,7 @@ done
 # The command as a person would type it (settings, then the script).
 shown=()
 for kv in "${small[@]}"; do k=${kv%%=*}; [ -n "${!k:-}" ] && shown+=("$k=${!k}"); done
-for k in PAIRS TIME SIZE GIB LEAVE_GIB CAP_S REPEAT TRACES RERUN DEPTHS BLOCK WAKER RUNS OTHERS MODES; do
+for k in PAIRS TIME SIZE GIB LEAVE_GIB CAP_S REPEAT TRACES RERUN DEPTHS BLOCK WAKER RUNS OTHERS MODES ROUNDS HALF READERS; do
   if [ -n "${!k:-}" ] && [[ " ${shown[*]} " != *" $k="* ]]; then shown+=("$k=${!k}"); fi
 done
 argv=()
