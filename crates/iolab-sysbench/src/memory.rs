@@ -404,14 +404,21 @@ fn compare_note(
     )
 }
 
+/// What each pass of a bandwidth measurement does to its buffer.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
+    /// Sums the buffer's u64 words.
     Read,
+    /// Fills the buffer (memset).
     Write,
+    /// Copies the buffer into a second one (memcpy).
     Copy,
 }
 
-fn bandwidth(cfg: &Config<'_>, kind: Kind, all: bool) -> Result<Entry> {
+/// Memory bandwidth of `kind` passes over a buffer past the largest cache,
+/// on one thread or (`all`) on every CPU at once: the entries `bw_read`,
+/// `bw_write`, `bw_copy` and their `_all` forms.
+pub fn bandwidth(cfg: &Config<'_>, kind: Kind, all: bool) -> Result<Entry> {
     let largest = cache_levels()
         .iter()
         .map(|c| c.size_bytes)
@@ -506,31 +513,6 @@ fn bandwidth_names(kind: Kind, all: bool) -> (&'static str, &'static str) {
         (Kind::Write, true) => ("bw_write_all", "fill (memset)"),
         (Kind::Copy, true) => ("bw_copy_all", COPY),
     }
-}
-
-/// Read bandwidth, one thread.
-pub fn bw_read(cfg: &Config<'_>) -> Result<Entry> {
-    bandwidth(cfg, Kind::Read, false)
-}
-/// Write bandwidth, one thread.
-pub fn bw_write(cfg: &Config<'_>) -> Result<Entry> {
-    bandwidth(cfg, Kind::Write, false)
-}
-/// Copy bandwidth, one thread.
-pub fn bw_copy(cfg: &Config<'_>) -> Result<Entry> {
-    bandwidth(cfg, Kind::Copy, false)
-}
-/// Read bandwidth, all threads.
-pub fn bw_read_all(cfg: &Config<'_>) -> Result<Entry> {
-    bandwidth(cfg, Kind::Read, true)
-}
-/// Write bandwidth, all threads.
-pub fn bw_write_all(cfg: &Config<'_>) -> Result<Entry> {
-    bandwidth(cfg, Kind::Write, true)
-}
-/// Copy bandwidth, all threads.
-pub fn bw_copy_all(cfg: &Config<'_>) -> Result<Entry> {
-    bandwidth(cfg, Kind::Copy, true)
 }
 
 #[cfg(test)]
