@@ -5,29 +5,17 @@
 //! policy picks the ring for cold data and threads for warm; bad ranges
 //! and a failing destination give one clear error and leave no lane behind.
 
+use iolab::testing::file;
 use iolab_reader::gpu::{
     transfer, CopyNow, GpuError, GpuOptions, GpuTechnique, HostLane, HostTarget, Lane, Range,
     Source, Target,
 };
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
 /// A directory on a real file system (O_DIRECT and eviction work there).
 fn dir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
-
-fn data(n: usize, seed: u64) -> Vec<u8> {
-    (0..n as u64)
-        .map(|i| ((i ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 37) as u8)
-        .collect()
-}
-
-fn file(d: &Path, name: &str, n: usize, seed: u64) -> (PathBuf, Vec<u8>) {
-    let p = d.join(name);
-    let v = data(n, seed);
-    std::fs::write(&p, &v).unwrap();
-    (p, v)
 }
 
 /// Small pieces so small files still take many of them.
