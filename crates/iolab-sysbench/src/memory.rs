@@ -251,14 +251,20 @@ pub fn latency(cfg: &Config<'_>) -> Result<Entry> {
     Ok(e)
 }
 
-/// The largest working set walked: the scale's, at least 4x the largest
-/// cache, at most a quarter of the memory available (and 4 GiB).
-fn largest_working_set(cfg: &Config<'_>, caches: &[CacheLevel]) -> u64 {
-    let largest = caches
+/// The size of the largest of `caches`, bytes; 32 MiB where the machine
+/// names none (a buffer past it is measured in memory, not in a cache).
+fn largest_cache(caches: &[CacheLevel]) -> u64 {
+    caches
         .iter()
         .map(|c| c.size_bytes)
         .max()
-        .unwrap_or(32 * MIB);
+        .unwrap_or(32 * MIB)
+}
+
+/// The largest working set walked: the scale's, at least 4x the largest
+/// cache, at most a quarter of the memory available (and 4 GiB).
+fn largest_working_set(cfg: &Config<'_>, caches: &[CacheLevel]) -> u64 {
+    let largest = largest_cache(caches);
     let want = cfg
         .scale
         .pick(128 * MIB, 256 * MIB, 1024 * MIB)
@@ -419,11 +425,7 @@ pub enum Kind {
 /// on one thread or (`all`) on every CPU at once: the entries `bw_read`,
 /// `bw_write`, `bw_copy` and their `_all` forms.
 pub fn bandwidth(cfg: &Config<'_>, kind: Kind, all: bool) -> Result<Entry> {
-    let largest = cache_levels()
-        .iter()
-        .map(|c| c.size_bytes)
-        .max()
-        .unwrap_or(32 * MIB);
+    let largest = largest_cache(&cache_levels());
     let bytes = cfg
         .scale
         .pick(64 * MIB, 128 * MIB, 256 * MIB)
