@@ -17,46 +17,33 @@ pub struct Depths {
     pub complete: [u64; 7],
 }
 
-/// fio's depth bucket of `d` (1, 2, 4, ... >=64: 0..=6).
-#[inline]
-fn level_bucket(d: usize) -> usize {
-    match d {
-        0 | 1 => 0,
-        2..=3 => 1,
-        4..=7 => 2,
-        8..=15 => 3,
-        16..=31 => 4,
-        32..=63 => 5,
-        _ => 6,
-    }
-}
+/// Upper bounds of fio's depth buckets (1, 2, 4, 8, 16, 32; past the
+/// last, >=64): a depth of 0 counts as 1.
+const LEVEL_BOUNDS: [usize; 6] = [1, 3, 7, 15, 31, 63];
 
-/// fio's submit/complete bucket of `n` (0, 4, 8, 16, 32, 64, >=64).
+/// Upper bounds of fio's submit/complete buckets (0, 1-4, 5-8, 9-16,
+/// 17-32, 33-64; past the last, >64).
+const BATCH_BOUNDS: [usize; 6] = [0, 4, 8, 16, 32, 64];
+
+/// The bucket (0..=6) of `x`: the first whose upper bound in `bounds` it
+/// does not pass, else the last.
 #[inline]
-fn batch_bucket(n: usize) -> usize {
-    match n {
-        0 => 0,
-        1..=4 => 1,
-        5..=8 => 2,
-        9..=16 => 3,
-        17..=32 => 4,
-        33..=64 => 5,
-        _ => 6,
-    }
+fn bucket(x: usize, bounds: &[usize; 6]) -> usize {
+    bounds.iter().position(|&b| x <= b).unwrap_or(bounds.len())
 }
 
 impl Depths {
     /// A submit call handed over `n` I/Os, the queue then `depth` deep.
     #[inline]
     pub fn submitted(&mut self, n: usize, depth: usize) {
-        self.submit[batch_bucket(n)] += 1;
-        self.level[level_bucket(depth)] += n as u64;
+        self.submit[bucket(n, &BATCH_BOUNDS)] += 1;
+        self.level[bucket(depth, &LEVEL_BOUNDS)] += n as u64;
     }
 
     /// A reap returned `n` completions.
     #[inline]
     pub fn reaped(&mut self, n: usize) {
-        self.complete[batch_bucket(n)] += 1;
+        self.complete[bucket(n, &BATCH_BOUNDS)] += 1;
     }
 
     /// Adds another worker's counts.
@@ -87,5 +74,19 @@ mod tests {
         assert_eq!(d.level, [1, 0, 0, 0, 0, 8, 0]);
         assert_eq!(d.submit, [0, 1, 1, 0, 0, 0, 0]);
         assert_eq!(d.complete, [1, 0, 1, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn each_bucket_ends_where_fio_s_does() {
+        // fio's buckets in order, as ranges: both ends of each fall in it.
+        let level = [0..=1, 2..=3, 4..=7, 8..=15, 16..=31, 32..=63, 64..=4096];
+        let batch = [0..=0, 1..=4, 5..=8, 9..=16, 17..=32, 33..=64, 65..=4096];
+        for (bounds, buckets) in [(&LEVEL_BOUNDS, level), (&BATCH_BOUNDS, batch)] {
+            for (k, r) in buckets.into_iter().enumerate() {
+                for x in [*r.start(), *r.end()] {
+                    assert_eq!(bucket(x, bounds), k, "{x} with bounds {bounds:?}");
+                }
+            }
+        }
     }
 }

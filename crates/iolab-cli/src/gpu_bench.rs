@@ -134,6 +134,7 @@ mod tests {
     use iolab::buf::{BufId, BufPool};
     use iolab::engine::EngineKind;
     use iolab_bench::measure::{self, Measure, NoHooks};
+    use iolab_bench::prepare::Prepared;
     use iolab_bench::spec::{CacheMode, StopRule};
     use iolab_reader::gpu::{CopyEach, GpuError, OpCopy};
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -159,6 +160,19 @@ mod tests {
         }
     }
 
+    /// `spec`'s file, made as `iolab bench` makes it.
+    fn prepared(spec: &WorkloadSpec, stop: &AtomicBool) -> Prepared {
+        iolab_bench::prepare::prepare(
+            spec,
+            true,
+            Default::default(),
+            stop,
+            &mut |_| {},
+            &mut |_, _| {},
+        )
+        .unwrap()
+    }
+
     #[test]
     fn every_read_is_copied_and_its_latency_covers_the_copy() {
         let d = tempfile::tempdir().unwrap();
@@ -177,15 +191,7 @@ mod tests {
             ..WorkloadSpec::default()
         };
         let stop = AtomicBool::new(false);
-        let prep = iolab_bench::prepare::prepare(
-            &spec,
-            true,
-            Default::default(),
-            &stop,
-            &mut |_| {},
-            &mut |_, _| {},
-        )
-        .unwrap();
+        let prep = prepared(&spec, &stop);
         let bytes = Arc::new(AtomicU64::new(0));
         let b = bytes.clone();
         let factory = Copying::new(move |e| {
@@ -216,15 +222,7 @@ mod tests {
             ..WorkloadSpec::default()
         };
         let stop = AtomicBool::new(false);
-        let prep = iolab_bench::prepare::prepare(
-            &spec,
-            true,
-            Default::default(),
-            &stop,
-            &mut |_| {},
-            &mut |_, _| {},
-        )
-        .unwrap();
+        let prep = prepared(&spec, &stop);
         let e = measure::runs(&spec, &prep, &Measure::new(&stop, 1), &mut NoHooks).unwrap_err();
         assert!(e.to_string().contains("--mem cuda:0"), "{e}");
     }

@@ -138,20 +138,8 @@ pub fn check_creatable(flag: &str, p: &Path) -> Result<()> {
 /// be a regular file, checked without opening it (opening a FIFO blocks
 /// until someone writes to it).
 pub fn check_input_file(what: &str, p: &Path) -> Result<()> {
-    use std::os::unix::fs::FileTypeExt;
     let m = std::fs::metadata(p).map_err(|e| usage(format!("{what} {}: {e}", p.display())))?;
-    let t = m.file_type();
-    let kind = if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else {
+    let Some(kind) = iolab::file::special_kind(m.file_type()) else {
         return Ok(());
     };
     Err(usage(format!(

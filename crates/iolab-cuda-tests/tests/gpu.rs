@@ -6,9 +6,10 @@
 //! pageable; checkpoints land tensor for tensor; out-of-memory and a GPU
 //! number out of range are one line, and nothing stays allocated.
 
+use iolab::testing::{bytes, file};
 use iolab_reader::gpu::{self, DeviceBuffer, GpuError, GpuOptions, GpuTechnique, Range};
 use iolab_reader::safetensors::{self, LoadError};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A directory for test files: `$TMPDIR` (scripts/gpu-tests.sh points it
 /// at a disk, where O_DIRECT and eviction work).
@@ -16,22 +17,9 @@ fn dir() -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
-fn data(n: usize, seed: u64) -> Vec<u8> {
-    (0..n as u64)
-        .map(|i| ((i ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 37) as u8)
-        .collect()
-}
-
-fn file(d: &Path, name: &str, n: usize, seed: u64) -> (PathBuf, Vec<u8>) {
-    let p = d.join(name);
-    let v = data(n, seed);
-    std::fs::write(&p, &v).unwrap();
-    (p, v)
-}
-
 /// A small safetensors file: one BF16 tensor of `n` elements and a U8 one.
 fn checkpoint(p: &Path, n: usize) -> Vec<u8> {
-    let body = data(2 * n + 3, 99);
+    let body = bytes(2 * n + 3, 99);
     let json = format!(
         r#"{{"w":{{"dtype":"BF16","shape":[{n}],"data_offsets":[0,{}]}},"m":{{"dtype":"U8","shape":[3],"data_offsets":[{},{}]}}}}"#,
         2 * n,
@@ -308,12 +296,12 @@ fn copies_from_pinned_and_pageable_memory_round_trip() {
     let buf = DeviceBuffer::alloc(&dev, 8 << 20).unwrap();
     let mut pinned = gpu::PinnedBuf::new(&dev, 8 << 20).unwrap();
     assert!(pinned.is_pinned(), "the driver refused to page-lock 8 MiB");
-    let v = data(8 << 20, 4);
+    let v = bytes(8 << 20, 4);
     pinned.as_mut_slice()[..8 << 20].copy_from_slice(&v);
     buf.copy_from_host(0, &pinned.as_mut_slice()[..8 << 20])
         .unwrap();
     same(&buf, &v, "pinned");
-    let w = data(1000, 5);
+    let w = bytes(1000, 5);
     buf.copy_from_host(12_345, &w).unwrap();
     let mut back = vec![0u8; 1000];
     buf.copy_from_host(0, &[]).unwrap();

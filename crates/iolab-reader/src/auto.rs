@@ -783,25 +783,6 @@ mod tests {
         (path, before)
     }
 
-    /// The built-in profile, as if `iolab tune` had measured cold
-    /// sequential reads into the page cache at `mib_s`.
-    fn measured(mib_s: f64) -> std::sync::Arc<crate::profile::Profile> {
-        let mut p = crate::profile::Profile::builtin();
-        p.measurements.push(crate::profile::Measurement {
-            pattern: "seq".into(),
-            cache: "cold".into(),
-            technique: "whole:buffered".into(),
-            block: 1 << 20,
-            depth: 8,
-            threads: 1,
-            mib_s,
-            p999_us: 0.0,
-            cpu_ms_per_gib: 0.0,
-            pareto: true,
-        });
-        std::sync::Arc::new(p)
-    }
-
     #[test]
     fn random_reads_that_waited_as_long_as_the_whole_file_takes_read_it_all_ahead() {
         let d = tempfile::tempdir().unwrap();
@@ -816,7 +797,9 @@ mod tests {
         let resident = || iolab::cache::residency(&path, len).unwrap().fraction();
         let open = |mib_s| {
             let opts = Options::new(Technique::Auto)
-                .profile(measured(mib_s))
+                .profile(std::sync::Arc::new(
+                    crate::profile::Profile::builtin().with_seq_cold_cached(mib_s),
+                ))
                 .memory_budget(1 << 30);
             Reader::open(&path, opts).unwrap()
         };
@@ -921,19 +904,7 @@ mod tests {
         // A device that reads the file in a moment: whatever the first
         // batch waited is as long as reading it all takes, so only the
         // regions a batch sees decide (see `policy::read_ahead_whole`).
-        let mut p = Profile::thesis_defaults();
-        p.measurements.push(crate::profile::Measurement {
-            pattern: "seq".into(),
-            cache: "cold".into(),
-            technique: "whole:buffered".into(),
-            block: 1 << 20,
-            depth: 8,
-            threads: 1,
-            mib_s: 1e9,
-            p999_us: 0.0,
-            cpu_ms_per_gib: 0.0,
-            pareto: true,
-        });
+        let p = Profile::thesis_defaults().with_seq_cold_cached(1e9);
         let opts = Options::new(Technique::Auto)
             .profile(std::sync::Arc::new(p))
             .memory_budget(1 << 30);

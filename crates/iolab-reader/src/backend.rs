@@ -137,19 +137,10 @@ pub(crate) trait Backend: Send + Sync {
 /// What a file of type `ft` is, when it cannot be read at offsets (None
 /// for a regular file or a block device).
 pub(crate) fn unreadable_kind(ft: std::fs::FileType) -> Option<&'static str> {
-    Some(if ft.is_file() || ft.is_block_device() {
+    if ft.is_block_device() {
         return None;
-    } else if ft.is_dir() {
-        "a directory"
-    } else if ft.is_fifo() {
-        "a FIFO"
-    } else if ft.is_socket() {
-        "a socket"
-    } else if ft.is_char_device() {
-        "a character device"
-    } else {
-        "not a regular file"
-    })
+    }
+    iolab::file::special_kind(ft)
 }
 
 /// Refuses what cannot be read at offsets, before opening it (opening a

@@ -529,24 +529,6 @@ mod tests {
         }
     }
 
-    /// A profile that measured cold sequential reads into the page cache
-    /// at `mib_s`.
-    fn measured(mut p: Profile, mib_s: f64) -> Profile {
-        p.measurements.push(crate::profile::Measurement {
-            pattern: "seq".into(),
-            cache: "cold".into(),
-            technique: "whole:buffered".into(),
-            block: 1 << 20,
-            depth: 8,
-            threads: 1,
-            mib_s,
-            p999_us: 0.0,
-            cpu_ms_per_gib: 0.0,
-            pareto: true,
-        });
-        p
-    }
-
     fn tuned() -> Profile {
         let mut p = Profile::thesis_defaults();
         p.mmap_small_cold = false;
@@ -811,7 +793,7 @@ mod tests {
 
     #[test]
     fn re_reads_of_the_start_of_a_small_file_do_not_read_it_all_ahead() {
-        let p = measured(tuned(), 1024.0);
+        let p = tuned().with_seq_cold_cached(1024.0);
         // Python's imports: libc (1.9 MB, two 1 MiB regions) has its first
         // 832 bytes read again and again: however long that waited, only
         // one region.
@@ -847,7 +829,7 @@ mod tests {
     fn random_reads_that_waited_as_long_as_the_rest_of_the_file_takes_read_it_ahead() {
         // The profile read cold files into the page cache at 2048 MiB/s:
         // all of a 256 MiB file in 125 ms.
-        let p = measured(tuned(), 2048.0);
+        let p = tuned().with_seq_cold_cached(2048.0);
         let busy = Situation {
             file_len: 256 << 20,
             fraction_read: 16.0 / 257.0,
@@ -915,7 +897,7 @@ mod tests {
     fn look_ups_spread_over_a_large_file_do_not_read_it_all_ahead_before_they_waited() {
         // 30 look-ups of 4 KiB in a 220 MiB database touch 13 % of its
         // regions; they waited 1.5 ms, reading it all takes 100 ms.
-        let p = measured(tuned(), 2048.0);
+        let p = tuned().with_seq_cold_cached(2048.0);
         let s = Situation {
             file_len: 220 << 20,
             fraction_read: 0.14,

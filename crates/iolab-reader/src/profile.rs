@@ -302,6 +302,26 @@ impl Profile {
             .reduce(f64::max)
     }
 
+    /// This profile, as if `iolab tune` had measured cold sequential reads
+    /// into the page cache at `mib_s` (what [`Self::seq_cold_cached_mib_s`]
+    /// finds): the tests' device of a known speed.
+    #[cfg(test)]
+    pub(crate) fn with_seq_cold_cached(mut self, mib_s: f64) -> Profile {
+        self.measurements.push(Measurement {
+            pattern: "seq".into(),
+            cache: "cold".into(),
+            technique: "whole:buffered".into(),
+            block: 1 << 20,
+            depth: 8,
+            threads: 1,
+            mib_s,
+            p999_us: 0.0,
+            cpu_ms_per_gib: 0.0,
+            pareto: true,
+        });
+        self
+    }
+
     /// A warning if this profile was measured on another device than the
     /// one holding `file`.
     pub fn device_warning(&self, file: &Path) -> Option<String> {

@@ -5,29 +5,17 @@
 //! policy picks the ring for cold data and threads for warm; bad ranges
 //! and a failing destination give one clear error and leave no lane behind.
 
+use iolab::testing::file;
 use iolab_reader::gpu::{
     transfer, CopyNow, GpuError, GpuOptions, GpuTechnique, HostLane, HostTarget, Lane, Range,
-    Source, Target,
+    Source, Stats, Target,
 };
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
 /// A directory on a real file system (O_DIRECT and eviction work there).
 fn dir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
-}
-
-fn data(n: usize, seed: u64) -> Vec<u8> {
-    (0..n as u64)
-        .map(|i| ((i ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 37) as u8)
-        .collect()
-}
-
-fn file(d: &Path, name: &str, n: usize, seed: u64) -> (PathBuf, Vec<u8>) {
-    let p = d.join(name);
-    let v = data(n, seed);
-    std::fs::write(&p, &v).unwrap();
-    (p, v)
 }
 
 /// Small pieces so small files still take many of them.
@@ -45,6 +33,17 @@ fn opts(t: Option<GpuTechnique>) -> GpuOptions {
 
 fn whole(p: &Path) -> Vec<Source> {
     vec![Source::whole(p, 0).unwrap()]
+}
+
+/// `p`, `n` bytes long, read whole into host memory as the policy
+/// chooses, its copies ending late as a device's may: what the transfer
+/// says and the bytes that arrived.
+fn whole_late(p: &Path, n: usize) -> (Stats, Vec<u8>) {
+    let mut out = vec![0u8; n];
+    let target = HostTarget::with_late_copies(&mut out);
+    let st = transfer(&target, &whole(p), &opts(None)).unwrap();
+    drop(target);
+    (st, out)
 }
 
 #[test]
@@ -83,26 +82,14 @@ fn cold_data_goes_through_the_ring_with_o_direct_and_warm_through_threads() {
     iolab::cache::evict(&p).unwrap();
     let cold = iolab::cache::residency(&p, n as u64).unwrap().fraction();
     iolab::require!(cold < 0.5, "the page cache kept the file after eviction");
-    let mut out = vec![0u8; n];
-    let st = transfer(
-        &HostTarget::with_late_copies(&mut out),
-        &whole(&p),
-        &opts(None),
-    )
-    .unwrap();
+    let (st, out) = whole_late(&p, n);
     assert_eq!(st.technique, GpuTechnique::Ring);
     let direct_ok = direct_works(&p);
     assert_eq!(st.direct, direct_ok, "cold reads bypass the page cache");
     assert_eq!((st.depth, st.chunk), (4, 64 << 10));
     assert!(out == v, "cold: bytes differ");
     iolab::cache::warm(&p, n as u64).unwrap();
-    let mut out = vec![0u8; n];
-    let st = transfer(
-        &HostTarget::with_late_copies(&mut out),
-        &whole(&p),
-        &opts(None),
-    )
-    .unwrap();
+    let (st, out) = whole_late(&p, n);
     assert_eq!(st.technique, GpuTechnique::Threads);
     assert!(!st.direct);
     assert_eq!((st.depth, st.threads), (2, 3));

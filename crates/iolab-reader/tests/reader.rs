@@ -21,17 +21,9 @@ fn dir() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 
-fn data(n: usize) -> Vec<u8> {
-    (0..n as u64)
-        .map(|i| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 37) as u8)
-        .collect()
-}
-
+/// A file of `n` bytes, named for its size.
 fn file(d: &Path, n: usize) -> (PathBuf, Vec<u8>) {
-    let p = d.join(format!("f{n}"));
-    let v = data(n);
-    std::fs::write(&p, &v).unwrap();
-    (p, v)
+    iolab::testing::file(d, &format!("f{n}"), n, 0)
 }
 
 fn open(p: &Path, t: Technique) -> Reader {

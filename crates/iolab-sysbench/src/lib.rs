@@ -57,7 +57,7 @@ impl Measurement {
 }
 
 macro_rules! m {
-    ($name:literal, $group:literal, $about:literal, $f:path) => {
+    ($name:literal, $group:literal, $about:literal, $f:expr) => {
         Measurement {
             name: $name,
             group: $group,
@@ -68,7 +68,8 @@ macro_rules! m {
 }
 
 /// Every measurement, in the order a full run takes them: name, group, what
-/// it measures, the function (one line each, so the table reads as one).
+/// it measures, the function (one line each, so the table reads as one;
+/// variants of one measurement call it with their arguments).
 #[rustfmt::skip]
 pub const MEASUREMENTS: &[Measurement] = &[
     m!("clock_res", "timing", "smallest step of CLOCK_MONOTONIC", timing::clock_res),
@@ -97,12 +98,12 @@ pub const MEASUREMENTS: &[Measurement] = &[
     m!("ctx_proc_1cpu", "tasks", "context switch, 2 processes on 1 CPU", tasks::ctx_proc_1cpu),
     m!("ctx_proc_2cpu", "tasks", "process ping-pong across 2 CPUs (one way)", tasks::ctx_proc_2cpu),
     m!("mem_latency", "memory", "load latency against working set", memory::latency),
-    m!("bw_read", "memory", "read bandwidth, 1 thread", memory::bw_read),
-    m!("bw_write", "memory", "write bandwidth, 1 thread", memory::bw_write),
-    m!("bw_copy", "memory", "copy bandwidth, 1 thread", memory::bw_copy),
-    m!("bw_read_all", "memory", "read bandwidth, all threads", memory::bw_read_all),
-    m!("bw_write_all", "memory", "write bandwidth, all threads", memory::bw_write_all),
-    m!("bw_copy_all", "memory", "copy bandwidth, all threads", memory::bw_copy_all),
+    m!("bw_read", "memory", "read bandwidth, 1 thread", |c| memory::bandwidth(c, memory::Kind::Read, false)),
+    m!("bw_write", "memory", "write bandwidth, 1 thread", |c| memory::bandwidth(c, memory::Kind::Write, false)),
+    m!("bw_copy", "memory", "copy bandwidth, 1 thread", |c| memory::bandwidth(c, memory::Kind::Copy, false)),
+    m!("bw_read_all", "memory", "read bandwidth, all threads", |c| memory::bandwidth(c, memory::Kind::Read, true)),
+    m!("bw_write_all", "memory", "write bandwidth, all threads", |c| memory::bandwidth(c, memory::Kind::Write, true)),
+    m!("bw_copy_all", "memory", "copy bandwidth, all threads", |c| memory::bandwidth(c, memory::Kind::Copy, true)),
     m!("fault_minor", "faults", "minor page fault (anonymous first touch)", faults::minor),
     m!("fault_major", "faults", "major page fault (cold file mapping)", faults::major),
     m!("tcp_rtt", "net", "TCP round trip on loopback by size", net::tcp_rtt),

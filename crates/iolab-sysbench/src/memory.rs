@@ -251,14 +251,20 @@ pub fn latency(cfg: &Config<'_>) -> Result<Entry> {
     Ok(e)
 }
 
-/// The largest working set walked: the scale's, at least 4x the largest
-/// cache, at most a quarter of the memory available (and 4 GiB).
-fn largest_working_set(cfg: &Config<'_>, caches: &[CacheLevel]) -> u64 {
-    let largest = caches
+/// The size of the largest of `caches`, bytes; 32 MiB where the machine
+/// names none (a buffer past it is measured in memory, not in a cache).
+fn largest_cache(caches: &[CacheLevel]) -> u64 {
+    caches
         .iter()
         .map(|c| c.size_bytes)
         .max()
-        .unwrap_or(32 * MIB);
+        .unwrap_or(32 * MIB)
+}
+
+/// The largest working set walked: the scale's, at least 4x the largest
+/// cache, at most a quarter of the memory available (and 4 GiB).
+fn largest_working_set(cfg: &Config<'_>, caches: &[CacheLevel]) -> u64 {
+    let largest = largest_cache(caches);
     let want = cfg
         .scale
         .pick(128 * MIB, 256 * MIB, 1024 * MIB)
@@ -404,19 +410,22 @@ fn compare_note(
     )
 }
 
+/// What each pass of a bandwidth measurement does to its buffer.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub enum Kind {
+    /// Sums the buffer's u64 words.
     Read,
+    /// Fills the buffer (memset).
     Write,
+    /// Copies the buffer into a second one (memcpy).
     Copy,
 }
 
-fn bandwidth(cfg: &Config<'_>, kind: Kind, all: bool) -> Result<Entry> {
-    let largest = cache_levels()
-        .iter()
-        .map(|c| c.size_bytes)
-        .max()
-        .unwrap_or(32 * MIB);
+/// Memory bandwidth of `kind` passes over a buffer past the largest cache,
+/// on one thread or (`all`) on every CPU at once: the entries `bw_read`,
+/// `bw_write`, `bw_copy` and their `_all` forms.
+pub fn bandwidth(cfg: &Config<'_>, kind: Kind, all: bool) -> Result<Entry> {
+    let largest = largest_cache(&cache_levels());
     let bytes = cfg
         .scale
         .pick(64 * MIB, 128 * MIB, 256 * MIB)
@@ -506,31 +515,6 @@ fn bandwidth_names(kind: Kind, all: bool) -> (&'static str, &'static str) {
         (Kind::Write, true) => ("bw_write_all", "fill (memset)"),
         (Kind::Copy, true) => ("bw_copy_all", COPY),
     }
-}
-
-/// Read bandwidth, one thread.
-pub fn bw_read(cfg: &Config<'_>) -> Result<Entry> {
-    bandwidth(cfg, Kind::Read, false)
-}
-/// Write bandwidth, one thread.
-pub fn bw_write(cfg: &Config<'_>) -> Result<Entry> {
-    bandwidth(cfg, Kind::Write, false)
-}
-/// Copy bandwidth, one thread.
-pub fn bw_copy(cfg: &Config<'_>) -> Result<Entry> {
-    bandwidth(cfg, Kind::Copy, false)
-}
-/// Read bandwidth, all threads.
-pub fn bw_read_all(cfg: &Config<'_>) -> Result<Entry> {
-    bandwidth(cfg, Kind::Read, true)
-}
-/// Write bandwidth, all threads.
-pub fn bw_write_all(cfg: &Config<'_>) -> Result<Entry> {
-    bandwidth(cfg, Kind::Write, true)
-}
-/// Copy bandwidth, all threads.
-pub fn bw_copy_all(cfg: &Config<'_>) -> Result<Entry> {
-    bandwidth(cfg, Kind::Copy, true)
 }
 
 #[cfg(test)]

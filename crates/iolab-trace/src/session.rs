@@ -260,38 +260,40 @@ mod tests {
     use crate::replay::{plan, PreadReader, Threads};
     use crate::{parse, place::place};
 
+    /// `t` placed in a fresh directory and replayed by each of `readers`
+    /// `repeat` times, cold, as fast as it goes, every byte checked.
+    fn compare_cold(
+        t: &crate::Trace,
+        readers: &[Box<dyn ReplayReader>],
+        repeat: usize,
+        progress: &mut dyn FnMut(&str, usize),
+    ) -> Vec<ReaderResult> {
+        let d = tempfile::tempdir().unwrap();
+        let stop = AtomicBool::new(false);
+        let p = place(t, d.path(), &stop, &mut |_, _| {}).unwrap();
+        let pl = plan(t, Threads::Recorded, None);
+        let opts = SessionOpts {
+            repeat,
+            cache: Cache::Cold,
+            timing: Timing::Asap,
+            verify: true,
+        };
+        let (paths, sizes, patterns) = (&p.paths, &p.sizes, &p.patterns);
+        compare(&pl, paths, sizes, patterns, readers, opts, &stop, progress).unwrap()
+    }
+
     #[test]
     fn every_reader_reads_the_same_total_in_rotating_order() {
-        let d = tempfile::tempdir().unwrap();
         let t = parse(
             "file,offset,len\na,0,65536\na,65536,65536\nb,0,4096\n",
             "t",
             None,
         )
         .unwrap();
-        let stop = AtomicBool::new(false);
-        let p = place(&t, d.path(), &stop, &mut |_, _| {}).unwrap();
-        let pl = plan(&t, Threads::Recorded, None);
         let readers: Vec<Box<dyn ReplayReader>> =
             vec![Box::new(PreadReader), Box::new(PreadReader)];
         let mut order = Vec::new();
-        let opts = SessionOpts {
-            repeat: 3,
-            cache: Cache::Cold,
-            timing: Timing::Asap,
-            verify: true,
-        };
-        let r = compare(
-            &pl,
-            &p.paths,
-            &p.sizes,
-            &p.patterns,
-            &readers,
-            opts,
-            &stop,
-            &mut |_, round| order.push(round),
-        )
-        .unwrap();
+        let r = compare_cold(&t, &readers, 3, &mut |_, round| order.push(round));
         assert_eq!(order, vec![0, 0, 1, 1, 2, 2]);
         assert_eq!(r.len(), 2);
         assert_eq!(
@@ -317,31 +319,11 @@ mod tests {
             }
         }
         let t = parse(&csv, "t", None).unwrap();
-        let d = tempfile::tempdir().unwrap();
-        let stop = AtomicBool::new(false);
-        let p = place(&t, d.path(), &stop, &mut |_, _| {}).unwrap();
         let readers: Vec<Box<dyn ReplayReader>> = vec![
             Box::new(crate::readers::TechniqueReader::auto_builtin()),
             Box::new(PreadReader),
         ];
-        let opts = SessionOpts {
-            repeat: 1,
-            cache: Cache::Cold,
-            timing: Timing::Asap,
-            verify: true,
-        };
-        let pl = plan(&t, Threads::Recorded, None);
-        let r = compare(
-            &pl,
-            &p.paths,
-            &p.sizes,
-            &p.patterns,
-            &readers,
-            opts,
-            &stop,
-            &mut |_, _| {},
-        )
-        .unwrap();
+        let r = compare_cold(&t, &readers, 1, &mut |_, _| {});
         let auto = r.iter().find(|x| x.reader == "auto:builtin").unwrap();
         assert_eq!(auto.runs[0].fell_back, 1, "{auto:?}");
         assert!(

@@ -234,6 +234,27 @@ pub fn length(path: &Path) -> Result<u64> {
     Ok(md.len())
 }
 
+/// What a file of type `t` is, as an error names it ("a directory", "a
+/// FIFO", ...); `None` for a regular file. One list of names, so every
+/// refusal of a file that is not regular speaks alike.
+pub fn special_kind(t: std::fs::FileType) -> Option<&'static str> {
+    Some(if t.is_file() {
+        return None;
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    })
+}
+
 /// Whether `path` is a block device.
 pub fn is_block_device(path: &Path) -> bool {
     std::fs::metadata(path)
@@ -382,19 +403,7 @@ pub fn read_bounded(path: &Path, max: u64, what: &str) -> std::io::Result<Vec<u8
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)?;
     let m = f.metadata()?;
-    let t = m.file_type();
-    if !t.is_file() {
-        let kind = if t.is_dir() {
-            "a directory"
-        } else if t.is_fifo() {
-            "a FIFO"
-        } else if t.is_socket() {
-            "a socket"
-        } else if t.is_char_device() {
-            "a character device"
-        } else {
-            "a block device"
-        };
+    if let Some(kind) = special_kind(m.file_type()) {
         return Err(IoError::new(
             ErrorKind::InvalidInput,
             format!("{kind}, not a regular file; a {what} is read from a regular file"),

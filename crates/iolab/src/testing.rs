@@ -13,6 +13,25 @@
 //! needs_fio();
 //! ```
 
+use std::path::{Path, PathBuf};
+
+/// `n` bytes, each a function of its offset and `seed`, so a test can
+/// tell any misplaced or missing byte from the right one.
+pub fn bytes(n: usize, seed: u64) -> Vec<u8> {
+    (0..n as u64)
+        .map(|i| ((i ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 37) as u8)
+        .collect()
+}
+
+/// A file `name` in `dir` holding [`bytes`]`(n, seed)`: its path and the
+/// bytes, to compare with what a reader gives back.
+pub fn file(dir: &Path, name: &str, n: usize, seed: u64) -> (PathBuf, Vec<u8>) {
+    let p = dir.join(name);
+    let v = bytes(n, seed);
+    std::fs::write(&p, &v).unwrap();
+    (p, v)
+}
+
 /// Whether the tests run under CI, where every requirement must be met.
 pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
