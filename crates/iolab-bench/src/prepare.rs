@@ -280,17 +280,7 @@ pub fn check_path_kind(p: &Path, writes: bool, flag: &str) -> Result<()> {
         }
         return Ok(());
     }
-    let what = if t.is_dir() {
-        Some("a directory")
-    } else if t.is_fifo() {
-        Some("a FIFO")
-    } else if t.is_char_device() {
-        Some("a character device")
-    } else if t.is_socket() {
-        Some("a socket")
-    } else {
-        None
-    };
+    let what = file::special_kind(t);
     if let Some(what) = what {
         return Err(usage(format!(
             "{flag} {}: not a regular file ({what}); name a regular file or a block device",
