@@ -18,7 +18,7 @@ if want sqlite; then
 if [ ! -f db.sqlite ]; then
   sqlite3 db.sqlite "PRAGMA journal_mode=OFF; CREATE TABLE t(id INTEGER PRIMARY KEY, k INTEGER, v BLOB);
     WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 800000)
-    INSERT INTO t SELECT x, abs(random())%1000000, randomblob(300) FROM c; CREATE INDEX tk ON t(k);"
+    INSERT INTO t SELECT x, abs(random())%1000000, randomblob(300) FROM c; CREATE INDEX tk ON t(k);" >/dev/null
 fi
 "$iolab" record -o sqlite.csv --overwrite -- sqlite3 db.sqlite \
   "SELECT count(*), sum(length(v)) FROM t WHERE k BETWEEN 1000 AND 40000; SELECT sum(length(v)) FROM t WHERE id % 97 = 0;" >/dev/null
