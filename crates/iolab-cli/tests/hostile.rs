@@ -478,7 +478,10 @@ fn break_cases() -> Vec<Case> {
             "zipf",
         ),
         ("sys tcp_rtt --connect 127.0.0.1:1", "--connect"),
-        ("fio --name=j --size=64k --ioengine=null --iodepth=0", "iodepth=0"),
+        (
+            "fio --name=j --size=64k --ioengine=null --iodepth=0",
+            "iodepth=0",
+        ),
         ("bench --engine null --size 64k --dir a/b", "--dir a/b"),
         ("sys getpid --quick --dir a/b", "--dir a/b"),
         ("survey --dir a/b", "--dir a/b"),
