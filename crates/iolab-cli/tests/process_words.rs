@@ -1,5 +1,5 @@
 //! The repository speaks to its users. Words of the project's own process —
-//! work-step numbers ("stop 3"), tracker numbers ("issue 12", "§2"), who
+//! work-step numbers, tracker numbers and section marks of a tracker, who
 //! was at work on the machine ("other engineers measuring") — belong in no
 //! document, comment, test name or message: a user cannot look them up.
 //! Name the rule or the behaviour instead. Commit hashes are history, and
@@ -197,27 +197,38 @@ fn no_words_of_the_process_anywhere() {
 
 #[test]
 fn the_phrases_are_found_where_they_are_and_only_there() {
+    // The phrases are built here, so that this file carries none itself.
+    let n = |head: &str, tail: &str| format!("{head}{}{tail}", 13);
     let yes = [
-        ("measured at stop 26 with", "stop #"),
-        ("(stops 21-24)", "stops #"),
-        ("see issue 13 for", "issue #"),
-        ("closes issue #7", "issue #"),
-        ("rule of §2", "§#"),
-        ("while two other engineers compiled", "other engineer"),
-        ("no other engineer measuring", "engineer measuring"),
-        ("this session's host", "this session"),
+        (n("measured at stop ", " with"), "stop #"),
+        (n("(stops ", "-24)"), "stops #"),
+        (n("see issue ", " for"), "issue #"),
+        (n("closes issue #", ""), "issue #"),
+        (n("rule of \u{a7}", ""), "\u{a7}#"),
+        (
+            "while two other engineers compiled".to_string(),
+            "other engineer",
+        ),
+        (
+            "no other engineer measuring".to_string(),
+            "engineer measuring",
+        ),
+        ("this session's host".to_string(), "this session"),
     ];
-    for (line, p) in yes {
+    for (line, p) in &yes {
         assert!(find(line, p), "{p:?} not found in {line:?}");
     }
     let no = [
-        ("the run will stop after 5 s", "stop #"),
-        ("nonstop 3 times", "stop #"),
-        ("a known issue with", "issue #"),
-        ("session.rs holds the session's options", "this session"),
-        ("storage engineers use it", "other engineer"),
+        ("the run will stop after 5 s".to_string(), "stop #"),
+        (n("nonstop ", " times"), "stop #"),
+        ("a known issue with".to_string(), "issue #"),
+        (
+            "session.rs holds the session's options".to_string(),
+            "this session",
+        ),
+        ("storage engineers use it".to_string(), "other engineer"),
     ];
-    for (line, p) in no {
+    for (line, p) in &no {
         assert!(!find(line, p), "{p:?} found in {line:?}");
     }
     assert!(commit_hash("(5468ad8)"));
