@@ -36,19 +36,9 @@ done
 work=$(mktemp -d /tmp/per-op-profile.XXXXXX)
 file=$(mktemp "$dir/.per-op-profile.XXXXXX")
 trap 'rm -rf "$work" "$file"' EXIT
-tio=$src/t/io_uring
-if [ ! -x "$tio" ]; then
-  echo "building t/io_uring from $src in $work ..." >&2
-  cp -a "$src" "$work/fio"
-  (cd "$work/fio" && ./configure && make -j"$(nproc)" t/io_uring) >"$work/build.log" 2>&1 \
-    || { echo "$me: t/io_uring did not build; see $work/build.log" >&2; trap - EXIT; exit 1; }
-  tio=$work/fio/t/io_uring
-fi
-echo "building iolab ..." >&2
-(cd "$here" && cargo build --release --quiet -p iolab-cli)
-iolab=$here/target/release/iolab
-rm -f "$file"
-"$iolab" bench --file "$file" --size "$size" --ops 1 >/dev/null
+# shellcheck source=scripts/tio-tools.sh
+. "$here/scripts/tio-tools.sh"
+tio_tools
 
 # name | t/io_uring flags | iolab flags
 workloads=(
