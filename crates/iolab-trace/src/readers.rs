@@ -100,8 +100,13 @@ impl ReplayReader for TechniqueReader {
     }
     fn open(&self, path: &Path) -> std::io::Result<Box<dyn ReplayFile>> {
         let mut o = Options::new(self.technique);
-        if let Some(h) = self.hints.get(path) {
-            o = o.hints(*h);
+        // Only the thesis's rules read hints: looking a long path up in
+        // the map (hashed component by component) would charge every
+        // other reader's opens for nothing.
+        if self.technique == Technique::ThesisRules {
+            if let Some(h) = self.hints.get(path) {
+                o = o.hints(*h);
+            }
         }
         if let Some(p) = &self.profile {
             o = o.profile(p.clone());

@@ -167,7 +167,9 @@ pub fn drop_caches() -> Result<()> {
 pub fn warm(path: &Path, len: u64) -> Result<()> {
     let f = File::open(path).map_err(|e| Error::io(format!("open {}", path.display()), e))?;
     let _ = fs::fadvise(&f, libc::POSIX_FADV_WILLNEED);
-    let mut buf = vec![0u8; 1 << 20];
+    // No larger than the file: warming thousands of small files zeroed a
+    // whole MiB for each.
+    let mut buf = vec![0u8; len.clamp(1, 1 << 20) as usize];
     let mut off = 0u64;
     while off < len {
         let n = f
