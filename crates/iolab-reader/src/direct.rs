@@ -211,6 +211,22 @@ impl DirectAhead {
     }
 }
 
+impl DirectAhead {
+    /// Serves a read out of order from the stream's window when all of it
+    /// is there (see [`iolab::kernel::ahead::Ahead::read_within`]),
+    /// without moving the stream; None when it is not (or there is no
+    /// stream yet).
+    pub(crate) fn read_within(&self, off: u64, buf: &mut [u8]) -> Option<Result<usize>> {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let a = g.as_mut()?;
+        match a.read_within(off, buf) {
+            Ok(Some(n)) => Some(Ok(n)),
+            Ok(None) => None,
+            Err(e) => Some(Err(ReadError::io(&self.src.path, off, buf.len(), e))),
+        }
+    }
+}
+
 impl Backend for DirectAhead {
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
         if off >= self.src.len {

@@ -169,42 +169,81 @@ impl Ahead {
                 break;
             }
             let k = pos / chunk;
-            let in_window = k >= self.base && k < self.base + self.depth as u64;
-            if !in_window || !self.is_loaded(k) {
+            if !self.in_window(k) || !self.is_loaded(k) {
                 self.restart(k);
             } else if k > self.base {
                 self.advance(k);
             }
-            let s = (k % self.depth as u64) as usize;
-            while self.slot[s] == Slot::Busy {
-                self.reap();
+            match self.copy_out(k, pos, &mut buf[done..])? {
+                0 => break, // end of file
+                n => done += n,
             }
-            if let Slot::Failed(e) = self.slot[s] {
-                // Read it again from here next time.
-                self.slot[s] = Slot::Empty;
-                self.got[s] = 0;
-                return Err(io::Error::from_raw_os_error(e));
-            }
-            let inner = (pos - k * chunk) as usize;
-            let avail = self.got[s];
-            if inner >= avail {
-                break; // end of file
-            }
-            let n = (avail - inner).min(buf.len() - done);
-            // SAFETY: slot s is Ready: no op in flight writes it (ops in
-            // flight write other slots, through the same base pointer, so
-            // no reference to the whole buffer is made here); from + n is
-            // inside it (inner + n <= got[s] <= chunk).
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    self.base_ptr.add(s * self.chunk + inner),
-                    buf[done..].as_mut_ptr(),
-                    n,
-                );
-            }
-            done += n;
         }
         Ok(done)
+    }
+
+    /// Reads `buf.len()` bytes at `off` (fewer at the end of the file) only
+    /// if all of them lie in pieces the window holds, without moving it:
+    /// a read out of order inside the stream's window (a database's
+    /// interior page a little ahead of its scan) is served from what the
+    /// stream read, and the stream goes on where it was. None otherwise.
+    pub fn read_within(&mut self, off: u64, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        let chunk = self.chunk as u64;
+        let end = off.saturating_add(buf.len() as u64).min(self.len);
+        if buf.is_empty() || off >= end {
+            return Ok(None);
+        }
+        if !(off / chunk..=(end - 1) / chunk).all(|k| self.in_window(k) && self.is_loaded(k)) {
+            return Ok(None);
+        }
+        let mut done = 0usize;
+        while off + (done as u64) < end {
+            let pos = off + done as u64;
+            match self.copy_out(pos / chunk, pos, &mut buf[done..])? {
+                0 => break,
+                n => done += n,
+            }
+        }
+        Ok(Some(done))
+    }
+
+    /// Whether piece `k` is in the window.
+    fn in_window(&self, k: u64) -> bool {
+        k >= self.base && k < self.base + self.depth as u64
+    }
+
+    /// Copies from piece `k` (in the window, loaded), from file offset
+    /// `pos` on, as much of `out` as the piece holds, once it has landed;
+    /// 0 past the end of the file.
+    fn copy_out(&mut self, k: u64, pos: u64, out: &mut [u8]) -> io::Result<usize> {
+        let s = (k % self.depth as u64) as usize;
+        while self.slot[s] == Slot::Busy {
+            self.reap();
+        }
+        if let Slot::Failed(e) = self.slot[s] {
+            // Read it again from here next time.
+            self.slot[s] = Slot::Empty;
+            self.got[s] = 0;
+            return Err(io::Error::from_raw_os_error(e));
+        }
+        let inner = (pos - k * self.chunk as u64) as usize;
+        let avail = self.got[s];
+        if inner >= avail {
+            return Ok(0);
+        }
+        let n = (avail - inner).min(out.len());
+        // SAFETY: slot s is Ready: no op in flight writes it (ops in
+        // flight write other slots, through the same base pointer, so
+        // no reference to the whole buffer is made here); from + n is
+        // inside it (inner + n <= got[s] <= chunk).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.base_ptr.add(s * self.chunk + inner),
+                out.as_mut_ptr(),
+                n,
+            );
+        }
+        Ok(n)
     }
 
     /// Whether piece `k`'s slot holds it (in flight or landed).
@@ -275,5 +314,31 @@ mod tests {
             assert!(b[..k] == want[off as usize..end], "at {off}");
         }
         assert_eq!(a.read_at(len as u64, &mut buf).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_read_out_of_order_inside_the_window_leaves_it_where_it_was() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f");
+        let len = 6 << 16;
+        let want = data(len);
+        std::fs::write(&path, &want).unwrap();
+        let f = File::open(&path).unwrap();
+        let mut a = Ahead::new(f, len as u64, 1 << 16, 3).unwrap();
+        let mut b = vec![0u8; 4096];
+        assert_eq!(a.read_at(0, &mut b).unwrap(), 4096);
+        // Pieces 0..3 are held: a read spanning pieces 1 and 2 is served
+        // and the window stays at piece 0.
+        let mut c = vec![0u8; 70_000];
+        let at = (1 << 16) + 100;
+        assert_eq!(a.read_within(at, &mut c).unwrap(), Some(70_000));
+        assert!(c[..] == want[at as usize..at as usize + 70_000]);
+        assert_eq!(a.base, 0);
+        // Past the window: not served, nothing moved.
+        assert_eq!(a.read_within(4 << 16, &mut b).unwrap(), None);
+        assert_eq!(a.base, 0);
+        // The stream goes on from where it was.
+        assert_eq!(a.read_at(4096, &mut b).unwrap(), 4096);
+        assert!(b[..] == want[4096..8192]);
     }
 }
