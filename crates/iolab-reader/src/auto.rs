@@ -65,9 +65,12 @@ fn warn_device_once(profile: &Profile, src: &Src) {
         return;
     }
     let dev = src.dev;
-    if LAST_DEV.swap(dev, Relaxed) == dev {
+    // A load first: every open of every thread comes here, and a swap
+    // would take the shared line for writing each time.
+    if LAST_DEV.load(Relaxed) == dev {
         return;
     }
+    LAST_DEV.store(dev, Relaxed);
     if let Some(w) = profile.device_warning(&src.path) {
         static ONCE: std::sync::Once = std::sync::Once::new();
         ONCE.call_once(|| super::warn::emit(&w));
@@ -291,20 +294,27 @@ impl Auto {
     /// Whether a request continues a stream (a run of requests in a row,
     /// or the end of the last stream), and the stream's bytes so far: a
     /// stream found by a run starts with the run's bytes.
+    ///
+    /// The counters here and in [`Auto::observe`] are updated with a load
+    /// and a store, not an atomic read-modify-write: they only steer
+    /// heuristics, a count two threads race on may lose one, and a locked
+    /// instruction per counter cost a few percent of a cached 4 KiB read.
     fn stream(&self, off: u64, len: usize) -> (bool, u64) {
         let st = &self.st;
         let end = off.saturating_add(len as u64);
-        let prev = st.last_end.swap(end, Relaxed);
+        let prev = st.last_end.load(Relaxed);
+        st.last_end.store(end, Relaxed);
         let run = if prev == off {
-            st.run.fetch_add(1, Relaxed) + 1
+            bump32(&st.run)
         } else {
             st.run.store(0, Relaxed);
             0
         };
-        let continues = len > 0 && st.stream_end.load(Relaxed) == off;
+        let stream_end = st.stream_end.load(Relaxed);
+        let continues = len > 0 && off >= stream_end && off - stream_end <= policy::STREAM_SKIP;
         let sequential = run >= 2 || continues;
         let stream_bytes = if continues {
-            st.stream_bytes.fetch_add(len as u64, Relaxed) + len as u64
+            add(&st.stream_bytes, len as u64)
         } else if sequential {
             let b = len as u64 * (run as u64 + 1);
             st.stream_bytes.store(b, Relaxed);
@@ -314,7 +324,7 @@ impl Auto {
         };
         if sequential {
             st.stream_end.store(end, Relaxed);
-            st.streamed.fetch_add(1, Relaxed);
+            add(&st.streamed, 1);
         }
         (sequential, stream_bytes)
     }
@@ -322,7 +332,7 @@ impl Auto {
     /// Updates what this reader has seen with one request and describes it.
     fn observe(&self, off: u64, len: usize, batch: usize) -> Situation {
         let st = &self.st;
-        let n = st.requests.fetch_add(1, Relaxed);
+        let n = add(&st.requests, 1) - 1;
         if n == FIRST_SAMPLE || n > 0 && n.is_multiple_of(st.refresh_every) {
             self.refresh();
         }
@@ -339,11 +349,13 @@ impl Auto {
             // Mark at most 64 chunks per request: enough to see re-reads.
             for c in first..=last.min(first + 63) {
                 let bit = 1u64 << (c % 64);
-                let old = st.touched[(c / 64) as usize].fetch_or(bit, Relaxed);
+                let word = &st.touched[(c / 64) as usize];
+                let old = word.load(Relaxed);
                 if old & bit != 0 {
                     reread = true;
                 } else {
-                    st.touched_n.fetch_add(1, Relaxed);
+                    word.store(old | bit, Relaxed);
+                    add(&st.touched_n, 1);
                 }
             }
         }
@@ -516,6 +528,21 @@ impl Auto {
         f
     }
 
+    /// A read out of order served from the file's O_DIRECT stream when the
+    /// stream's window holds all of it (the data is in memory already, or
+    /// on its way; the page cache does not have it).
+    fn within_stream(&self, off: u64, buf: &mut [u8]) -> Option<Result<usize>> {
+        let r = self.ahead.get()?.as_ref()?.read_within(off, buf)?;
+        if self.trace {
+            eprintln!(
+                "policy: {} offset {off} len {}: served from the read-ahead stream's window",
+                self.src.path.display(),
+                buf.len()
+            );
+        }
+        Some(r)
+    }
+
     fn backend(&self, c: Choice) -> &dyn Backend {
         match c {
             Choice::Mapped => match self.mapped() {
@@ -546,6 +573,21 @@ impl Auto {
             },
         }
     }
+}
+
+/// Adds `n` to a counter of [`State`] (a load and a store, see
+/// [`Auto::stream`]) and returns the new value.
+fn add(c: &AtomicU64, n: u64) -> u64 {
+    let v = c.load(Relaxed).wrapping_add(n);
+    c.store(v, Relaxed);
+    v
+}
+
+/// [`add`] of one, for a 32-bit counter.
+fn bump32(c: &AtomicU32) -> u32 {
+    let v = c.load(Relaxed).wrapping_add(1);
+    c.store(v, Relaxed);
+    v
 }
 
 /// Requests this reader has been asked (including the one being decided).
@@ -591,6 +633,11 @@ impl Before {
 impl Backend for Auto {
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
         let (c, sequential) = self.choose(off, buf.len(), 1, None);
+        if !sequential && c != Choice::Ahead {
+            if let Some(r) = self.within_stream(off, buf) {
+                return r;
+            }
+        }
         let arm = (c != Choice::Pread).then(|| self.guard.arm());
         let backend: &dyn Backend = match arm {
             None | Some(Arm::Sample | Arm::FellBack) => &self.stream,
@@ -770,6 +817,37 @@ mod tests {
             }
             assert_eq!(r.read_at(len as u64, &mut buf).unwrap(), 0);
         }
+    }
+
+    #[test]
+    fn a_scan_that_read_a_page_ahead_of_itself_stays_one_stream() {
+        use crate::policy::STREAM_SKIP;
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("db");
+        std::fs::write(&path, vec![1u8; 4 << 20]).unwrap();
+        let src = std::sync::Arc::new(crate::Src {
+            file: std::fs::File::open(&path).unwrap(),
+            path,
+            len: 4 << 20,
+            dev: 0,
+        });
+        let a = super::Auto::new(src, &Options::new(Technique::Auto)).unwrap();
+        let page = 4096u64;
+        // Three pages in order: a stream.
+        for k in 0..3 {
+            a.stream(k * page, page as usize);
+        }
+        assert!(a.stream(3 * page, page as usize).0);
+        // A page well ahead read out of order, then the scan goes on.
+        assert!(!a.stream(40 * page, page as usize).0);
+        assert!(a.stream(4 * page, page as usize).0);
+        // The scan skips pages it has read: still the same stream.
+        let (seq, bytes) = a.stream(6 * page, page as usize);
+        assert!(seq);
+        assert_eq!(bytes, 6 * page, "the stream's bytes go on counting");
+        // A jump further than STREAM_SKIP past the stream's end is not.
+        let end = 7 * page;
+        assert!(!a.stream(end + STREAM_SKIP + page, page as usize).0);
     }
 
     /// A file of `len` bytes whose byte at `i` is `(i * 7 % 251) as u8`,

@@ -189,6 +189,14 @@ fn ahead_pays(s: &Situation, p: &Profile) -> bool {
         && s.file_len >= AHEAD_MIN_FILE
 }
 
+/// How far past a stream's end a request may start and still continue
+/// it: a scan that read a page ahead of itself out of order (a database's
+/// interior page) skips that page when it gets there, and must not count
+/// as a new stream (that restarted the O_DIRECT stream, and its read-ahead,
+/// every MiB of a SQLite table scan). Below the kernel's smallest
+/// read-ahead window, so what is skipped was read ahead anyway.
+pub const STREAM_SKIP: u64 = 64 << 10;
+
 /// Bytes a stream must have read in order before [`ahead_pays`]: the
 /// O_DIRECT stream keeps `whole.depth` pieces of `whole.block` in flight
 /// (up to 32 MiB), so a run of three small reads that happens to be in
