@@ -220,7 +220,7 @@ fn auto_advice(f: &FileStats, h: &Hints, req: usize, available: u64) -> Advice {
     };
     let d = policy::decide(&s, &p);
     let ahead = if policy::read_ahead_whole(&s, &p).is_some() {
-        "; the whole file read ahead once its random reads have waited as long as reading it takes"
+        "; the whole file read ahead once its random reads have waited many times as long as reading it takes"
     } else {
         ""
     };
@@ -262,10 +262,11 @@ mod tests {
                 .unwrap()
                 .reason
         };
-        // 32,768 random 4 KiB reads over half of a 256 MiB file: they wait
-        // far longer than reading all of it takes, so it is read ahead (it
-        // fits twice in the memory of a machine that builds iolab).
-        let db = file(256 << 20, 128 << 20, 4096.0, 0.0);
+        // 131,072 random 4 KiB reads over a 512 MiB file: they wait more
+        // than WAIT_SHARE times as long as reading all of it takes, so it
+        // is read ahead (it fits twice in the memory of a machine that
+        // builds iolab).
+        let db = file(512 << 20, 512 << 20, 4096.0, 0.0);
         assert!(auto(&db).contains("whole file read ahead"), "{}", auto(&db));
         // A small file read whole in one request: not.
         let small = file(6000, 6000, 6000.0, 1.0);
