@@ -7,7 +7,7 @@
 # and the geometric means of each half.
 #
 #   scripts/corpus-replay.sh WORKDIR [ROUNDS]     (default 11 rounds)
-#   env: HALF=test|train|all (default all), CACHES="cold warm",
+#   env: HALF=test|train|holdout|all (default all), CACHES="cold warm",
 #        ONLY="sqlite-index dbm-lookups" (some traces), PROFILE=FILE (default:
 #        WORKDIR/profile.json, made by `iolab tune --quick` when missing),
 #        REPORT=FILE (default docs/results/corpus-replay.md; "-" prints it),

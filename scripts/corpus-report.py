@@ -172,8 +172,9 @@ def main():
            "replay of cached data waits for a CPU more than it reads, and CPU time shows what "
            "Auto itself costs. "
            "Tuned: the profile of `iolab tune --quick`; built-in: no profile."]
-    for half in ("train", "test"):
-        half_table(half, halves, what, runs, cpu, out)
+    for half in ("train", "test", "holdout"):
+        if any(halves.get(k[0]) == half for k in runs):
+            half_table(half, halves, what, runs, cpu, out)
     if notes:
         out.append("\n## Where the run-time guard fell back to pread\n")
         out.append("Open files on which the guard fell back (median over the rounds), and some of the switches of the last round.\n")
