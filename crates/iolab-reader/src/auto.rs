@@ -92,7 +92,8 @@ struct State {
     probed_from: AtomicU64,
     probed_to: AtomicU64,
     chunk_shift: u32,
-    touched: Vec<AtomicU64>,
+    /// Regions read: one bit each (see [`State::word`]).
+    touched: Touched,
     touched_n: AtomicU64,
     chunks: u64,
     requests: AtomicU64,
@@ -106,6 +107,37 @@ struct State {
     waited_ns: AtomicU64,
     /// Residency was sampled at least once.
     sampled: AtomicBool,
+}
+
+/// The bitmap of regions read: the first 64 regions inline (a file of up
+/// to 64 MiB, most of what programs open, allocates nothing for it), the
+/// rest in a slice (an empty boxed slice allocates nothing either).
+struct Touched {
+    first: AtomicU64,
+    rest: Box<[AtomicU64]>,
+}
+
+impl Touched {
+    fn new(regions: u64) -> Touched {
+        let words = regions.div_ceil(64).max(1);
+        Touched {
+            first: AtomicU64::new(0),
+            rest: (1..words).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Words of 64 regions.
+    fn words(&self) -> u64 {
+        1 + self.rest.len() as u64
+    }
+
+    /// Word `i` (regions `64 i ..`).
+    fn word(&self, i: u64) -> &AtomicU64 {
+        match i {
+            0 => &self.first,
+            _ => &self.rest[(i - 1) as usize],
+        }
+    }
 }
 
 /// Residency assumed before the first sample: for a file no larger than
@@ -214,9 +246,7 @@ impl Auto {
             probed_from: AtomicU64::new(0),
             probed_to: AtomicU64::new(0),
             chunk_shift,
-            touched: (0..chunks.div_ceil(64))
-                .map(|_| AtomicU64::new(0))
-                .collect(),
+            touched: Touched::new(chunks),
             touched_n: AtomicU64::new(0),
             chunks,
             requests: AtomicU64::new(0),
@@ -349,7 +379,7 @@ impl Auto {
             // Mark at most 64 chunks per request: enough to see re-reads.
             for c in first..=last.min(first + 63) {
                 let bit = 1u64 << (c % 64);
-                let word = &st.touched[(c / 64) as usize];
+                let word = st.touched.word(c / 64);
                 let old = word.load(Relaxed);
                 if old & bit != 0 {
                     reread = true;
@@ -611,7 +641,9 @@ impl Before {
     fn take(st: &State) -> Before {
         Before {
             regions: st.touched_n.load(Relaxed),
-            touched: st.touched.iter().map(|w| w.load(Relaxed)).collect(),
+            touched: (0..st.touched.words())
+                .map(|i| st.touched.word(i).load(Relaxed))
+                .collect(),
         }
     }
 
@@ -817,6 +849,21 @@ mod tests {
             }
             assert_eq!(r.read_at(len as u64, &mut buf).unwrap(), 0);
         }
+    }
+
+    #[test]
+    fn the_region_bitmap_keeps_its_first_word_inline_and_the_rest_apart() {
+        use std::sync::atomic::Ordering::Relaxed;
+        let small = super::Touched::new(3);
+        assert_eq!(small.words(), 1);
+        assert!(small.rest.is_empty());
+        let big = super::Touched::new(200);
+        assert_eq!(big.words(), 4);
+        for i in 0..4 {
+            big.word(i).store(1 << i, Relaxed);
+        }
+        let got: Vec<u64> = (0..4).map(|i| big.word(i).load(Relaxed)).collect();
+        assert_eq!(got, vec![1, 2, 4, 8]);
     }
 
     #[test]
