@@ -88,8 +88,38 @@ pub struct ReaderResult {
 /// Switches of `Auto`'s guard kept per reader, in words.
 pub const SWITCHES_SHOWN: usize = 3;
 
-/// Puts `paths` in the cache state `cache` and returns the resident fraction.
-fn set_cache(paths: &[PathBuf], sizes: &[u64], cache: Cache) -> Result<f64, TraceError> {
+/// The block devices holding `paths`, each once.
+fn devices_of(paths: &[PathBuf]) -> Vec<iolab::file::BlockDevice> {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for p in paths {
+        let Ok(md) = std::fs::metadata(p) else {
+            continue;
+        };
+        if seen.insert(md.dev()) {
+            out.extend(iolab::file::block_device_of(p));
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out.dedup_by(|a, b| a.name == b.name);
+    out
+}
+
+/// Longest wait for the devices to finish what the previous replay left
+/// in flight (a whole file's read-ahead of a few hundred MiB takes well
+/// under this).
+const IDLE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Puts `paths` in the cache state `cache` and returns the resident
+/// fraction; first waits until `devices` have nothing in flight.
+fn set_cache(
+    paths: &[PathBuf],
+    sizes: &[u64],
+    cache: Cache,
+    devices: &[iolab::file::BlockDevice],
+) -> Result<f64, TraceError> {
+    iolab::file::wait_idle(devices, IDLE_WAIT);
     let (mut r, mut t) = (0u64, 0u64);
     for (p, &len) in paths.iter().zip(sizes) {
         let e = |e: iolab::Error| TraceError::Failed(format!("{}: {e}", p.display()));
@@ -121,9 +151,10 @@ fn one_replay(
     opts: SessionOpts,
     stop: &AtomicBool,
     round: usize,
+    devices: &[iolab::file::BlockDevice],
 ) -> Result<Option<OneReplay>, TraceError> {
     let want = plan.bytes();
-    let resident_before = set_cache(paths, sizes, opts.cache)?;
+    let resident_before = set_cache(paths, sizes, opts.cache, devices)?;
     // Only this replay's switches are counted.
     iolab_reader::guard::take_switches();
     let verify = opts.verify.then_some(patterns);
@@ -175,6 +206,7 @@ pub fn compare(
     let mut hists: Vec<_> = (0..n).map(|_| new_histogram()).collect();
     let mut requests = vec![0u64; n];
     let mut switches: Vec<Vec<String>> = vec![Vec::new(); n];
+    let devices = devices_of(paths);
     'rounds: for round in 0..opts.repeat.max(1) {
         for k in 0..n {
             let i = (round + k) % n;
@@ -183,8 +215,9 @@ pub fn compare(
             }
             progress(&readers[i].name(), round);
             let reader = readers[i].as_ref();
-            let Some((summary, latency, reqs, words)) =
-                one_replay(plan, paths, sizes, patterns, reader, opts, stop, round)?
+            let Some((summary, latency, reqs, words)) = one_replay(
+                plan, paths, sizes, patterns, reader, opts, stop, round, &devices,
+            )?
             else {
                 break 'rounds;
             };

@@ -92,6 +92,32 @@ impl BlockDevice {
     pub fn queue_num(&self, attr: &str) -> Option<u64> {
         self.queue_attr(attr)?.parse().ok()
     }
+
+    /// Requests the device has in flight, reads and writes (its `inflight`
+    /// file); None where the kernel does not say.
+    pub fn in_flight(&self) -> Option<u64> {
+        let s = std::fs::read_to_string(self.sysfs.join("inflight")).ok()?;
+        let mut n = s.split_whitespace().map(|x| x.parse::<u64>().ok());
+        Some(n.next()?? + n.next()??)
+    }
+}
+
+/// Waits, polling every millisecond for at most `max`, until none of
+/// `devices` has a request in flight; returns whether they all went idle.
+/// A measurement that starts "cold" must not start while the previous
+/// one's read-ahead is still on its way: that read-ahead lands after the
+/// cache was emptied, and the reads it races wait behind it.
+pub fn wait_idle(devices: &[BlockDevice], max: std::time::Duration) -> bool {
+    let t0 = std::time::Instant::now();
+    loop {
+        if devices.iter().all(|d| d.in_flight().unwrap_or(0) == 0) {
+            return true;
+        }
+        if t0.elapsed() >= max {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
 }
 
 /// The `/sys/block/...` folder of the block device (disk, partition, md
@@ -510,6 +536,44 @@ mod tests {
         // Never clobbers without being told to.
         assert!(create_pattern_file(&p, 10, pat, false, &stop, &mut |_| {}).is_err());
         assert_eq!(std::fs::metadata(&p).unwrap().len(), 10_000);
+    }
+
+    #[test]
+    fn waiting_for_the_device_outlasts_a_read_ahead_in_flight() {
+        let d = tempfile::tempdir().unwrap();
+        let dev = block_device_of(d.path());
+        crate::require!(
+            dev.is_some(),
+            "{} is on no block device",
+            d.path().display()
+        );
+        let dev = dev.unwrap();
+        crate::require!(
+            dev.in_flight().is_some(),
+            "{} does not say what it has in flight",
+            dev.name
+        );
+        let p = d.path().join("f");
+        let len = 64u64 << 20;
+        std::fs::write(&p, vec![3u8; len as usize]).unwrap();
+        crate::cache::evict(&p).unwrap();
+        // Queued, not waited for: the reads are in flight or done (one
+        // call per 128 KiB: a call reads at most the read-ahead window or
+        // the device's largest request).
+        let f = std::fs::File::open(&p).unwrap();
+        for at in (0..len).step_by(128 << 10) {
+            crate::kernel::fs::fadvise_range(&f, at, 128 << 10, libc::POSIX_FADV_WILLNEED).unwrap();
+        }
+        assert!(wait_idle(
+            std::slice::from_ref(&dev),
+            std::time::Duration::from_secs(10)
+        ));
+        let cached = crate::cache::residency(&p, len).unwrap().fraction();
+        assert!(
+            cached > 0.99,
+            "after the wait {:.0} % is cached",
+            cached * 100.0
+        );
     }
 
     #[test]
