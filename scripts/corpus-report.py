@@ -127,8 +127,8 @@ def half_table(half, halves, what, runs, cpu, out):
     if not keys:
         return
     out.append(f"\n## {half} half\n")
-    out.append("| trace | shape | cache | best fixed | its median | auto ÷ best (tuned) | auto ÷ best (built-in) | CPU time ÷ best's (tuned / built-in) | rounds |")
-    out.append("|---|---|---|---|---|---|---|---|---|")
+    out.append("| trace | shape | cache | best fixed | its median | auto ÷ best (tuned) | auto ÷ best (built-in) | CPU time ÷ best's (tuned / built-in) | `Reader` alone: stream ÷ pread | rounds |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|")
     for name, cache in keys:
         rd = runs[(name, cache)]
         best, fixed = best_fixed(rd)
@@ -136,8 +136,10 @@ def half_table(half, halves, what, runs, cpu, out):
         for a in ADAPTIVE:
             cells.append(fmt(ratios(rd, a, best)) if a in rd else "–")
         n = min(len(v) for v in rd.values())
+        alone = ratios(rd, "stream", "pread") if "stream" in rd and "pread" in rd else []
+        alone = f"{statistics.median(alone):.3f}" if alone else "–"
         out.append(f"| {name} | {what[name][0]} | {cache} | {best} | {fixed[best]*1e3:.1f} ms | {cells[0]} | {cells[1]} "
-                   f"| {cpu_cell(cpu[(name, cache)], best)} | {n} |")
+                   f"| {cpu_cell(cpu[(name, cache)], best)} | {alone} | {n} |")
     out.append("")
     out.append("| cache | geomean auto ÷ per-trace best (tuned / built-in) | best single fixed reader | geomean auto ÷ it (tuned / built-in) |")
     out.append("|---|---|---|---|")
@@ -171,7 +173,11 @@ def main():
            "the same ratio of CPU time (user + system): on a machine shared with other work a "
            "replay of cached data waits for a CPU more than it reads, and CPU time shows what "
            "Auto itself costs. "
-           "Tuned: the profile of `iolab tune --quick`; built-in: no profile."]
+           "Tuned: the profile of `iolab tune --quick`; built-in: no profile. "
+           "`Reader` alone: the same per-round ratio for `stream` (a `Reader` that makes one `pread` "
+           "per request, no policy) over `pread` (the replay's bare `File::open` and `pread`): what "
+           "opening through the library costs before any decision (its `fstat` at open, which the "
+           "recorded programs made too but a trace does not replay)."]
     for half in ("train", "test", "holdout"):
         if any(halves.get(k[0]) == half for k in runs):
             half_table(half, halves, what, runs, cpu, out)
