@@ -217,10 +217,11 @@ fn auto_advice(f: &FileStats, h: &Hints, req: usize, available: u64) -> Advice {
         } else {
             0
         },
+        direct_again: f.reread_fraction > 0.0,
     };
     let d = policy::decide(&s, &p);
     let ahead = if policy::read_ahead_whole(&s, &p).is_some() {
-        "; the whole file read ahead once its random reads have waited many times as long as reading it takes"
+        "; the whole file read ahead once its random reads have waited as long as reading it takes"
     } else {
         ""
     };
