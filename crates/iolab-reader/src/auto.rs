@@ -406,6 +406,7 @@ impl Auto {
             self.refresh();
         }
         let end = off.saturating_add(len as u64);
+        let follows = len > 0 && st.last_end.load(Relaxed) == off;
         let (sequential, stream_bytes) = self.stream(off, len);
         // The fraction read *before* this request: counting it would make
         // the first read of a small file look like "most of the file".
@@ -444,6 +445,7 @@ impl Auto {
             requests: n_before(st),
             stream_bytes,
             direct_again: false,
+            follows,
         }
     }
 
@@ -777,10 +779,13 @@ impl Backend for Auto {
         let t0 = std::time::Instant::now();
         let r = backend.read_at(off, buf);
         let ns = t0.elapsed().as_nanos() as u64;
-        if waiting {
-            st.waited_ns.fetch_add(ns, Relaxed);
-        }
         let bytes = *r.as_ref().unwrap_or(&buf.len());
+        if waiting {
+            add(
+                &st.waited_ns,
+                policy::avoidable_wait(ns, bytes, &self.profile),
+            );
+        }
         match arm {
             Some(Arm::Timed) => self.guard.technique(ns, bytes),
             Some(Arm::Sample) => {
@@ -844,8 +849,12 @@ impl Backend for Auto {
             }
         }
         if let Some(t0) = t0 {
-            st.waited_ns
-                .fetch_add(t0.elapsed().as_nanos() as u64, Relaxed);
+            let bytes = reqs.iter().map(|r| r.buf.len()).sum();
+            let ns = t0.elapsed().as_nanos() as u64;
+            add(
+                &st.waited_ns,
+                policy::avoidable_wait(ns, bytes, &self.profile),
+            );
         }
     }
 }
@@ -915,6 +924,7 @@ mod tests {
             requests: 2,
             stream_bytes: policy::AHEAD_MIN_STREAM,
             direct_again: false,
+            follows: true,
         };
         assert_eq!(policy::decide(&s, &p).choice, Choice::Ahead);
         let opts = Options::new(Technique::Auto)

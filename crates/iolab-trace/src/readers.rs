@@ -218,6 +218,7 @@ fn auto_advice(f: &FileStats, h: &Hints, req: usize, available: u64) -> Advice {
             0
         },
         direct_again: f.reread_fraction > 0.0,
+        follows: f.sequential_fraction >= 0.5,
     };
     let d = policy::decide(&s, &p);
     let ahead = if policy::read_ahead_whole(&s, &p).is_some() {
