@@ -49,10 +49,6 @@ pub const FIRST_SAMPLE: u64 = 8;
 /// and its device's limits are unknown.
 const WILLNEED_STEP: u64 = 128 << 10;
 
-/// Bytes of a whole file's read-ahead asked for at a time (see
-/// [`Auto::top_up`]): a few milliseconds of a disk's sequential reading.
-const AHEAD_WINDOW: u64 = 16 << 20;
-
 /// Whether `IOLAB_TRACE_POLICY` asks for decisions on stderr (read once:
 /// looking the environment up at every open showed in replays).
 fn trace_policy() -> bool {
@@ -106,11 +102,6 @@ struct State {
     available: AtomicU64,
     /// The whole file was asked for ahead ([`policy::read_ahead_whole`]).
     read_ahead: AtomicBool,
-    /// Bytes from the start the read-ahead has asked for so far (it asks
-    /// one window at a time, see [`Auto::top_up`]).
-    ahead_to: AtomicU64,
-    /// Bytes per `POSIX_FADV_WILLNEED` call of that read-ahead.
-    ahead_step: AtomicU64,
     /// Time spent in `read_at` so far, ns, until the file is read ahead
     /// or found cached ([`Situation::waited_ns`]).
     waited_ns: AtomicU64,
@@ -295,8 +286,6 @@ impl Auto {
             resident: AtomicU64::new(first_guess(first, src.len).to_bits()),
             available: AtomicU64::new(0),
             read_ahead: AtomicBool::new(false),
-            ahead_to: AtomicU64::new(0),
-            ahead_step: AtomicU64::new(WILLNEED_STEP),
             waited_ns: AtomicU64::new(0),
             sampled: AtomicBool::new(false),
             direct_reads: std::sync::Mutex::new(DirectReads::default()),
@@ -477,7 +466,11 @@ impl Auto {
         // (128 KiB, the smallest default window, when the device is not
         // known): no part is skipped, and the device gets requests as large
         // as it takes (128 KiB steps left this reading 20 % behind a
-        // mapping's 8 MiB read-around here).
+        // mapping's 8 MiB read-around here). Each call only queues the
+        // reads; it waits only when the device's queue is full. (Asking
+        // 16 MiB at a time, the next once the last had been read in, took
+        // as long on the train half's look-ups and the test half's shard
+        // loader, with a worse 99th percentile.)
         let step = iolab::file::block_device_of(&self.src.path)
             .and_then(|d| {
                 Some(
@@ -488,52 +481,24 @@ impl Auto {
             })
             .unwrap_or(WILLNEED_STEP)
             .max(WILLNEED_STEP);
-        self.st.ahead_step.store(step, Relaxed);
+        let mut r = Ok(());
+        let mut at = 0u64;
+        while at < self.src.len && r.is_ok() {
+            let n = step.min(self.src.len - at);
+            r = iolab::kernel::fs::fadvise_range(&self.src.file, at, n, libc::POSIX_FADV_WILLNEED);
+            at += n;
+        }
         if self.trace {
             eprintln!(
-                "policy: {}: whole file read ahead, a window at a time ({} bytes; {why}: {:.0} % read, {:.1} ms waited)",
+                "policy: {}: whole file read ahead ({} bytes; {why}: {:.0} % read, {:.1} ms waited){}",
                 self.src.path.display(),
                 self.src.len,
                 s.fraction_read * 100.0,
                 s.waited_ns as f64 / 1e6,
+                r.err().map_or(String::new(), |e| format!(": {e}"))
             );
         }
-        self.top_up();
-    }
-
-    /// Asks for the next window of the whole file's read-ahead once the
-    /// last one has been read in ([`AHEAD_WINDOW`] at a time, on the
-    /// program's requests). All of a 218 MB database asked for at once
-    /// put every page the program read next behind the device's queue of
-    /// the whole file (its look-ups took 1.8 times `pread`'s time); one
-    /// window at a time, a read waits at most for one window, and a
-    /// program that stops reading stops the read-ahead too.
-    fn top_up(&self) {
-        let st = &self.st;
-        let (to, len) = (st.ahead_to.load(Relaxed), self.src.len);
-        if to >= len {
-            return;
-        }
-        if to > 0 && iolab::kernel::fs::page_read_in(&self.src.file, to - 1) == Some(false) {
-            return;
-        }
-        let step = st.ahead_step.load(Relaxed).max(1);
-        let end = to.saturating_add(AHEAD_WINDOW.max(step)).min(len);
-        let mut at = to;
-        while at < end {
-            let n = step.min(end - at);
-            if iolab::kernel::fs::fadvise_range(&self.src.file, at, n, libc::POSIX_FADV_WILLNEED)
-                .is_err()
-            {
-                at = len; // nothing more to ask for
-                break;
-            }
-            at += n;
-        }
-        st.ahead_to.store(at, Relaxed);
-        if at >= len {
-            self.refresh();
-        }
+        self.refresh();
     }
 
     /// The way to read one request, and whether it continues a stream
@@ -549,11 +514,7 @@ impl Auto {
         if let Some(b) = before {
             b.apply(&mut s, off, len, &self.st);
         }
-        if self.st.read_ahead.load(Relaxed) {
-            self.top_up();
-        } else {
-            self.read_ahead_whole(&s);
-        }
+        self.read_ahead_whole(&s);
         let mut d = policy::decide(&s, &self.profile);
         // O_DIRECT bypasses the cache: probe what it would read first
         // (cachestat, no I/O), and decide again knowing.
@@ -1076,59 +1037,6 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         assert!(resident() >= 0.95, "not read ahead: {:.2}", resident());
-    }
-
-    #[test]
-    fn the_whole_files_read_ahead_goes_a_window_at_a_time_as_requests_come() {
-        let d = tempfile::tempdir().unwrap();
-        let len = 3 * super::AHEAD_WINDOW;
-        let (path, before) = cold_file(d.path(), len);
-        iolab::require!(
-            before < 0.1,
-            "{} stays {:.0} % cached after POSIX_FADV_DONTNEED (tmpfs?)",
-            path.display(),
-            before * 100.0
-        );
-        let resident = || iolab::cache::residency(&path, len).unwrap().fraction();
-        let opts = Options::new(Technique::Auto)
-            .profile(std::sync::Arc::new(
-                crate::profile::Profile::builtin().with_seq_cold_cached(10e6),
-            ))
-            .memory_budget(1 << 30);
-        let r = Reader::open(&path, opts).unwrap();
-        let mut buf = vec![0u8; 4096];
-        let wait_for = |f: f64| {
-            let t0 = std::time::Instant::now();
-            while resident() < f && t0.elapsed() < std::time::Duration::from_secs(60) {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-        };
-        // Eight random reads in 4 regions and more: the read-ahead starts
-        // with its first window.
-        let regions = len >> 20;
-        for k in 0..8u64 {
-            r.read_exact_at(((k * 7 % regions) << 20) + 4096, &mut buf)
-                .unwrap();
-        }
-        wait_for(0.3);
-        // No request, no next window: a program that stops reading stops
-        // the read-ahead.
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        let stopped = resident();
-        assert!(stopped < 0.6, "read ahead past its window: {stopped:.2}");
-        // Requests go on: window after window, to the end of the file.
-        let t0 = std::time::Instant::now();
-        let mut k = 0u64;
-        while resident() < 0.95 && t0.elapsed() < std::time::Duration::from_secs(60) {
-            r.read_exact_at(((k * 5 % regions) << 20) + 8192, &mut buf)
-                .unwrap();
-            k += 1;
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-        assert!(resident() >= 0.95, "not read ahead: {:.2}", resident());
-        // What the next window waits for: a page read in says so.
-        let f = std::fs::File::open(&path).unwrap();
-        assert_ne!(iolab::kernel::fs::page_read_in(&f, 8192), Some(false));
     }
 
     #[test]

@@ -137,30 +137,6 @@ pub fn statfs(path: &Path) -> Result<(u64, u64, i64)> {
 /// cachestat(2)'s number (Linux 6.5; the same on every architecture).
 const SYS_CACHESTAT: libc::c_long = 451;
 
-/// Whether the page of `file` holding byte `off` has been read in (is
-/// up to date in the page cache): a one-byte `RWF_NOWAIT` read, which
-/// fails with `EAGAIN` while the page is missing or its read is still in
-/// flight. Only for a page known to be in the cache or on its way (a
-/// missing one would start a read-ahead); `None` where the kernel refuses
-/// `RWF_NOWAIT` here.
-pub fn page_read_in(file: &impl AsRawFd, off: u64) -> Option<bool> {
-    let mut b = [0u8; 1];
-    let iov = libc::iovec {
-        iov_base: b.as_mut_ptr().cast(),
-        iov_len: 1,
-    };
-    let off = libc::off_t::try_from(off).ok()?;
-    // SAFETY: one iovec over `b`, which lives through the call.
-    let r = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, off, libc::RWF_NOWAIT) };
-    if r >= 0 {
-        return Some(true);
-    }
-    match std::io::Error::last_os_error().raw_os_error() {
-        Some(libc::EAGAIN) => Some(false),
-        _ => None,
-    }
-}
-
 /// Pages of `file` in the page cache among those holding `len` bytes from
 /// `off`, by cachestat(2): no I/O (a `RWF_NOWAIT` read starts read-ahead
 /// when the page is missing). `None` where the kernel lacks it.
