@@ -3,7 +3,8 @@
 scripts/corpus-replay.sh.
 
     corpus-report.py MANIFEST.tsv REPLAY.jsonl "COMMAND"
-    (env IOLAB_COMMIT=REV names the commit the replayed binary was built at)
+    (env IOLAB_COMMIT=REV names the commit the replayed binary was built at;
+     NOTE="..." adds a line to the header)
 
 A ratio is the median over the rounds of the per-round ratio auto / the
 fixed reader whose median time is best on that trace and cache state
@@ -166,6 +167,7 @@ def main():
            f"- commit: {commit()}",
            f"- machine: {machine()} (shared with other builds: medians of alternating rounds)",
            f"- records: `{os.path.basename(jsonl)}`",
+           *([f"- note: {os.environ['NOTE']}"] if os.environ.get("NOTE") else []),
            f"- fixed readers replayed: {fixed_readers(runs)}", "",
            "A ratio is the median over the rounds of the per-round ratio auto ÷ the fixed reader "
            "with the best median on that trace (every fixed reader replayed; thesis included), with the "
