@@ -22,6 +22,8 @@ work=${1:?usage: scripts/corpus-replay.sh WORKDIR [ROUNDS]}
 rounds=${2:-11}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 work=$(cd "$work" && pwd)
+half=${HALF:-all}
+case $half in train|test|holdout|all) ;; *) echo "corpus-replay: HALF=$half is not a half (train, test, holdout or all)" >&2; exit 2 ;; esac
 [ -f "$work/corpus/MANIFEST.tsv" ] || { echo "corpus-replay: no $work/corpus/MANIFEST.tsv (run scripts/record-corpus.sh $work first)" >&2; exit 2; }
 if [ -z "${IOLAB:-}" ]; then
   cargo build --release -q -p iolab-cli --manifest-path "$ROOT/Cargo.toml"
@@ -36,7 +38,6 @@ all_readers=stream,buffered:4k,buffered:4m,mapped,direct,uring:32,thesis,pread,a
 readers=${READERS:-$all_readers}
 stamp=$(date +%Y%m%d-%H%M%S)
 jsonl=$work/replay-$stamp.jsonl
-half=${HALF:-all}
 while IFS=$'\t' read -r name h _; do
   [ "$name" = name ] && continue
   [ "$half" = all ] || [ "$half" = "$h" ] || continue
