@@ -93,32 +93,53 @@ impl BlockDevice {
         self.queue_attr(attr)?.parse().ok()
     }
 
-    /// Requests the device has in flight, reads and writes (its `inflight`
-    /// file); None where the kernel does not say.
-    pub fn in_flight(&self) -> Option<u64> {
-        let s = std::fs::read_to_string(self.sysfs.join("inflight")).ok()?;
-        let mut n = s.split_whitespace().map(|x| x.parse::<u64>().ok());
-        Some(n.next()?? + n.next()??)
+    /// Requests the device has in flight (reads and writes) and requests
+    /// it has completed so far, from its `stat` file; None where the
+    /// kernel does not say.
+    pub fn io_counts(&self) -> Option<(u64, u64)> {
+        let s = std::fs::read_to_string(self.sysfs.join("stat")).ok()?;
+        let f: Vec<u64> = s
+            .split_whitespace()
+            .map(|x| x.parse().ok())
+            .collect::<Option<_>>()?;
+        // Fields: reads completed (0), writes completed (4), in flight (8).
+        Some((*f.get(8)?, f.first()? + f.get(4)?))
     }
 }
 
-/// Waits, polling every millisecond for at most `max`, until none of
-/// `devices` has a request in flight; returns whether they all went idle.
-/// A measurement that starts "cold" must not start while the previous
-/// one's read-ahead is still on its way: that read-ahead lands after the
-/// cache was emptied, and the reads it races wait behind it.
+/// Polls (every millisecond, for at most `max`) until none of `devices`
+/// has had a request in flight or completed one for [`QUIET_POLLS`] polls
+/// in a row; returns whether they went quiet. The in-flight count alone
+/// misses requests still queued in the I/O scheduler, so the count of
+/// completed requests must stand still too. A measurement that starts
+/// "cold" must not start while the previous one's read-ahead is still on
+/// its way: that read-ahead lands after the cache was emptied, and the
+/// reads it races wait behind it.
 pub fn wait_idle(devices: &[BlockDevice], max: std::time::Duration) -> bool {
     let t0 = std::time::Instant::now();
+    let counts = || -> Vec<Option<(u64, u64)>> { devices.iter().map(|d| d.io_counts()).collect() };
+    let mut last = counts();
+    let mut quiet = 0;
     loop {
-        if devices.iter().all(|d| d.in_flight().unwrap_or(0) == 0) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        let now = counts();
+        let idle = now
+            .iter()
+            .all(|c| c.is_none_or(|(inflight, _)| inflight == 0));
+        quiet = if idle && now == last { quiet + 1 } else { 0 };
+        if quiet >= QUIET_POLLS {
             return true;
         }
         if t0.elapsed() >= max {
             return false;
         }
-        std::thread::sleep(std::time::Duration::from_millis(1));
+        last = now;
     }
 }
+
+/// Polls in a row (a millisecond apart) with nothing in flight and nothing
+/// completed that make a device idle for [`wait_idle`].
+pub const QUIET_POLLS: u32 = 5;
 
 /// The `/sys/block/...` folder of the block device (disk, partition, md
 /// or dm) holding `path` (or that `path` is), through
@@ -549,7 +570,7 @@ mod tests {
         );
         let dev = dev.unwrap();
         crate::require!(
-            dev.in_flight().is_some(),
+            dev.io_counts().is_some(),
             "{} does not say what it has in flight",
             dev.name
         );
