@@ -17,7 +17,8 @@
 #                      lab run to-gpu
 #
 # Each file starts with the command, the date, the commit and the machine,
-# and goes to docs/results/gpu/ (GPU_RESULTS) and, when set, to $OUT.
+# and goes to docs/results/gpu/ (GPU_RESULTS) and, when set, to
+# $OUT/gpu-check.tar.gz (with summary.txt beside it).
 # Exit status: 0 when every part that ran passed, 1 when one failed, 2
 # when there is no GPU or nothing was carried.
 #
@@ -91,8 +92,12 @@ rm -rf "$work"
 
 summary="gpu-check: tests ${status[tests]}, refusals ${status[refusals]}, vs-gpu ${status[vs-gpu]}, python ${status[python]:-skipped}, commands ${status[commands]} (exit statuses); $(($(date +%s) - start)) s in all"
 echo "$summary" | tee "$results/summary.txt"
+# What comes back from a device machine is a few files at most: this
+# run's files go to $OUT as one archive, with the summary beside it.
 if [ -n "${OUT:-}" ]; then
-  mkdir -p "$OUT" && cp "$results"/* "$OUT/"
+  mkdir -p "$OUT"
+  ( cd "$results" && tar czf "$OUT/gpu-check.tar.gz" gpu-tests.txt refusals.txt vs-gpu.log vs-gpu.txt vs-gpu.json python.txt commands.txt summary.txt 2>/dev/null )
+  cp "$results/summary.txt" "$OUT/"
 fi
 for s in "${status[@]}"; do
   case $s in 0 | skipped) ;; *) exit 1 ;; esac

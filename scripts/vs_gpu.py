@@ -440,7 +440,9 @@ def verify(args, path):
     compared (warm); the command's last line."""
     gpu = args.device.split(":")[-1]
     out = subprocess.run([args.iolab, "cat", "--gpu", gpu, "--verify=all", path], capture_output=True, text=True, check=False)
-    lines = (out.stdout + out.stderr).strip().splitlines()
+    # The verdict is the last line on stdout; stderr holds warnings (no
+    # profile, say) and, on failure, the reason.
+    lines = out.stdout.strip().splitlines() if out.returncode == 0 else (out.stdout + out.stderr).strip().splitlines()
     return out.returncode == 0, lines[-1] if lines else f"exit status {out.returncode}"
 
 

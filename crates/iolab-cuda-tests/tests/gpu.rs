@@ -284,9 +284,25 @@ fn cufile_delivers_the_same_bytes_where_its_library_is_installed() {
     let (p, v) = file(d.path(), "f", (9 << 20) + 11, 3);
     iolab::cache::evict(&p).unwrap();
     let opts = GpuOptions::default().technique(GpuTechnique::CuFile);
-    let (buf, st) = gpu::load_file(&p, 0, &opts).unwrap();
-    assert_eq!(st.technique, GpuTechnique::CuFile);
-    same(&buf, &v, "cufile");
+    match gpu::load_file(&p, 0, &opts) {
+        Ok((buf, st)) => {
+            assert_eq!(st.technique, GpuTechnique::CuFile);
+            same(&buf, &v, "cufile");
+        }
+        // cuFile refuses every file whose device udev has no record of
+        // (a container without udev): allowed only there, and then the
+        // error must say so.
+        Err(e) => {
+            let f = std::fs::File::open(&p).unwrap();
+            let entry = gpu::cuda::cufile::missing_udev_entry(&f)
+                .unwrap_or_else(|| panic!("cuFile failed although udev knows the device: {e}"));
+            let msg = e.to_string();
+            assert!(
+                msg.contains(&entry) && msg.contains("--technique ring"),
+                "{msg}"
+            );
+        }
+    }
 }
 
 #[test]

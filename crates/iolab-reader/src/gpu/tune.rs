@@ -48,7 +48,7 @@ pub struct GpuTune {
 pub fn grid(quick: bool, cpus: usize) -> (Vec<usize>, Vec<u32>, Vec<usize>) {
     const MIB: usize = 1 << 20;
     let (chunks, depths, threads) = if quick {
-        (vec![4 * MIB, 16 * MIB], vec![2, 8], vec![2, 8])
+        (vec![4 * MIB, 16 * MIB], vec![2, 8], vec![2, 8, 16])
     } else {
         (
             vec![4 * MIB, 16 * MIB, 32 * MIB],
@@ -345,5 +345,8 @@ mod tests {
         assert_eq!(depths, [2, 4, 8]);
         assert_eq!(threads, [2, 4, 6]);
         assert_eq!(grid(true, 1).2, [1]);
+        // The quick grid reaches as many threads as a 16-CPU machine has:
+        // copies out of the page cache into a GPU scale that far.
+        assert_eq!(grid(true, 16).2, [2, 8, 16]);
     }
 }

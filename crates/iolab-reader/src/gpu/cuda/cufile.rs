@@ -124,6 +124,20 @@ fn symbols(lib: Library) -> Result<Api, libloading::Error> {
     }
 }
 
+/// `CU_FILE_HANDLE_NOT_REGISTERED`: cuFile refused the file.
+pub const HANDLE_NOT_REGISTERED: c_int = 5027;
+
+/// The udev record cuFile reads to learn what a file's block device
+/// holds (`/run/udev/data/bMAJOR:MINOR`), when it is missing: cuFile then
+/// cannot tell the volume's attributes and refuses to register the file,
+/// even in compatibility mode (seen in a container without udev).
+pub fn missing_udev_entry(file: &File) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = file.metadata().ok()?.dev();
+    let entry = format!("/run/udev/data/b{}:{}", libc::major(dev), libc::minor(dev));
+    (!std::path::Path::new(&entry).exists()).then_some(entry)
+}
+
 /// `Ok` for `CU_FILE_SUCCESS`, else the call's error.
 fn check(call: &'static str, s: Status) -> Result<(), GpuError> {
     if s.err == 0 {
@@ -209,9 +223,18 @@ impl Session {
         let mut handle: *mut c_void = std::ptr::null_mut();
         // SAFETY: d describes an open descriptor that outlives the handle
         // (both live in the returned Registered, deregistered first).
-        check("cuFileHandleRegister", unsafe {
-            (self.api.register)(&mut handle, &mut d)
-        })?;
+        let s = unsafe { (self.api.register)(&mut handle, &mut d) };
+        if s.err == HANDLE_NOT_REGISTERED {
+            if let Some(entry) = missing_udev_entry(&file) {
+                return Err(GpuError::CuFile {
+                    call: "cuFileHandleRegister",
+                    why: format!(
+                        "status {HANDLE_NOT_REGISTERED}: cuFile identifies a file's volume by udev's record of its device, and {entry} does not exist (no udev here): use --technique ring or threads"
+                    ),
+                });
+            }
+        }
+        check("cuFileHandleRegister", s)?;
         Ok(Registered {
             handle,
             api: self.api,
