@@ -15,16 +15,19 @@
 //! [`FIRST_SAMPLE`] requests (a copy from a mapping beats a `pread` only
 //! when the mapping is reused).
 //!
-//! Once small random reads of a cold file that fits have spread over more
-//! than 13 % of it, the whole file is asked for ahead, once
-//! ([`policy::read_ahead_whole`]): a SQLite query over a 270 MB database
-//! otherwise waited for the device at every fault of the mapping.
+//! Small random reads that miss the page cache count against their 1 MiB
+//! region ([`Around`]); a region whose misses have paid for it is read
+//! whole before the next read there. Once those reads are dense (half the
+//! regions that missed were read whole) and have waited as long as the
+//! rest of a file that fits takes to read, the whole file is asked for
+//! ahead, once ([`policy::read_ahead_whole`]).
 //!
 //! Reads in order of a large cold file go to the file's own O_DIRECT
 //! stream ([`DirectAhead`], made at the first such choice, after a
 //! residency sample). Each open also tells [`super::siblings`], which asks
 //! for the next files of the directory when opens follow its order.
 
+use super::around::Around;
 use super::buffered::Buffered;
 use super::direct::{Direct, DirectAhead};
 use super::guard::{Arm, Guard, Switch};
@@ -109,6 +112,9 @@ struct State {
     sampled: AtomicBool,
     /// The last ranges read with O_DIRECT (see [`DirectReads`]).
     direct_reads: std::sync::Mutex<DirectReads>,
+    /// Misses of small random reads per region, and the regions read
+    /// around them ([`Around`]).
+    around: Around,
 }
 
 /// Ranges of a file read last with O_DIRECT, `[start, end)`, so a read of
@@ -289,6 +295,7 @@ impl Auto {
             waited_ns: AtomicU64::new(0),
             sampled: AtomicBool::new(false),
             direct_reads: std::sync::Mutex::new(DirectReads::default()),
+            around: Around::new(src.len),
         };
         let a = Auto {
             stream: Stream::new(src.clone()),
@@ -435,6 +442,7 @@ impl Auto {
             stream_bytes,
             direct_again: false,
             follows,
+            dense: st.around.dense(),
         }
     }
 
@@ -499,6 +507,31 @@ impl Auto {
             );
         }
         self.refresh();
+    }
+
+    /// Reads the region of `off` in the background when its misses have
+    /// paid for it ([`Around::due`]), before the read at `off` itself,
+    /// which then waits for the region: that wait is what the region
+    /// cost. Whether it did.
+    fn read_around(&self, off: u64) -> bool {
+        let Some((start, end)) = self.st.around.due(off, &self.profile) else {
+            return false;
+        };
+        let end = end.min(self.src.len);
+        let r = iolab::kernel::fs::fadvise_range(
+            &self.src.file,
+            start,
+            end - start,
+            libc::POSIX_FADV_WILLNEED,
+        );
+        if self.trace {
+            eprintln!(
+                "policy: {}: bytes {start}..{end} read around the misses of their region{}",
+                self.src.path.display(),
+                r.as_ref().err().map_or(String::new(), |e| format!(": {e}"))
+            );
+        }
+        r.is_ok()
     }
 
     /// The way to read one request, and whether it continues a stream
@@ -700,6 +733,9 @@ impl Before {
     /// request's regions had been read then.
     fn apply(&self, s: &mut Situation, off: u64, len: usize, st: &State) {
         s.regions_read = self.regions;
+        // A batch's misses are not counted region by region (its reads
+        // wait together): the time it waited decides alone.
+        s.dense = true;
         s.fraction_read = self.regions as f64 / st.chunks as f64;
         if len > 0 {
             let first = off >> st.chunk_shift;
@@ -737,15 +773,22 @@ impl Backend for Auto {
         if !waiting && !matches!(arm, Some(Arm::Timed | Arm::Sample)) {
             return backend.read_at(off, buf);
         }
+        // A small random read through the page cache counts against its
+        // region; the one that finds the region due reads it whole first.
+        let around = waiting && c == Choice::Pread && buf.len() <= self.profile.small_max;
+        let bought = around && self.read_around(off);
         let t0 = std::time::Instant::now();
         let r = backend.read_at(off, buf);
         let ns = t0.elapsed().as_nanos() as u64;
         let bytes = *r.as_ref().unwrap_or(&buf.len());
         if waiting {
-            add(
-                &st.waited_ns,
-                policy::avoidable_wait(ns, bytes, &self.profile),
-            );
+            let wait = policy::avoidable_wait(ns, bytes, &self.profile);
+            add(&st.waited_ns, wait);
+            match (around, bought) {
+                (true, true) => st.around.bought(wait),
+                (true, false) => st.around.miss(off, wait),
+                _ => {}
+            }
         }
         match arm {
             Some(Arm::Timed) => self.guard.technique(ns, bytes),
@@ -886,6 +929,7 @@ mod tests {
             stream_bytes: policy::AHEAD_MIN_STREAM,
             direct_again: false,
             follows: true,
+            dense: false,
         };
         assert_eq!(policy::decide(&s, &p).choice, Choice::Ahead);
         let opts = Options::new(Technique::Auto)
@@ -986,9 +1030,10 @@ mod tests {
     }
 
     #[test]
-    fn random_reads_that_waited_as_long_as_the_whole_file_takes_read_it_all_ahead() {
+    // Long on purpose: one reader through sparse, then dense, random reads.
+    fn regions_are_read_whole_as_their_misses_pay_and_dense_reads_read_the_file() {
         let d = tempfile::tempdir().unwrap();
-        let len = 16u64 << 20;
+        let len = 64u64 << 20;
         let (path, before) = cold_file(d.path(), len);
         iolab::require!(
             before < 0.1,
@@ -997,45 +1042,63 @@ mod tests {
             before * 100.0
         );
         let resident = || iolab::cache::residency(&path, len).unwrap().fraction();
-        let open = |mib_s| {
-            let opts = Options::new(Technique::Auto)
-                .profile(std::sync::Arc::new(
-                    crate::profile::Profile::builtin().with_seq_cold_cached(mib_s),
-                ))
-                .memory_budget(1 << 30);
-            Reader::open(&path, opts).unwrap()
-        };
+        // A device measured at 10 TiB/s: a region costs no more than a
+        // miss, so each is due at its second miss, and any wait is longer
+        // than the whole file takes.
+        let opts = Options::new(Technique::Auto)
+            .profile(std::sync::Arc::new(
+                crate::profile::Profile::builtin().with_seq_cold_cached(10e6),
+            ))
+            .memory_budget(1 << 30);
+        let r = Reader::open(&path, opts).unwrap();
         let mut buf = vec![0u8; 4096];
-        // 17 regions of 1 MiB, reads in 4 of them from the 4th on.
-        let offsets = [9u64, 2, 13, 6, 9, 2, 13, 5, 11, 3].map(|m| (m << 20) + 8192);
-        // A device measured at 1 MiB/s: the whole file takes 16 s, far
-        // more than these reads wait. Nothing is read ahead.
-        let slow = open(1.0);
-        for &o in &offsets {
-            slow.read_exact_at(o, &mut buf).unwrap();
+        let regions = [
+            41u64, 3, 17, 58, 9, 30, 22, 50, 1, 36, 12, 61, 27, 45, 6, 33, 19, 54, 14, 39,
+        ];
+        // Sparse: one miss in each of 20 regions (the first read is not
+        // timed: 19 count). None is due; nothing is read beyond the reads.
+        for &m in &regions {
+            r.read_exact_at((m << 20) + 8192, &mut buf).unwrap();
         }
-        drop(slow);
-        assert!(resident() < 0.5, "read ahead: {:.2}", resident());
-        // One measured at 10 TiB/s: any wait is longer than the whole file
-        // takes; still nothing before FIRST_SAMPLE requests.
-        iolab::cache::evict(&path).unwrap();
-        let fast = open(10e6);
-        for &o in &offsets[..7] {
-            fast.read_exact_at(o, &mut buf).unwrap();
-        }
-        assert!(resident() < 0.5, "read ahead too early: {:.2}", resident());
-        // The 8th (FIRST_SAMPLE): the whole file is asked for.
-        fast.read_exact_at(offsets[7], &mut buf).unwrap();
-        let want: Vec<u8> = (offsets[7]..offsets[7] + 4096)
-            .map(|i| (i * 7 % 251) as u8)
-            .collect();
+        assert!(
+            resident() < 0.1,
+            "read ahead while sparse: {:.2}",
+            resident()
+        );
+        // A second read in a region that missed: due, read whole, and the
+        // read returns its own bytes.
+        let at = (regions[1] << 20) + 300_000;
+        r.read_exact_at(at, &mut buf).unwrap();
+        let want: Vec<u8> = (at..at + 4096).map(|i| (i * 7 % 251) as u8).collect();
         assert_eq!(buf, want);
-        // The read-ahead is asynchronous: wait for it (a bound, not a
-        // speed: 16 MiB take milliseconds).
-        let t0 = std::time::Instant::now();
-        while resident() < 0.95 && t0.elapsed() < std::time::Duration::from_secs(60) {
-            std::thread::sleep(std::time::Duration::from_millis(20));
+        let region = || iolab::cache::residency(&path, len).unwrap();
+        let wait = |ok: &dyn Fn() -> bool| {
+            // The read-ahead is asynchronous: wait for it (a bound, not a
+            // speed).
+            let t0 = std::time::Instant::now();
+            while !ok() && t0.elapsed() < std::time::Duration::from_secs(60) {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        };
+        let first = |f: f64| f >= 1.0 / 64.0 * 0.9;
+        wait(&|| first(region().fraction()));
+        assert!(
+            first(resident()) && resident() < 0.1,
+            "one region read whole: {:.3}",
+            resident()
+        );
+        // What that region cost the read that waited for it now sets when
+        // the next is due (at most 63 misses). Dense: half of the 19
+        // regions that missed miss until read whole. The whole file is
+        // asked for.
+        for &m in &regions[2..11] {
+            for j in 1..64u64 {
+                r.read_exact_at((m << 20) + j * 16384, &mut buf).unwrap();
+            }
         }
+        r.read_exact_at((regions[11] << 20) + 700_000, &mut buf)
+            .unwrap();
+        wait(&|| resident() >= 0.95);
         assert!(resident() >= 0.95, "not read ahead: {:.2}", resident());
     }
 

@@ -29,6 +29,7 @@
 //! lock shared by all reads.
 #![deny(unsafe_code)]
 
+mod around;
 mod auto;
 mod backend;
 mod buffered;

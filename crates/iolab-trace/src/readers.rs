@@ -198,6 +198,12 @@ pub fn advise(f: &FileStats) -> Vec<Advice> {
 fn auto_advice(f: &FileStats, h: &Hints, req: usize, available: u64) -> Advice {
     let p = profile::process_profile();
     let random_reads = f.reads as f64 * (1.0 - f.sequential_fraction);
+    let regions_read = (h.expected_fraction * policy::regions(f.size).1 as f64).round() as u64;
+    // Dense when each region its random reads touch would miss often
+    // enough to be read whole.
+    let miss = cold_read_ns(&p, req);
+    let due = policy::around_after(miss, policy::region_prior(miss, &p));
+    let dense = random_reads / regions_read.max(1) as f64 >= f64::from(due);
     let s = Situation {
         len: req,
         offset: 0,
@@ -205,7 +211,7 @@ fn auto_advice(f: &FileStats, h: &Hints, req: usize, available: u64) -> Advice {
         sequential: f.sequential_fraction >= 0.5,
         fraction_read: h.expected_fraction,
         waited_ns: (random_reads * cold_read_ns(&p, req)) as u64,
-        regions_read: (h.expected_fraction * policy::regions(f.size).1 as f64).round() as u64,
+        regions_read,
         reread: f.reread_fraction > 0.0,
         resident: 0.0,
         range_cached: None,
@@ -219,10 +225,11 @@ fn auto_advice(f: &FileStats, h: &Hints, req: usize, available: u64) -> Advice {
         },
         direct_again: f.reread_fraction > 0.0,
         follows: f.sequential_fraction >= 0.5,
+        dense,
     };
     let d = policy::decide(&s, &p);
     let ahead = if policy::read_ahead_whole(&s, &p).is_some() {
-        "; the whole file read ahead once its random reads have waited as long as reading it takes"
+        "; the whole file read ahead once its random reads are dense and have waited as long as reading it takes"
     } else {
         ""
     };

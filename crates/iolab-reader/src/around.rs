@@ -1,0 +1,209 @@
+//! Reading around the misses of random reads, region by region: how
+//! often each 1 MiB region of a file missed the page cache, what a miss
+//! and what a whole region cost the reads that waited for them, and which
+//! region is due to be read whole ([`policy::around_after`]). The counters
+//! exist only once a file has missed: most files a program opens never
+//! do, or are read in order.
+
+use super::policy::{self, AROUND_REGION};
+use super::profile::Profile;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::OnceLock;
+
+/// A region's counter once it has been read whole.
+const READ: u8 = u8::MAX;
+
+/// A running mean: count and sum, ns (loads and stores, see [`Around`]).
+#[derive(Default)]
+struct Mean {
+    n: AtomicU64,
+    sum: AtomicU64,
+}
+
+impl Mean {
+    fn add(&self, ns: u64) {
+        self.n.store(self.n.load(Relaxed) + 1, Relaxed);
+        self.sum.store(self.sum.load(Relaxed) + ns, Relaxed);
+    }
+
+    fn get(&self) -> Option<f64> {
+        let n = self.n.load(Relaxed);
+        (n > 0).then(|| self.sum.load(Relaxed) as f64 / n as f64)
+    }
+}
+
+/// One file's misses per region. Loads and stores, not locked
+/// increments: two threads missing at once may count one miss (a region
+/// read a miss later).
+pub(crate) struct Around {
+    regions: u64,
+    counts: OnceLock<Box<[AtomicU8]>>,
+    miss: Mean,
+    region: Mean,
+    /// Regions that missed at least once, and regions read whole.
+    missed: AtomicU64,
+    bought: AtomicU64,
+}
+
+impl Around {
+    /// For a file of `len` bytes.
+    pub(crate) fn new(len: u64) -> Around {
+        Around {
+            regions: len.div_ceil(AROUND_REGION).max(1),
+            counts: OnceLock::new(),
+            miss: Mean::default(),
+            region: Mean::default(),
+            missed: AtomicU64::new(0),
+            bought: AtomicU64::new(0),
+        }
+    }
+
+    fn counter(&self, off: u64) -> Option<&AtomicU8> {
+        let region = (off / AROUND_REGION).min(self.regions - 1);
+        self.counts.get().map(|c| &c[region as usize])
+    }
+
+    /// Counts a random read at `off` that waited `wait_ns` beyond moving
+    /// its bytes, when that makes it a miss ([`policy::MISS_NS`]).
+    pub(crate) fn miss(&self, off: u64, wait_ns: u64) {
+        if wait_ns < policy::MISS_NS {
+            return;
+        }
+        self.miss.add(wait_ns);
+        self.counts
+            .get_or_init(|| (0..self.regions).map(|_| AtomicU8::new(0)).collect());
+        if let Some(c) = self.counter(off) {
+            let k = c.load(Relaxed);
+            if k == 0 {
+                self.missed.store(self.missed.load(Relaxed) + 1, Relaxed);
+            }
+            if k != READ {
+                c.store(k.saturating_add(1).min(READ - 1), Relaxed);
+            }
+        }
+    }
+
+    /// The byte range `[start, end)` of the region of `off` when its
+    /// misses have paid for reading it whole; it then counts as read.
+    pub(crate) fn due(&self, off: u64, p: &Profile) -> Option<(u64, u64)> {
+        let c = self.counter(off)?;
+        let k = c.load(Relaxed);
+        if k == READ {
+            return None;
+        }
+        let miss = self.miss.get()?;
+        let region = self
+            .region
+            .get()
+            .unwrap_or_else(|| policy::region_prior(miss, p));
+        if u32::from(k) < policy::around_after(miss, region) {
+            return None;
+        }
+        c.store(READ, Relaxed);
+        self.bought.store(self.bought.load(Relaxed) + 1, Relaxed);
+        let start = (off / AROUND_REGION) * AROUND_REGION;
+        Some((start, start + AROUND_REGION))
+    }
+
+    /// What the read that waited for a region just bought waited beyond
+    /// moving its own bytes: the region's cost, when it was one (a region
+    /// found cached costs nothing and says nothing).
+    pub(crate) fn bought(&self, wait_ns: u64) {
+        if wait_ns >= policy::MISS_NS {
+            self.region.add(wait_ns);
+        }
+    }
+
+    /// Whether the misses are dense ([`policy::dense`]).
+    pub(crate) fn dense(&self) -> bool {
+        policy::dense(self.bought.load(Relaxed), self.missed.load(Relaxed))
+    }
+
+    /// Regions read whole so far.
+    #[cfg(test)]
+    fn read(&self) -> usize {
+        self.counts
+            .get()
+            .map_or(0, |c| c.iter().filter(|x| x.load(Relaxed) == READ).count())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_region_is_due_once_its_misses_cost_what_reading_it_does() {
+        // 1024 MiB/s: a 1 MiB region is guessed at a miss plus 1 ms; with
+        // misses of 100 µs it is due after 10 of them.
+        let p = Profile::builtin().with_seq_cold_cached(1024.0);
+        let a = Around::new(8 * AROUND_REGION);
+        let at = 3 * AROUND_REGION + 4096;
+        assert_eq!(a.due(at, &p), None, "nothing missed yet");
+        for i in 0..10 {
+            assert_eq!(a.due(at, &p), None, "after {i} misses");
+            a.miss(at + i * 8192, 100_000);
+        }
+        assert_eq!(a.due(at, &p), Some((3 * AROUND_REGION, 4 * AROUND_REGION)));
+        // Once read, never again; other regions keep their own count.
+        a.miss(at, 100_000);
+        assert_eq!(a.due(at, &p), None);
+        assert_eq!(a.due(0, &p), None);
+        assert_eq!(a.read(), 1);
+    }
+
+    #[test]
+    fn what_a_region_cost_sets_when_the_next_is_due() {
+        let p = Profile::builtin().with_seq_cold_cached(1024.0);
+        let a = Around::new(8 * AROUND_REGION);
+        for _ in 0..10 {
+            a.miss(0, 100_000);
+        }
+        assert!(a.due(0, &p).is_some());
+        // It cost 3 ms, not the 1.1 ms guessed: the next region is due
+        // after 29 misses.
+        a.bought(3_000_000);
+        for i in 0..29 {
+            assert_eq!(a.due(AROUND_REGION, &p), None, "after {i} misses");
+            a.miss(AROUND_REGION, 100_000);
+        }
+        assert!(a.due(AROUND_REGION, &p).is_some());
+        // A region found cached says nothing of what one costs.
+        a.bought(1_000);
+        assert_eq!(a.region.get(), Some(3_000_000.0));
+    }
+
+    #[test]
+    fn copies_out_of_the_page_cache_are_not_misses() {
+        let p = Profile::builtin().with_seq_cold_cached(1024.0);
+        let a = Around::new(4 * AROUND_REGION);
+        for _ in 0..1000 {
+            a.miss(0, policy::MISS_NS - 1);
+        }
+        assert!(
+            a.counts.get().is_none(),
+            "no counters for a file that never missed"
+        );
+        assert_eq!(a.due(0, &p), None);
+    }
+
+    #[test]
+    fn the_count_before_a_region_is_bought_is_bounded() {
+        assert_eq!(policy::around_after(100_000.0, 1_100_000.0), 10);
+        assert_eq!(policy::around_after(2_000_000.0, 2_100_000.0), 1);
+        assert_eq!(policy::around_after(1.0, 1e9), 63);
+    }
+
+    #[test]
+    fn the_last_region_of_a_file_is_its_own() {
+        let p = Profile::builtin().with_seq_cold_cached(1024.0);
+        let a = Around::new(AROUND_REGION + 10);
+        for _ in 0..63 {
+            a.miss(AROUND_REGION + 5, 10_000_000);
+        }
+        assert_eq!(
+            a.due(AROUND_REGION + 5, &p),
+            Some((AROUND_REGION, 2 * AROUND_REGION))
+        );
+    }
+}
