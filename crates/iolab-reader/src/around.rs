@@ -13,6 +13,11 @@ use std::sync::OnceLock;
 /// A region's counter once it has been read whole.
 const READ: u8 = u8::MAX;
 
+/// Counters kept at most (1 MiB of them, for a file of 1 TiB): the regions
+/// of a larger file share them, region modulo this, so a region may be
+/// read whole a little early, or not at all, and the memory stays bounded.
+const MAX_COUNTERS: u64 = 1 << 20;
+
 /// A running mean: count and sum, ns (loads and stores, see [`Around`]).
 #[derive(Default)]
 struct Mean {
@@ -60,7 +65,9 @@ impl Around {
 
     fn counter(&self, off: u64) -> Option<&AtomicU8> {
         let region = (off / AROUND_REGION).min(self.regions - 1);
-        self.counts.get().map(|c| &c[region as usize])
+        self.counts
+            .get()
+            .map(|c| &c[(region % c.len() as u64) as usize])
     }
 
     /// Counts a random read at `off` that waited `wait_ns` beyond moving
@@ -70,8 +77,11 @@ impl Around {
             return;
         }
         self.miss.add(wait_ns);
-        self.counts
-            .get_or_init(|| (0..self.regions).map(|_| AtomicU8::new(0)).collect());
+        self.counts.get_or_init(|| {
+            (0..self.regions.min(MAX_COUNTERS))
+                .map(|_| AtomicU8::new(0))
+                .collect()
+        });
         if let Some(c) = self.counter(off) {
             let k = c.load(Relaxed);
             if k == 0 {
@@ -192,6 +202,19 @@ mod tests {
         assert_eq!(policy::around_after(100_000.0, 1_100_000.0), 10);
         assert_eq!(policy::around_after(2_000_000.0, 2_100_000.0), 1);
         assert_eq!(policy::around_after(1.0, 1e9), 63);
+    }
+
+    #[test]
+    fn the_counters_of_a_huge_file_stay_bounded() {
+        let p = Profile::builtin().with_seq_cold_cached(1024.0);
+        let a = Around::new(1 << 50);
+        let far = (1u64 << 50) - AROUND_REGION;
+        for _ in 0..63 {
+            a.miss(far, 10_000_000);
+        }
+        assert_eq!(a.counts.get().map(|c| c.len() as u64), Some(MAX_COUNTERS));
+        // The region's own range, not its counter's.
+        assert_eq!(a.due(far, &p), Some((far, far + AROUND_REGION)));
     }
 
     #[test]
