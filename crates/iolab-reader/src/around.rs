@@ -5,6 +5,7 @@
 //! exist only once a file has missed: most files a program opens never
 //! do, or are read in order.
 
+use super::counter::add;
 use super::policy::{self, AROUND_REGION};
 use super::profile::Profile;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
@@ -18,7 +19,7 @@ const READ: u8 = u8::MAX;
 /// read whole a little early, or not at all, and the memory stays bounded.
 const MAX_COUNTERS: u64 = 1 << 20;
 
-/// A running mean: count and sum, ns (loads and stores, see [`Around`]).
+/// A running mean: count and sum, ns.
 #[derive(Default)]
 struct Mean {
     n: AtomicU64,
@@ -27,8 +28,8 @@ struct Mean {
 
 impl Mean {
     fn add(&self, ns: u64) {
-        self.n.store(self.n.load(Relaxed) + 1, Relaxed);
-        self.sum.store(self.sum.load(Relaxed) + ns, Relaxed);
+        add(&self.n, 1);
+        add(&self.sum, ns);
     }
 
     fn get(&self) -> Option<f64> {
@@ -37,9 +38,9 @@ impl Mean {
     }
 }
 
-/// One file's misses per region. Loads and stores, not locked
-/// increments: two threads missing at once may count one miss (a region
-/// read a miss later).
+/// One file's misses per region, counted as [`super::counter`] counts:
+/// two threads missing at once may count one miss (a region read a miss
+/// later).
 pub(crate) struct Around {
     regions: u64,
     counts: OnceLock<Box<[AtomicU8]>>,
@@ -63,11 +64,10 @@ impl Around {
         }
     }
 
-    fn counter(&self, off: u64) -> Option<&AtomicU8> {
+    /// The counter of the region of `off` among `counts`.
+    fn counter<'a>(&self, counts: &'a [AtomicU8], off: u64) -> &'a AtomicU8 {
         let region = (off / AROUND_REGION).min(self.regions - 1);
-        self.counts
-            .get()
-            .map(|c| &c[(region % c.len() as u64) as usize])
+        &counts[(region % counts.len() as u64) as usize]
     }
 
     /// Counts a random read at `off` that waited `wait_ns` beyond moving
@@ -77,26 +77,25 @@ impl Around {
             return;
         }
         self.miss.add(wait_ns);
-        self.counts.get_or_init(|| {
+        let counts = self.counts.get_or_init(|| {
             (0..self.regions.min(MAX_COUNTERS))
                 .map(|_| AtomicU8::new(0))
                 .collect()
         });
-        if let Some(c) = self.counter(off) {
-            let k = c.load(Relaxed);
-            if k == 0 {
-                self.missed.store(self.missed.load(Relaxed) + 1, Relaxed);
-            }
-            if k != READ {
-                c.store(k.saturating_add(1).min(READ - 1), Relaxed);
-            }
+        let c = self.counter(counts, off);
+        let k = c.load(Relaxed);
+        if k == 0 {
+            add(&self.missed, 1);
+        }
+        if k != READ {
+            c.store(k.saturating_add(1).min(READ - 1), Relaxed);
         }
     }
 
     /// The byte range `[start, end)` of the region of `off` when its
     /// misses have paid for reading it whole; it then counts as read.
     pub(crate) fn due(&self, off: u64, p: &Profile) -> Option<(u64, u64)> {
-        let c = self.counter(off)?;
+        let c = self.counter(self.counts.get()?, off);
         let k = c.load(Relaxed);
         if k == READ {
             return None;
@@ -110,7 +109,7 @@ impl Around {
             return None;
         }
         c.store(READ, Relaxed);
-        self.bought.store(self.bought.load(Relaxed) + 1, Relaxed);
+        add(&self.bought, 1);
         let start = (off / AROUND_REGION) * AROUND_REGION;
         Some((start, start + AROUND_REGION))
     }

@@ -29,6 +29,7 @@
 
 use super::around::Around;
 use super::buffered::Buffered;
+use super::counter::{add, bump32};
 use super::direct::{Direct, DirectAhead};
 use super::guard::{Arm, Guard, Switch};
 use super::many::ReadReq;
@@ -685,21 +686,6 @@ impl Auto {
             },
         }
     }
-}
-
-/// Adds `n` to a counter of [`State`] (a load and a store, see
-/// [`Auto::stream`]) and returns the new value.
-fn add(c: &AtomicU64, n: u64) -> u64 {
-    let v = c.load(Relaxed).wrapping_add(n);
-    c.store(v, Relaxed);
-    v
-}
-
-/// [`add`] of one, for a 32-bit counter.
-fn bump32(c: &AtomicU32) -> u32 {
-    let v = c.load(Relaxed).wrapping_add(1);
-    c.store(v, Relaxed);
-    v
 }
 
 /// Requests this reader has been asked (including the one being decided).

@@ -33,6 +33,7 @@ mod around;
 mod auto;
 mod backend;
 mod buffered;
+mod counter;
 mod direct;
 mod error;
 pub mod gpu;
