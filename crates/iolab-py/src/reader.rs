@@ -61,8 +61,11 @@ impl Reader {
     fn new(py: Python<'_>, path: PathBuf, technique: &str) -> PyResult<Self> {
         let t = crate::technique::parse(technique)?;
         let r = open(py, path.clone(), t)?;
+        // Measured at open (one `fstat`, which refuses a directory or a
+        // FIFO here rather than at the first read), as Python's `open` does.
+        let len = r.len().map_err(read_error)?;
         Ok(Reader {
-            len: r.len(),
+            len,
             inner: RwLock::new(Some(Arc::new(r))),
             path,
             technique: t,
@@ -129,7 +132,7 @@ impl Reader {
         let n = non_negative("n", n)?;
         let r = self.get()?;
         // No bigger than what the file holds after `offset`.
-        let want = n.min(r.len().saturating_sub(offset)) as usize;
+        let want = n.min(self.len.saturating_sub(offset)) as usize;
         let mut got = 0;
         let b = PyBytes::new_with(py, want, |buf| {
             got = py.detach(|| r.read_at(offset, buf)).map_err(read_error)?;
@@ -217,7 +220,7 @@ fn many_bytes<'py>(
     r: &iolab_reader::Reader,
     reqs: &[Req],
 ) -> PyResult<Bound<'py, PyList>> {
-    let len = r.len();
+    let len = r.len().map_err(read_error)?;
     // No bigger than what the file holds after each offset.
     let lens = reqs
         .iter()

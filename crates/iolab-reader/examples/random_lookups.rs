@@ -11,7 +11,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .ok_or("usage: random_lookups FILE")?;
     let r = Reader::open(&path, Options::default())?;
-    let len = r.len();
+    let len = r.len()?;
     if len < 4096 {
         return Err("the file is smaller than one 4 KiB record".into());
     }

@@ -38,7 +38,7 @@ use super::policy::{self, Choice, Situation};
 use super::profile::Profile;
 use super::stream::Stream;
 use super::uring::UringReader;
-use super::{Backend, Options, Result, Src};
+use super::{Backend, Result, Src};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 
@@ -55,27 +55,26 @@ const WILLNEED_STEP: u64 = 128 << 10;
 
 /// Whether `IOLAB_TRACE_POLICY` asks for decisions on stderr (read once:
 /// looking the environment up at every open showed in replays).
-fn trace_policy() -> bool {
+pub(crate) fn trace_policy() -> bool {
     static T: OnceLock<bool> = OnceLock::new();
     *T.get_or_init(|| std::env::var_os(TRACE_ENV).is_some_and(|v| v != "0"))
 }
 
-/// Checks the profile's device against `src`'s once per device (the check
-/// resolves /sys links: several system calls, too many for every open;
-/// the device number comes from the open's own `fstat`).
-fn warn_device_once(profile: &Profile, src: &Src) {
+/// Checks the profile's device against the file's (`dev`, from the one
+/// `fstat` that measured it) once per device: the check resolves /sys
+/// links, several system calls, too many for every file.
+fn warn_device_once(profile: &Profile, path: &std::path::Path, dev: u64) {
     static LAST_DEV: AtomicU64 = AtomicU64::new(u64::MAX);
     if profile.device.is_none() {
         return;
     }
-    let dev = src.dev;
-    // A load first: every open of every thread comes here, and a swap
-    // would take the shared line for writing each time.
+    // A load first: every measured file of every thread comes here, and
+    // a swap would take the shared line for writing each time.
     if LAST_DEV.load(Relaxed) == dev {
         return;
     }
     LAST_DEV.store(dev, Relaxed);
-    if let Some(w) = profile.device_warning(&src.path) {
+    if let Some(w) = profile.device_warning(path) {
         static ONCE: std::sync::Once = std::sync::Once::new();
         ONCE.call_once(|| super::warn::emit(&w));
     }
@@ -226,16 +225,16 @@ const RESIDENCY_WINDOWS: usize = 32;
 /// replay of 6,900 look-ups from a warm cache.
 fn sampled_residency(src: &Src) -> Option<f64> {
     const RUN: u64 = 16 * 4096;
-    let pages = src.len.div_ceil(4096);
+    let pages = src.len().div_ceil(4096);
     if pages == 0 {
         return Some(1.0);
     }
     let windows = RESIDENCY_WINDOWS as u64;
     if pages <= windows * 16 {
-        let n = iolab::kernel::fs::cached_pages(&src.file, 0, src.len)?;
+        let n = iolab::kernel::fs::cached_pages(&src.file, 0, src.len())?;
         return Some(n as f64 / pages as f64);
     }
-    let step = src.len / windows;
+    let step = src.len() / windows;
     let mut cached = 0;
     for w in 0..windows {
         cached += iolab::kernel::fs::cached_pages(&src.file, w * step / 4096 * 4096, RUN)?;
@@ -243,8 +242,9 @@ fn sampled_residency(src: &Src) -> Option<f64> {
     Some(cached as f64 / (windows * 16) as f64)
 }
 
-/// The adaptive technique.
-pub(crate) struct Auto {
+/// The adaptive technique's state for a measured file (its length known):
+/// what [`super::first_read::Auto`] reads with after its first read.
+pub(crate) struct Adaptive {
     src: Arc<Src>,
     profile: Arc<Profile>,
     /// Made on first use: `None` inside when the file cannot be mapped.
@@ -261,16 +261,20 @@ pub(crate) struct Auto {
     guard: Guard,
 }
 
-impl Auto {
-    pub(crate) fn new(src: Arc<Src>, opts: &Options) -> Result<Self> {
-        let profile = opts
-            .profile
-            .clone()
-            .unwrap_or_else(super::profile::process_profile);
-        warn_device_once(&profile, &src);
-        let first = super::siblings::opened(&src.path, &src.file, trace_policy());
-        let (chunk_shift, chunks) = policy::regions(src.len);
-        let pages = src.len / 4096 + 1;
+impl Adaptive {
+    /// Measures `src` (one `fstat`, which refuses what cannot be read at
+    /// offsets) and starts its state; `first`: whether its first page was
+    /// cached at open ([`super::siblings::opened`]).
+    pub(crate) fn new(
+        src: Arc<Src>,
+        profile: Arc<Profile>,
+        budget: Option<u64>,
+        first: Option<bool>,
+    ) -> Result<Self> {
+        let meta = src.meta()?;
+        warn_device_once(&profile, &src.path, meta.dev);
+        let (chunk_shift, chunks) = policy::regions(src.len());
+        let pages = src.len() / 4096 + 1;
         let st = State {
             last_end: AtomicU64::new(u64::MAX),
             run: AtomicU32::new(0),
@@ -290,22 +294,22 @@ impl Auto {
             // the file's pages in requests, so its cost per request stays
             // a few pages' worth.
             refresh_every: (pages / 4).clamp(64, 1 << 20),
-            resident: AtomicU64::new(first_guess(first, src.len).to_bits()),
+            resident: AtomicU64::new(first_guess(first, src.len()).to_bits()),
             available: AtomicU64::new(0),
             read_ahead: AtomicBool::new(false),
             waited_ns: AtomicU64::new(0),
             sampled: AtomicBool::new(false),
             direct_reads: std::sync::Mutex::new(DirectReads::default()),
-            around: Around::new(src.len),
+            around: Around::new(src.len()),
         };
-        let a = Auto {
+        let a = Adaptive {
             stream: Stream::new(src.clone()),
             uring_seq: UringReader::new(src.clone(), profile.seq_depth),
             uring_rand: UringReader::new(src.clone(), profile.random_depth),
             buffered: OnceLock::new(),
             direct: OnceLock::new(),
             ahead: OnceLock::new(),
-            budget: opts.memory_budget,
+            budget,
             trace: trace_policy(),
             mapped: OnceLock::new(),
             profile,
@@ -315,11 +319,24 @@ impl Auto {
         };
         let avail = a.available_at_open();
         a.st.available.store(avail, Relaxed);
-        let fits = (a.src.len as f64) <= avail as f64 * a.profile.fit_fraction;
+        let fits = (a.src.len() as f64) <= avail as f64 * a.profile.fit_fraction;
         if !fits {
             a.refresh();
         }
         Ok(a)
+    }
+
+    /// Counts a read served before this state existed (the first read,
+    /// see [`super::first_read`]) as if it had been decided here: a
+    /// first read is never timed, and a small one is always one `pread`.
+    pub(crate) fn seen(&self, off: u64, len: usize) {
+        let _ = self.observe(off, len, 1);
+    }
+
+    /// Requests counted so far.
+    #[cfg(test)]
+    pub(crate) fn requests(&self) -> u64 {
+        n_before(&self.st)
     }
 
     fn available_now(&self) -> u64 {
@@ -331,7 +348,7 @@ impl Auto {
     /// read, no /proc/meminfo: most files a program opens are small).
     fn available_at_open(&self) -> u64 {
         let last = LAST_AVAILABLE.load(Relaxed);
-        if self.budget.is_none() && last > 0 && self.src.len < last / 64 {
+        if self.budget.is_none() && last > 0 && self.src.len() < last / 64 {
             return last;
         }
         self.available_now()
@@ -348,7 +365,7 @@ impl Auto {
     /// Samples the file's residency (see [`sampled_residency`]).
     fn refresh(&self) {
         let r = sampled_residency(&self.src).or_else(|| {
-            iolab::cache::residency_sampled(&self.src.path, self.src.len, RESIDENCY_WINDOWS)
+            iolab::cache::residency_sampled(&self.src.path, self.src.len(), RESIDENCY_WINDOWS)
                 .ok()
                 .map(|r| r.fraction())
         });
@@ -429,7 +446,7 @@ impl Auto {
         Situation {
             len,
             offset: off,
-            file_len: self.src.len,
+            file_len: self.src.len(),
             sequential,
             fraction_read,
             regions_read,
@@ -492,8 +509,8 @@ impl Auto {
             .max(WILLNEED_STEP);
         let mut r = Ok(());
         let mut at = 0u64;
-        while at < self.src.len && r.is_ok() {
-            let n = step.min(self.src.len - at);
+        while at < self.src.len() && r.is_ok() {
+            let n = step.min(self.src.len() - at);
             r = iolab::kernel::fs::fadvise_range(&self.src.file, at, n, libc::POSIX_FADV_WILLNEED);
             at += n;
         }
@@ -501,7 +518,7 @@ impl Auto {
             eprintln!(
                 "policy: {}: whole file read ahead ({} bytes; {why}: {:.0} % read, {:.1} ms waited){}",
                 self.src.path.display(),
-                self.src.len,
+                self.src.len(),
                 s.fraction_read * 100.0,
                 s.waited_ns as f64 / 1e6,
                 r.err().map_or(String::new(), |e| format!(": {e}"))
@@ -518,7 +535,7 @@ impl Auto {
         let Some((start, end)) = self.st.around.due(off, &self.profile) else {
             return false;
         };
-        let end = end.min(self.src.len);
+        let end = end.min(self.src.len());
         let r = iolab::kernel::fs::fadvise_range(
             &self.src.file,
             start,
@@ -609,7 +626,7 @@ impl Auto {
             Choice::Ahead => (w.block as u64 * w.depth as u64).max(len as u64),
             _ => len as u64,
         };
-        let span = span.min(self.src.len.saturating_sub(off)).max(1);
+        let span = span.min(self.src.len().saturating_sub(off)).max(1);
         let probed = &self.st.probed_to;
         if c == Choice::Ahead
             && off >= self.st.probed_from.load(Relaxed)
@@ -665,7 +682,7 @@ impl Auto {
             Choice::Pread => &self.stream,
             // A block larger than the file would only cost memory.
             Choice::Buffered { block } => self.buffered.get_or_init(|| {
-                let whole = self.src.len.div_ceil(4096).max(1) * 4096;
+                let whole = self.src.len().div_ceil(4096).max(1) * 4096;
                 Buffered::new(self.src.clone(), block.min(whole as usize))
             }),
             Choice::Uring { depth } if depth == self.profile.random_depth => &self.uring_rand,
@@ -733,7 +750,7 @@ impl Before {
     }
 }
 
-impl Backend for Auto {
+impl Backend for Adaptive {
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
         let (c, sequential) = self.choose(off, buf.len(), 1, None);
         if !sequential && c != Choice::Ahead {
@@ -979,13 +996,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("db");
         std::fs::write(&path, vec![1u8; 4 << 20]).unwrap();
-        let src = std::sync::Arc::new(crate::Src {
-            file: std::fs::File::open(&path).unwrap(),
-            path,
-            len: 4 << 20,
-            dev: 0,
-        });
-        let a = super::Auto::new(src, &Options::new(Technique::Auto)).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let src = std::sync::Arc::new(crate::Src::new(path, file));
+        let profile = crate::profile::process_profile();
+        let a = super::Adaptive::new(src, profile, None, None).unwrap();
         let page = 4096u64;
         // Three pages in order: a stream.
         for k in 0..3 {
@@ -1140,7 +1154,7 @@ mod tests {
 
     #[test]
     fn a_batch_is_decided_on_what_was_read_before_it() {
-        use super::{Auto, Backend, FIRST_SAMPLE};
+        use super::{Adaptive, Backend, FIRST_SAMPLE};
         use crate::profile::Profile;
         use crate::ReadReq;
         use std::sync::atomic::Ordering::Relaxed;
@@ -1160,7 +1174,13 @@ mod tests {
             .profile(std::sync::Arc::new(p))
             .memory_budget(1 << 30);
         let r = Reader::open(&path, opts.clone()).unwrap();
-        let a = Auto::new(r.src.clone(), &opts).unwrap();
+        let a = Adaptive::new(
+            r.src.clone(),
+            opts.profile.clone().unwrap(),
+            opts.memory_budget,
+            None,
+        )
+        .unwrap();
         // 512 reads of 4 KiB, one in every 1 MiB region and then again: a
         // batch that touches every region but reads 3 % of the file.
         let offs: Vec<u64> = (0..512u64)

@@ -10,7 +10,7 @@ use super::technique::Technique;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, FileTypeExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// What the caller knows about how it will read the file. Only
 /// [`Technique::ThesisRules`] uses these: they are the inputs of the
@@ -78,21 +78,92 @@ impl Options {
 }
 
 /// The open file every technique shares: its path (for errors), a plain
-/// descriptor, and the length and device seen at open.
+/// descriptor, and its length and device from one `fstat`, made when first
+/// needed ([`Src::meta`]): at open for the techniques that size their work
+/// by the file, later or never for `stream` and `auto` (a warm file read
+/// once with one `pread` spent a tenth of its time in that `fstat`).
 pub(crate) struct Src {
     pub(crate) path: PathBuf,
     pub(crate) file: File,
+    meta: OnceLock<Meta>,
+}
+
+/// What the `fstat` of an open [`Src`] says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Meta {
+    /// Length, bytes.
     pub(crate) len: u64,
-    /// `st_dev` of the open file (`Auto` checks its profile's device once
-    /// per device, without another `fstat`).
+    /// `st_dev` (`Auto` checks its profile's device once per device,
+    /// without another `fstat`).
     pub(crate) dev: u64,
 }
 
 impl Src {
-    /// `pread` until `buf` is full or the file ends; returns the bytes read.
-    pub(crate) fn pread_full(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
-        pread_full(&self.file, &self.path, off, buf)
+    /// An open file whose length is not known yet.
+    pub(crate) fn new(path: PathBuf, file: File) -> Src {
+        Src {
+            path,
+            file,
+            meta: OnceLock::new(),
+        }
     }
+
+    /// Length and device, from one `fstat` the first time; refuses what
+    /// cannot be read at offsets (a directory, FIFO, character device).
+    pub(crate) fn meta(&self) -> Result<Meta> {
+        if let Some(m) = self.meta.get() {
+            return Ok(*m);
+        }
+        let m = meta_of(&self.file, &self.path)?;
+        Ok(*self.meta.get_or_init(|| m))
+    }
+
+    /// Whether the file was measured ([`Src::meta`] succeeded).
+    #[cfg(test)]
+    pub(crate) fn measured(&self) -> bool {
+        self.meta.get().is_some()
+    }
+
+    /// Length, bytes, once [`Src::meta`] has succeeded (every technique
+    /// but `stream` is built after it); 0 before.
+    pub(crate) fn len(&self) -> u64 {
+        self.meta.get().map_or(0, |m| m.len)
+    }
+
+    /// `pread` until `buf` is full or the file ends; returns the bytes
+    /// read. A failed read of a file not measured yet says what the file
+    /// is when that is why (`EISDIR` of a directory, `ESPIPE` of a FIFO).
+    pub(crate) fn pread_full(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
+        pread_full(&self.file, &self.path, off, buf).map_err(|e| match self.meta() {
+            Err(refused @ ReadError::NotReadable { .. }) => refused,
+            _ => e,
+        })
+    }
+}
+
+/// Length of an open regular file or block device, bytes, and the device
+/// it is on (`st_dev`), from one `fstat`; anything else is refused.
+fn meta_of(file: &File, path: &Path) -> Result<Meta> {
+    use std::os::unix::fs::MetadataExt;
+    let open_err = |e| ReadError::Open {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let md = file.metadata().map_err(open_err)?;
+    if let Some(what) = unreadable_kind(md.file_type()) {
+        return Err(ReadError::NotReadable {
+            path: path.to_path_buf(),
+            what,
+        });
+    }
+    let len = if md.file_type().is_block_device() {
+        use std::io::Seek;
+        // Only `pread` uses this descriptor: its position does not matter.
+        (&*file).seek(std::io::SeekFrom::End(0)).map_err(open_err)?
+    } else {
+        md.len()
+    };
+    Ok(Meta { len, dev: md.dev() })
 }
 
 /// `pread` on `file` until `buf` is full or the file ends.

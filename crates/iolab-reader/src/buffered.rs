@@ -58,7 +58,7 @@ impl Buffered {
 
     fn read_ahead(&self, b: u64) {
         let off = (b + 1) * self.block as u64;
-        if off < self.src.len {
+        if off < self.src.len() {
             let _ = iolab::kernel::fs::fadvise_range(
                 &self.src.file,
                 off,

@@ -98,7 +98,7 @@ impl Direct {
     fn read_large(&self, off: u64, buf: &mut [u8]) -> Option<Result<usize>> {
         let a = self.align as u64;
         let start = off / a * a;
-        let end = (off + buf.len() as u64).min(self.src.len.max(off));
+        let end = (off + buf.len() as u64).min(self.src.len().max(off));
         let end = end.div_ceil(a) * a;
         SLOTS.with(|c| {
             let mut c = c.borrow_mut();
@@ -142,7 +142,7 @@ impl Direct {
 
 impl Backend for Direct {
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
-        if buf.len() >= 2 * PIECE && off < self.src.len {
+        if buf.len() >= 2 * PIECE && off < self.src.len() {
             if let Some(r) = self.read_large(off, buf) {
                 return r;
             }
@@ -201,7 +201,7 @@ impl DirectAhead {
         chunk: usize,
         depth: usize,
     ) -> Result<iolab::kernel::ahead::Ahead> {
-        iolab::kernel::ahead::Ahead::new(dfile, src.len, chunk, depth).map_err(|e| {
+        iolab::kernel::ahead::Ahead::new(dfile, src.len(), chunk, depth).map_err(|e| {
             ReadError::Unsupported {
                 path: src.path.clone(),
                 technique: "direct read-ahead".into(),
@@ -229,7 +229,7 @@ impl DirectAhead {
 
 impl Backend for DirectAhead {
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
-        if off >= self.src.len {
+        if off >= self.src.len() {
             return Ok(0);
         }
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -241,7 +241,7 @@ impl Backend for DirectAhead {
         let n = a
             .read_at(off, buf)
             .map_err(|e| ReadError::io(&self.src.path, off, buf.len(), e))?;
-        if off + n as u64 >= self.src.len {
+        if off + n as u64 >= self.src.len() {
             *g = None; // read to the end: let the buffers go
         }
         Ok(n)

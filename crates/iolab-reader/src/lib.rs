@@ -18,7 +18,7 @@
 //! let mut buf = [0u8; 6];
 //! r.read_exact_at(7, &mut buf).unwrap();
 //! assert_eq!(&buf, b"reader");
-//! assert_eq!(r.len(), 13);
+//! assert_eq!(r.len().unwrap(), 13);
 //! // Reads that cross the end are short; past the end they are empty.
 //! assert_eq!(r.read_at(10, &mut [0u8; 8]).unwrap(), 3);
 //! assert_eq!(r.read_at(99, &mut [0u8; 8]).unwrap(), 0);
@@ -36,6 +36,7 @@ mod buffered;
 mod counter;
 mod direct;
 mod error;
+mod first_read;
 pub mod gpu;
 pub mod guard;
 mod many;
@@ -78,7 +79,7 @@ impl std::fmt::Debug for Reader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reader")
             .field("path", &self.src.path)
-            .field("len", &self.src.len)
+            .field("len", &self.src.len())
             .field("technique", &self.technique)
             .finish()
     }
@@ -90,8 +91,9 @@ impl Reader {
         let path = path.as_ref();
         // One walk of the path: open first (O_NONBLOCK, so a FIFO does not
         // block it), then the descriptor's own fstat says what it is and
-        // how long. A stat of the path before the open cost a replay of
-        // python's imports (one small read per file) a third of its time.
+        // how long, when that is first needed (see `Reader::len`). A stat
+        // of the path before the open cost a replay of python's imports
+        // (one small read per file) a third of its time.
         let file = match std::fs::OpenOptions::new()
             .read(true)
             .custom_flags_nonblock()
@@ -107,13 +109,10 @@ impl Reader {
                 });
             }
         };
-        let (len, dev) = length_of(&file, path)?;
-        let src = Arc::new(Src {
-            path: path.to_path_buf(),
-            file,
-            len,
-            dev,
-        });
+        let src = Arc::new(Src::new(path.to_path_buf(), file));
+        if !matches!(opts.technique, Technique::Stream | Technique::Auto) {
+            src.meta()?;
+        }
         let imp = build(&src, opts.technique, &opts)?;
         Ok(Reader {
             src,
@@ -122,14 +121,19 @@ impl Reader {
         })
     }
 
-    /// Length of the file when it was opened, bytes.
-    pub fn len(&self) -> u64 {
-        self.src.len
+    /// Length of the file, bytes, from the one `fstat` of this reader:
+    /// made at open by the techniques that size their work by the file,
+    /// and on first need by `stream` and `auto` (a file read once with
+    /// one `pread` need not pay for it). That `fstat` refuses what cannot
+    /// be read at offsets (a directory, FIFO or character device): at
+    /// open, or here and at the first read for `stream` and `auto`.
+    pub fn len(&self) -> Result<u64> {
+        Ok(self.src.meta()?.len)
     }
 
-    /// Whether the file was empty when opened.
-    pub fn is_empty(&self) -> bool {
-        self.src.len == 0
+    /// Whether the file is empty (see [`Reader::len`]).
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
     }
 
     /// The path it was opened with.
@@ -204,30 +208,6 @@ impl Reader {
     }
 }
 
-/// Length of an open regular file or block device, bytes, and the device
-/// it is on (`st_dev`), from one `fstat`; anything else is refused.
-fn length_of(file: &std::fs::File, path: &Path) -> Result<(u64, u64)> {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    let open_err = |e| ReadError::Open {
-        path: path.to_path_buf(),
-        source: e,
-    };
-    let md = file.metadata().map_err(open_err)?;
-    if let Some(what) = backend::unreadable_kind(md.file_type()) {
-        return Err(ReadError::NotReadable {
-            path: path.to_path_buf(),
-            what,
-        });
-    }
-    if md.file_type().is_block_device() {
-        use std::io::Seek;
-        // Only `pread` uses this descriptor: its position does not matter.
-        let end = (&*file).seek(std::io::SeekFrom::End(0)).map_err(open_err)?;
-        return Ok((end, md.dev()));
-    }
-    Ok((md.len(), md.dev()))
-}
-
 trait NonBlock {
     fn custom_flags_nonblock(&mut self) -> &mut Self;
 }
@@ -250,6 +230,6 @@ fn build(src: &Arc<Src>, t: Technique, opts: &Options) -> Result<Box<dyn Backend
         Technique::Direct => Box::new(direct::Direct::new(src.clone())?),
         Technique::Uring { depth } => Box::new(uring::UringReader::new(src.clone(), depth)),
         Technique::ThesisRules => Box::new(thesis::Thesis::new(src.clone(), opts)?),
-        Technique::Auto => Box::new(auto::Auto::new(src.clone(), opts)?),
+        Technique::Auto => Box::new(first_read::Auto::new(src.clone(), opts)),
     })
 }

@@ -26,9 +26,9 @@ pub(crate) struct Mapped {
 
 impl Mapped {
     pub(crate) fn new(src: Arc<Src>) -> Result<Self> {
-        let len = usize::try_from(src.len).map_err(|_| ReadError::TooLarge {
+        let len = usize::try_from(src.len()).map_err(|_| ReadError::TooLarge {
             path: src.path.clone(),
-            what: format!("{} bytes cannot be mapped on this machine", src.len),
+            what: format!("{} bytes cannot be mapped on this machine", src.len()),
         })?;
         let map = if guard::available() {
             Some(

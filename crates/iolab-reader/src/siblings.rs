@@ -264,15 +264,32 @@ fn off() -> bool {
     *OFF.get_or_init(|| std::env::var_os(OFF_ENV).is_some_and(|v| v != "0"))
 }
 
+/// What an open found of its file's first page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct First {
+    /// Whether the first page is in the page cache (None where
+    /// `cachestat(2)` is missing), which `Auto` takes as its first guess
+    /// of the file's residency.
+    pub(crate) cached: Option<bool>,
+    /// Taken as cached without a probe: its directory was found warm (a
+    /// cached tree, not a start a read-ahead across it brought in).
+    pub(crate) warm_dir: bool,
+}
+
 /// Notes that `path` was opened by `Auto` and asks the kernel for the
 /// first [`policy::SIBLING_BYTES`] of each file the policy picks
-/// (`POSIX_FADV_WILLNEED`: the reads are queued, not waited for).
-/// Returns whether the file's first page is in the page cache (None
-/// where `cachestat(2)` is missing), which `Auto` takes as its first guess
-/// of the file's residency.
-pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) -> Option<bool> {
+/// (`POSIX_FADV_WILLNEED`: the reads are queued, not waited for), and
+/// says what it found of the file's first page.
+pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) -> First {
+    let probed = |cached| First {
+        cached,
+        warm_dir: false,
+    };
     if !off() && skip_probe(path) {
-        return Some(true);
+        return First {
+            cached: Some(true),
+            warm_dir: true,
+        };
     }
     // Whether its first page is cached (cachestat: no I/O; a RWF_NOWAIT
     // read would start a small read-ahead, and the program's own read
@@ -280,11 +297,11 @@ pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) -> Option<b
     // `grep -r` over a cached tree an open per file for nothing).
     let cached = iolab::kernel::fs::cached_pages(file, 0, 1).map(|n| n > 0);
     if off() {
-        return cached;
+        return probed(cached);
     }
     let ask = note(path, cached);
     if ask.is_empty() {
-        return cached;
+        return probed(cached);
     }
     for p in &ask {
         if let Ok(f) = std::fs::File::open(p) {
@@ -304,7 +321,7 @@ pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) -> Option<b
             ask.last().map_or(String::new(), |p| p.display().to_string())
         );
     }
-    cached
+    probed(cached)
 }
 
 #[cfg(test)]

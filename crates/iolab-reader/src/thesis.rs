@@ -48,7 +48,7 @@ impl Thesis {
             .memory_budget
             .or_else(super::mem_available)
             .unwrap_or(0);
-        let mapped = if swap_flag(src.len, &opts.hints, avail) {
+        let mapped = if swap_flag(src.len(), &opts.hints, avail) {
             Some(Mapped::new(src.clone())?)
         } else {
             None

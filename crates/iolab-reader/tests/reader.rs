@@ -54,7 +54,8 @@ fn every_technique_returns_the_same_bytes() {
     ];
     for t in techniques() {
         let r = open(&p, t);
-        assert_eq!(r.len(), n as u64);
+        // Asked after the reads: `stream` and `auto` measure the file when
+        // first needed, and `auto` serves a small first read before that.
         for &(off, len) in cases {
             let mut b = vec![0xAAu8; len];
             let got = r
@@ -82,6 +83,7 @@ fn every_technique_returns_the_same_bytes() {
             }
             other => panic!("{t}: {other:?}"),
         }
+        assert_eq!(r.len().unwrap(), n as u64, "{t}");
     }
 }
 
@@ -168,7 +170,18 @@ fn read_many_completes_every_piece_once() {
 fn bad_input_is_a_clear_error() {
     let d = dir();
     for t in techniques() {
-        let e = Reader::open(d.path(), Options::new(t)).unwrap_err();
+        // `stream` and `auto` measure the file when first needed: the
+        // refusal comes with the first read, and with `len`.
+        let lazy = matches!(t, Technique::Stream | Technique::Auto);
+        let e = match Reader::open(d.path(), Options::new(t)) {
+            Ok(r) if lazy => {
+                let e = r.read_at(0, &mut [0u8; 64]).unwrap_err();
+                assert!(matches!(r.len(), Err(ReadError::NotReadable { .. })), "{t}");
+                e
+            }
+            Ok(_) => panic!("{t}: opened a directory"),
+            Err(e) => e,
+        };
         assert!(
             matches!(
                 e,
@@ -192,8 +205,23 @@ fn bad_input_is_a_clear_error() {
         matches!(e, ReadError::NotReadable { what: "a FIFO", .. }),
         "{e}"
     );
-    // Opened, then refused by the descriptor's kind.
-    let e = Reader::open("/dev/null", Options::new(Technique::Auto)).unwrap_err();
+    // Opened, then refused by the descriptor's kind: at open, or by `len`
+    // (a read of /dev/null by `auto` or `stream` is what `pread` says: 0).
+    let e = Reader::open("/dev/null", Options::new(Technique::Mapped)).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            ReadError::NotReadable {
+                what: "a character device",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = Reader::open("/dev/null", Options::new(Technique::Auto))
+        .unwrap()
+        .len()
+        .unwrap_err();
     assert!(
         matches!(
             e,

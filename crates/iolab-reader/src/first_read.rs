@@ -1,0 +1,228 @@
+//! `Auto` from the open to the first read that needs the file's length.
+//!
+//! Most files a program opens are read once, whole or in one piece (a
+//! source tree, a package's modules, a data loader's images), and for
+//! those `Auto` has nothing to decide: the policy reads a small request,
+//! and cached data, with one `pread`. So the first read of a file is
+//! served before the file is measured (no `fstat`, no adaptive state) when
+//! it is small (at most the profile's `small_max`), when the open found
+//! the first page cached and the read is no larger than what a
+//! directory's read-ahead asks for, or whatever its size in a directory
+//! found warm. The `fstat` and the state ([`Adaptive`]) come with the
+//! first read that may need them, which then counts the early read as its
+//! own. Replaying python's imports from a warm cache (one read per file),
+//! the `fstat` and the state were a quarter of `Auto`'s time per file over
+//! a bare `open` and `pread`.
+//!
+//! The open itself still tells [`super::siblings`], whose read-ahead
+//! across a directory is what a cold tree walk gains.
+
+use super::auto::{trace_policy, Adaptive};
+use super::guard::Switch;
+use super::many::ReadReq;
+use super::policy;
+use super::profile::Profile;
+use super::siblings::First;
+use super::{Backend, Options, Result, Src};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, OnceLock};
+
+/// The adaptive technique: an open file, and its [`Adaptive`] state once
+/// a read needs it.
+pub(crate) struct Auto {
+    src: Arc<Src>,
+    profile: Arc<Profile>,
+    budget: Option<u64>,
+    trace: bool,
+    /// What the open found of the first page.
+    first: First,
+    /// No read has been asked yet.
+    fresh: AtomicBool,
+    /// The first read when it was served before the state existed: its
+    /// offset and length ([`NONE`] before).
+    early_off: AtomicU64,
+    early_len: AtomicU64,
+    /// Boxed: most files never need it, and an open moves this struct.
+    adaptive: OnceLock<Box<Adaptive>>,
+}
+
+/// No early read.
+const NONE: u64 = u64::MAX;
+
+impl Auto {
+    /// Opens the technique on `src` (not measured yet).
+    pub(crate) fn new(src: Arc<Src>, opts: &Options) -> Self {
+        let profile = opts
+            .profile
+            .clone()
+            .unwrap_or_else(super::profile::process_profile);
+        let trace = trace_policy();
+        let first = super::siblings::opened(&src.path, &src.file, trace);
+        Auto {
+            src,
+            profile,
+            budget: opts.memory_budget,
+            trace,
+            first,
+            fresh: AtomicBool::new(true),
+            early_off: AtomicU64::new(NONE),
+            early_len: AtomicU64::new(NONE),
+            adaptive: OnceLock::new(),
+        }
+    }
+
+    /// The adaptive state, made (the file measured) the first time.
+    fn adaptive(&self) -> Result<&Adaptive> {
+        if let Some(a) = self.adaptive.get() {
+            return Ok(a);
+        }
+        let a = Adaptive::new(
+            self.src.clone(),
+            self.profile.clone(),
+            self.budget,
+            self.first.cached,
+        )?;
+        let len = self.early_len.load(Relaxed);
+        if len != NONE {
+            a.seen(self.early_off.load(Relaxed), len as usize);
+        }
+        Ok(self.adaptive.get_or_init(|| Box::new(a)))
+    }
+
+    /// Whether a first read of `len` bytes is one `pread` whatever the
+    /// file's length: small; or no larger than what a directory's
+    /// read-ahead asks for of each file, when the open found the first
+    /// page cached; or of any size in a directory found warm (a cached
+    /// tree: a data loader reading 100 KiB to 600 KiB images whole spent
+    /// a tenth of its time measuring each file and probing its range).
+    /// The policy reads cached data with `pread`; a file cached only at
+    /// its start costs this one read the difference.
+    fn early(&self, len: usize) -> bool {
+        self.fresh.load(Relaxed)
+            && (len <= self.profile.small_max
+                || self.first.warm_dir
+                || self.first.cached == Some(true) && len as u64 <= policy::SIBLING_BYTES)
+    }
+}
+
+impl Backend for Auto {
+    fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
+        if let Some(a) = self.adaptive.get() {
+            return a.read_at(off, buf);
+        }
+        let early = self.early(buf.len());
+        // A load and a store: two threads racing on a first read both
+        // serve it early, which costs nothing but the count of one.
+        self.fresh.store(false, Relaxed);
+        if !early {
+            return self.adaptive()?.read_at(off, buf);
+        }
+        let r = self.src.pread_full(off, buf);
+        self.early_off.store(off, Relaxed);
+        self.early_len.store(buf.len() as u64, Relaxed);
+        if self.trace {
+            eprintln!(
+                "policy: {} offset {off} len {}: Pread (the first read, small or of a cached start: one pread, the file not measured yet)",
+                self.src.path.display(),
+                buf.len()
+            );
+        }
+        r
+    }
+
+    fn switched(&self) -> Option<Switch> {
+        self.adaptive.get()?.switched()
+    }
+
+    fn read_many(&self, reqs: &mut [ReadReq<'_>], done: &mut dyn FnMut(usize, &ReadReq<'_>)) {
+        self.fresh.store(false, Relaxed);
+        match self.adaptive() {
+            Ok(a) => a.read_many(reqs, done),
+            // Refused (a directory, a FIFO): each request says so.
+            Err(_) => {
+                for (i, r) in reqs.iter_mut().enumerate() {
+                    r.result = Some(self.adaptive().and_then(|a| a.read_at(r.offset, r.buf)));
+                    done(i, r);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Options, Technique};
+
+    fn file(len: usize) -> (tempfile::TempDir, std::path::PathBuf, Vec<u8>) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("f");
+        let data: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        (d, p, data)
+    }
+
+    fn auto(p: &std::path::Path) -> Auto {
+        let f = std::fs::File::open(p).unwrap();
+        let src = Arc::new(Src::new(p.to_path_buf(), f));
+        Auto::new(src, &Options::new(Technique::Auto))
+    }
+
+    #[test]
+    fn a_small_first_read_is_served_before_the_file_is_measured_and_counted_after() {
+        let (_d, p, data) = file(1 << 20);
+        let a = auto(&p);
+        let mut buf = vec![0u8; 4096];
+        assert_eq!(a.read_at(8192, &mut buf).unwrap(), 4096);
+        assert!(buf[..] == data[8192..8192 + 4096]);
+        // No fstat, no state: a file read once costs its open and pread.
+        assert!(!a.src.measured() && a.adaptive.get().is_none());
+        // The next read measures it, and the state counts both reads.
+        assert_eq!(a.read_at(12288, &mut buf).unwrap(), 4096);
+        assert!(buf[..] == data[12288..12288 + 4096]);
+        assert!(a.src.measured());
+        assert_eq!(a.adaptive.get().unwrap().requests(), 2);
+    }
+
+    #[test]
+    fn a_large_first_read_measures_the_file_unless_its_directory_is_warm() {
+        let (_d, p, data) = file(4 << 20);
+        let big = policy::SIBLING_BYTES as usize * 2;
+        let cases = [
+            (None, false, true),
+            (Some(false), false, true),
+            // Cached at its start only: a read beyond what a directory's
+            // read-ahead brings in is decided on the file.
+            (Some(true), false, true),
+            (Some(true), true, false),
+        ];
+        for (cached, warm_dir, measured) in cases {
+            let mut a = auto(&p);
+            a.first = First { cached, warm_dir };
+            let mut buf = vec![0u8; big];
+            assert_eq!(a.read_at(0, &mut buf).unwrap(), big);
+            assert!(buf[..] == data[..big], "{cached:?} {warm_dir}");
+            assert_eq!(a.src.measured(), measured, "{cached:?} {warm_dir}");
+        }
+    }
+
+    #[test]
+    fn a_refused_file_fails_each_request_of_a_batch() {
+        let d = tempfile::tempdir().unwrap();
+        let a = auto(d.path());
+        let mut bufs = vec![vec![0u8; 4096]; 3];
+        let mut reqs = ReadReq::batch(&[0, 4096, 8192], &mut bufs);
+        let mut seen = 0;
+        a.read_many(&mut reqs, &mut |_, r| {
+            assert!(matches!(
+                r.result,
+                Some(Err(crate::ReadError::NotReadable {
+                    what: "a directory",
+                    ..
+                }))
+            ));
+            seen += 1;
+        });
+        assert_eq!(seen, 3);
+    }
+}
