@@ -178,8 +178,9 @@ def main():
            "Tuned: the profile of `iolab tune --quick`; built-in: no profile. "
            "`Reader` alone: the same per-round ratio for `stream` (a `Reader` that makes one `pread` "
            "per request, no policy) over `pread` (the replay's bare `File::open` and `pread`): what "
-           "opening through the library costs before any decision (its `fstat` at open, which the "
-           "recorded programs made too but a trace does not replay)."]
+           "opening and reading through the library costs before any decision (the same system "
+           "calls, an open and a `pread` per request: a `Reader` measures the file only when a read "
+           "needs its length)."]
     for half in ("train", "test", "holdout"):
         if any(halves.get(k[0]) == half for k in runs):
             half_table(half, halves, what, runs, cpu, out)
