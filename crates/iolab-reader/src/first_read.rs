@@ -5,7 +5,8 @@
 //! those `Auto` has nothing to decide: the policy reads a small request,
 //! and cached data, with one `pread`. So the first read of a file is
 //! served before the file is measured (no `fstat`, no adaptive state) when
-//! it is small (at most the profile's `small_max`), when the open found
+//! it is small cached or not (at most the profile's `small_max` and
+//! `cold_small_max`), when the open found
 //! the first page cached and the read is no larger than what a
 //! directory's read-ahead asks for, or whatever its size in a directory
 //! found warm. The `fstat` and the state ([`Adaptive`]) come with the
@@ -90,7 +91,7 @@ impl Auto {
     }
 
     /// Whether a first read of `len` bytes is one `pread` whatever the
-    /// file's length: small; or no larger than what a directory's
+    /// file's length: small, cached or not; or no larger than what a directory's
     /// read-ahead asks for of each file, when the open found the first
     /// page cached; or of any size in a directory found warm (a cached
     /// tree: a data loader reading 100 KiB to 600 KiB images whole spent
@@ -99,7 +100,7 @@ impl Auto {
     /// its start costs this one read the difference.
     fn early(&self, len: usize) -> bool {
         self.fresh.load(Relaxed)
-            && (len <= self.profile.small_max
+            && (len <= self.profile.small_max.min(self.profile.cold_small_max)
                 || self.first.warm_dir
                 || self.first.cached == Some(true) && len as u64 <= policy::SIBLING_BYTES)
     }

@@ -248,7 +248,12 @@ pub fn decide(s: &Situation, p: &Profile) -> Decision {
             "reads in order of a large uncached file: O_DIRECT pieces read ahead, the queue kept full",
         );
     }
-    if s.len <= p.small_max {
+    // A medium read not known to be cached is a large one: where one
+    // O_DIRECT read beats a `pread` of cold data is the profile's
+    // `cold_small_max`, not where a copy from the mapping beats a `pread`
+    // of cached data (`small_max`). The range probe below says whether
+    // it is cached after all.
+    if s.len <= p.small_max && (s.len <= p.cold_small_max || cached(s)) {
         return small_request(s, p);
     }
     if cached(s) {
@@ -918,6 +923,31 @@ mod tests {
             ..p
         };
         assert_eq!(decide(&hot, &q).choice, Choice::Pread);
+    }
+
+    #[test]
+    fn medium_random_reads_of_cold_data_are_small_only_up_to_the_cold_bound() {
+        // A profile whose mapping beat pread on cached reads up to 128 KiB,
+        // and whose pread kept up with O_DIRECT on cold ones up to 32 KiB.
+        let mut p = tuned();
+        p.small_max = 128 << 10;
+        p.cold_small_max = 32 << 10;
+        let at = |len: usize| Situation {
+            len,
+            file_len: 48 << 20,
+            ..base()
+        };
+        assert_eq!(decide(&at(32 << 10), &p).choice, Choice::Pread);
+        assert_eq!(decide(&at(64 << 10), &p).choice, Choice::Direct);
+        // Cached after all (the range probe): one copy.
+        let probed = Situation {
+            range_cached: Some(1.0),
+            ..at(64 << 10)
+        };
+        assert_eq!(decide(&probed, &p).choice, Choice::Pread);
+        // Where pread kept up at 128 KiB, it is a small read.
+        p.cold_small_max = 128 << 10;
+        assert_eq!(decide(&at(64 << 10), &p).choice, Choice::Pread);
     }
 
     #[test]

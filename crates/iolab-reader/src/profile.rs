@@ -100,6 +100,12 @@ pub struct WholeChoice {
     pub warm_offset: Option<usize>,
 }
 
+/// [`Profile::cold_small_max`] of a profile that has none: the built-in
+/// `small_max`, which the train half of the trace corpus was read with.
+fn default_cold_small_max() -> usize {
+    32 << 10
+}
+
 fn default_warm_block() -> usize {
     128 << 10
 }
@@ -153,6 +159,15 @@ pub struct Profile {
     pub created_unix: u64,
     /// Requests up to this size are "small".
     pub small_max: usize,
+    /// Random reads of data not cached up to this size are "small" (one
+    /// `pread`, read around by region); larger ones take the large path
+    /// (O_DIRECT where `seq_direct`). Measured by `iolab tune` as the
+    /// largest of 32 and 128 KiB up to which one `pread` of cold data
+    /// keeps up with one O_DIRECT read, never below 32 KiB: the warm
+    /// crossover of `small_max` (a copy from a mapping against a `pread`)
+    /// says nothing of it. A profile without it takes the built-in 32 KiB.
+    #[serde(default = "default_cold_small_max")]
+    pub cold_small_max: usize,
     /// Small random reads of cached data are copies from a mapping.
     pub mmap_small_warm: bool,
     /// Small random reads of data not cached go to the mapping too (the
@@ -196,6 +211,7 @@ impl Profile {
             device: None,
             created_unix: 0,
             small_max: 32 << 10,
+            cold_small_max: default_cold_small_max(),
             mmap_small_warm: true,
             mmap_small_cold: true,
             seq_block: 4 << 20,
