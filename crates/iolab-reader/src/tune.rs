@@ -147,6 +147,10 @@ pub fn cases(quick: bool) -> Vec<Case> {
         c("rand", "cold", Technique::Stream, 4 * k, 1, 2),
         c("rand", "cold", Technique::Mapped, 4 * k, 1, 1),
         c("rand", "cold", Technique::Direct, 4 * k, 1, 1),
+        c("rand", "cold", Technique::Stream, 32 * k, 1, 1),
+        c("rand", "cold", Technique::Direct, 32 * k, 1, 1),
+        c("rand", "cold", Technique::Stream, 128 * k, 1, 1),
+        c("rand", "cold", Technique::Direct, 128 * k, 1, 1),
         c("rand", "cold", Technique::Uring { depth: 8 }, 4 * k, 8, 1),
         c("rand", "cold", Technique::Uring { depth: 32 }, 4 * k, 32, 1),
         c("rand", "warm", Technique::Stream, 4 * k, 1, 1),
@@ -352,7 +356,8 @@ fn worker(
     let mut next = k as u64 * per;
     let end = (next + per).min(blocks);
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((k as u64 + 1) * 0x1234_5677));
-    while t0.elapsed() < budget && !stop.load(Ordering::Relaxed) {
+    let cap = cold_random_cap(case, len);
+    while t0.elapsed() < budget && !stop.load(Ordering::Relaxed) && bytes < cap {
         let mut offs = Vec::with_capacity(depth);
         for _ in 0..depth {
             if case.pattern == "seq" {
@@ -386,6 +391,19 @@ fn worker(
         let _ = h.record(t.elapsed().as_nanos().max(1) as u64);
     }
     (bytes, h)
+}
+
+/// Bytes a thread of `case` reads at most: random reads of cold data
+/// larger than a page stop at a sixteenth of the file (per thread).
+/// Without the cap, the kernel's read-ahead around each 32 KiB `pread`
+/// cached the 256 MiB test file within a tenth of the budget, and what
+/// was measured as cold ran at 4.4 GB/s, copies out of the page cache.
+fn cold_random_cap(case: &Case, len: u64) -> u64 {
+    if case.pattern == "rand" && case.cache == "cold" && case.block > 4096 {
+        (len / 16 / case.threads.max(1) as u64).max(case.block as u64)
+    } else {
+        u64::MAX
+    }
 }
 
 /// Marks the Pareto front within each (pattern, cache) group: no other
@@ -483,6 +501,16 @@ fn derive_whole(ms: &[Measurement], p: &mut Profile, rec: &mut Vec<String>) {
     }
 }
 
+/// The smallest [`Profile::cold_small_max`] a measurement may set: one
+/// O_DIRECT read of 32 KiB beat one `pread` of cold data on the corpus's
+/// machine (633 and 496 MiB/s against 450 and 484 in two runs of
+/// `iolab tune --quick`), but sending uncached random reads of
+/// 16 KiB and more to O_DIRECT made the train half slower (Python's
+/// start-up 1.10 times the best fixed reader against 1.01, the image
+/// loader 1.02 against 0.99): a `pread` also reads ahead for the reads
+/// after it, which one read at a time does not measure.
+const COLD_SMALL_FLOOR: usize = 32 << 10;
+
 /// Small random reads of data not cached: io_uring's depth, and whether
 /// the mapping's read-around beats one pread at a time.
 fn derive_random_cold(ms: &[Measurement], p: &mut Profile, rec: &mut Vec<String>) {
@@ -498,6 +526,32 @@ fn derive_random_cold(ms: &[Measurement], p: &mut Profile, rec: &mut Vec<String>
             b.depth,
             b.mib_s,
             qd1.map_or(String::new(), |q| format!(", {:.1}x one pread at a time", b.mib_s / q.mib_s.max(1e-9)))
+        ));
+    }
+    // Up to which size one pread of cold data keeps up with one O_DIRECT
+    // read, never below the built-in bound (see `COLD_SMALL_FLOOR`).
+    let one = |bs: usize, t: &str| {
+        best(ms, |m| {
+            m.pattern == "rand"
+                && m.cache == "cold"
+                && m.block == bs
+                && m.technique == t
+                && m.threads == 1
+        })
+    };
+    let mut measured = 4096;
+    for bs in [32usize << 10, 128 << 10] {
+        match (one(bs, "stream"), one(bs, "direct")) {
+            (Some(s), Some(d)) if s.mib_s >= d.mib_s => measured = bs,
+            (Some(_), Some(_)) => break,
+            _ => {}
+        }
+    }
+    if one(32 << 10, "direct").is_some() {
+        p.cold_small_max = measured.max(COLD_SMALL_FLOOR);
+        rec.push(format!(
+            "Random reads of data not cached: one pread keeps up with one O_DIRECT read up to {measured} bytes; reads up to {} bytes stay preads, larger ones go O_DIRECT.",
+            p.cold_small_max
         ));
     }
     p.mmap_small_cold = match (mapped_cold, qd1) {
@@ -619,6 +673,32 @@ mod tests {
         assert_eq!(p.small_max, 4096);
         assert_eq!(p.device.as_deref(), Some("vda"));
         assert!(p.recommendations.len() >= 4);
+        // No cold read larger than 4 KiB measured: the built-in bound.
+        assert_eq!(p.cold_small_max, 32 << 10);
+    }
+
+    #[test]
+    fn cold_reads_are_small_up_to_where_one_pread_keeps_up_with_o_direct_not_below_the_floor() {
+        let cold = |s32: f64, d32: f64, s128: f64, d128: f64| {
+            let ms = vec![
+                m("rand", "cold", "stream", 4096, 1, 20.0),
+                m("rand", "cold", "direct", 4096, 1, 25.0),
+                m("rand", "cold", "stream", 32 << 10, 1, s32),
+                m("rand", "cold", "direct", 32 << 10, 1, d32),
+                m("rand", "cold", "stream", 128 << 10, 1, s128),
+                m("rand", "cold", "direct", 128 << 10, 1, d128),
+            ];
+            derive(&ms, None, Machine::default(), None, 1).cold_small_max
+        };
+        // O_DIRECT ahead from 32 KiB: the floor (a pread's read-ahead
+        // serves the reads after it, which one read at a time misses).
+        assert_eq!(cold(100.0, 150.0, 300.0, 500.0), COLD_SMALL_FLOOR);
+        // pread keeps up at 32 KiB, not at 128 KiB.
+        assert_eq!(cold(150.0, 140.0, 300.0, 500.0), 32 << 10);
+        // pread keeps up at both.
+        assert_eq!(cold(150.0, 140.0, 520.0, 500.0), 128 << 10);
+        // A larger size does not count once a smaller one lost.
+        assert_eq!(cold(100.0, 150.0, 520.0, 500.0), COLD_SMALL_FLOOR);
     }
 
     #[test]
