@@ -435,6 +435,23 @@ fn best(ms: &[Measurement], f: impl Fn(&Measurement) -> bool) -> Option<&Measure
         .max_by(|a, b| a.mib_s.total_cmp(&b.mib_s))
 }
 
+/// The best measurement of random reads of `bs` bytes, one thread, with
+/// `technique` and the page cache `cache` ("cold" or "warm").
+fn random_one_thread<'a>(
+    ms: &'a [Measurement],
+    cache: &str,
+    bs: usize,
+    technique: &str,
+) -> Option<&'a Measurement> {
+    best(ms, |m| {
+        m.pattern == "rand"
+            && m.cache == cache
+            && m.block == bs
+            && m.technique == technique
+            && m.threads == 1
+    })
+}
+
 /// Reduces measurements to a profile (pure: unit-testable).
 pub fn derive(
     ms: &[Measurement],
@@ -530,15 +547,7 @@ fn derive_random_cold(ms: &[Measurement], p: &mut Profile, rec: &mut Vec<String>
     }
     // Up to which size one pread of cold data keeps up with one O_DIRECT
     // read, never below the built-in bound (see `COLD_SMALL_FLOOR`).
-    let one = |bs: usize, t: &str| {
-        best(ms, |m| {
-            m.pattern == "rand"
-                && m.cache == "cold"
-                && m.block == bs
-                && m.technique == t
-                && m.threads == 1
-        })
-    };
+    let one = |bs: usize, t: &str| random_one_thread(ms, "cold", bs, t);
     let mut measured = 4096;
     for bs in [32usize << 10, 128 << 10] {
         match (one(bs, "stream"), one(bs, "direct")) {
@@ -570,15 +579,7 @@ fn derive_random_cold(ms: &[Measurement], p: &mut Profile, rec: &mut Vec<String>
 fn derive_random_warm(ms: &[Measurement], p: &mut Profile, rec: &mut Vec<String>) {
     let mut small_max = 0;
     for bs in [4096usize, 32 << 10, 128 << 10] {
-        let one = |t: &str| {
-            best(ms, |m| {
-                m.pattern == "rand"
-                    && m.cache == "warm"
-                    && m.block == bs
-                    && m.technique == t
-                    && m.threads == 1
-            })
-        };
+        let one = |t: &str| random_one_thread(ms, "warm", bs, t);
         if let (Some(s), Some(mm)) = (one("stream"), one("mapped")) {
             if mm.mib_s >= s.mib_s {
                 small_max = bs;
