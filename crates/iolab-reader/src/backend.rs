@@ -118,16 +118,15 @@ impl Src {
         Ok(*self.meta.get_or_init(|| m))
     }
 
-    /// Whether the file was measured ([`Src::meta`] succeeded).
-    #[cfg(test)]
-    pub(crate) fn measured(&self) -> bool {
-        self.meta.get().is_some()
+    /// Length, bytes, if the file was measured ([`Src::meta`] succeeded).
+    pub(crate) fn known_len(&self) -> Option<u64> {
+        self.meta.get().map(|m| m.len)
     }
 
     /// Length, bytes, once [`Src::meta`] has succeeded (every technique
     /// but `stream` is built after it); 0 before.
     pub(crate) fn len(&self) -> u64 {
-        self.meta.get().map_or(0, |m| m.len)
+        self.known_len().unwrap_or(0)
     }
 
     /// `pread` until `buf` is full or the file ends; returns the bytes

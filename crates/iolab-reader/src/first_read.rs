@@ -5,15 +5,14 @@
 //! those `Auto` has nothing to decide: the policy reads a small request,
 //! and cached data, with one `pread`. So the first read of a file is
 //! served before the file is measured (no `fstat`, no adaptive state) when
-//! it is small cached or not (at most the profile's `small_max` and
-//! `cold_small_max`), when the open found
-//! the first page cached and the read is no larger than what a
-//! directory's read-ahead asks for, or whatever its size in a directory
-//! found warm. The `fstat` and the state ([`Adaptive`]) come with the
-//! first read that may need them, which then counts the early read as its
-//! own. Replaying python's imports from a warm cache (one read per file),
-//! the `fstat` and the state were a quarter of `Auto`'s time per file over
-//! a bare `open` and `pread`.
+//! it is small, cached or not (at most the profile's `small_max` and
+//! `cold_small_max`); when the open found the first page cached and the
+//! read is no larger than what a directory's read-ahead asks for; or
+//! whatever its size in a directory found warm. The `fstat` and the state
+//! ([`Adaptive`]) come with the first read that may need them, which then
+//! counts the early read as its own. Replaying python's imports from a
+//! warm cache (one read per file), the `fstat` and the state were a
+//! quarter of `Auto`'s time per file over a bare `open` and `pread`.
 //!
 //! The open itself still tells [`super::siblings`], whose read-ahead
 //! across a directory is what a cold tree walk gains.
@@ -91,13 +90,13 @@ impl Auto {
     }
 
     /// Whether a first read of `len` bytes is one `pread` whatever the
-    /// file's length: small, cached or not; or no larger than what a directory's
-    /// read-ahead asks for of each file, when the open found the first
-    /// page cached; or of any size in a directory found warm (a cached
-    /// tree: a data loader reading 100 KiB to 600 KiB images whole spent
-    /// a tenth of its time measuring each file and probing its range).
-    /// The policy reads cached data with `pread`; a file cached only at
-    /// its start costs this one read the difference.
+    /// file's length: small, cached or not; no larger than what a
+    /// directory's read-ahead asks for of each file, when the open found
+    /// the first page cached; or of any size in a directory found warm (a
+    /// cached tree: a data loader reading 100 KiB to 600 KiB images whole
+    /// spent a tenth of its time measuring each file and probing its
+    /// range). The policy reads cached data with `pread`; a file cached
+    /// only at its start costs this one read the difference.
     fn early(&self, len: usize) -> bool {
         self.fresh.load(Relaxed)
             && (len <= self.profile.small_max.min(self.profile.cold_small_max)
@@ -123,7 +122,7 @@ impl Backend for Auto {
         self.early_len.store(buf.len() as u64, Relaxed);
         if self.trace {
             eprintln!(
-                "policy: {} offset {off} len {}: Pread (the first read, small or of a cached start: one pread, the file not measured yet)",
+                "policy: {} offset {off} len {}: Pread (the first read, small or of cached data: one pread, the file not measured yet)",
                 self.src.path.display(),
                 buf.len()
             );
@@ -177,11 +176,11 @@ mod tests {
         assert_eq!(a.read_at(8192, &mut buf).unwrap(), 4096);
         assert!(buf[..] == data[8192..8192 + 4096]);
         // No fstat, no state: a file read once costs its open and pread.
-        assert!(!a.src.measured() && a.adaptive.get().is_none());
+        assert!(a.src.known_len().is_none() && a.adaptive.get().is_none());
         // The next read measures it, and the state counts both reads.
         assert_eq!(a.read_at(12288, &mut buf).unwrap(), 4096);
         assert!(buf[..] == data[12288..12288 + 4096]);
-        assert!(a.src.measured());
+        assert_eq!(a.src.known_len(), Some(1 << 20));
         assert_eq!(a.adaptive.get().unwrap().requests(), 2);
     }
 
@@ -203,7 +202,11 @@ mod tests {
             let mut buf = vec![0u8; big];
             assert_eq!(a.read_at(0, &mut buf).unwrap(), big);
             assert!(buf[..] == data[..big], "{cached:?} {warm_dir}");
-            assert_eq!(a.src.measured(), measured, "{cached:?} {warm_dir}");
+            assert_eq!(
+                a.src.known_len().is_some(),
+                measured,
+                "{cached:?} {warm_dir}"
+            );
         }
     }
 

@@ -79,7 +79,8 @@ impl std::fmt::Debug for Reader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reader")
             .field("path", &self.src.path)
-            .field("len", &self.src.len())
+            // None until measured (see `Reader::len`).
+            .field("len", &self.src.known_len())
             .field("technique", &self.technique)
             .finish()
     }
