@@ -248,12 +248,7 @@ pub fn decide(s: &Situation, p: &Profile) -> Decision {
             "reads in order of a large uncached file: O_DIRECT pieces read ahead, the queue kept full",
         );
     }
-    // A medium read not known to be cached is a large one: where one
-    // O_DIRECT read beats a `pread` of cold data is the profile's
-    // `cold_small_max`, not where a copy from the mapping beats a `pread`
-    // of cached data (`small_max`). The range probe below says whether
-    // it is cached after all.
-    if s.len <= p.small_max && (s.len <= p.cold_small_max || cached(s)) {
+    if small(s, p) {
         return small_request(s, p);
     }
     if cached(s) {
@@ -297,6 +292,16 @@ pub fn decide(s: &Situation, p: &Profile) -> Decision {
         Choice::Pread,
         "read of uncached data: pread with the kernel's read-ahead",
     )
+}
+
+/// Whether a request is small (see [`small_request`]): at most the
+/// profile's `small_max`, and, unless known cached, its `cold_small_max`.
+/// Where one O_DIRECT read beats a `pread` of cold data is not where a
+/// copy from the mapping beats a `pread` of cached data; a medium read not
+/// known cached takes the large path, whose range probe says whether it
+/// is cached after all.
+fn small(s: &Situation, p: &Profile) -> bool {
+    s.len <= p.small_max && (s.len <= p.cold_small_max || cached(s))
 }
 
 /// [`small_request`]'s rules for a request that continues a stream.
