@@ -294,6 +294,13 @@ pub fn decide(s: &Situation, p: &Profile) -> Decision {
     )
 }
 
+/// The profile's cold sequential speed into the page cache, or
+/// [`ASSUMED_SEQ_MIB_S`] without a measurement, MiB/s: what a read's bytes
+/// take to move when it waits for nothing else ([`avoidable_wait`]).
+pub fn cold_seq_mib_s(p: &Profile) -> f64 {
+    p.seq_cold_cached_mib_s().unwrap_or(ASSUMED_SEQ_MIB_S)
+}
+
 /// Whether a request is small (see [`small_request`]): at most the
 /// profile's `small_max`, and, unless known cached, its `cold_small_max`.
 /// Where one O_DIRECT read beats a `pread` of cold data is not where a
@@ -413,9 +420,10 @@ pub const ASSUMED_SEQ_MIB_S: f64 = 1024.0;
 /// look-up's wait is nearly all seek; a 240 KiB record read with O_DIRECT
 /// is half transfer, which reading the whole file ahead does not shorten
 /// (it moves more bytes, not faster). Counting the whole wait had records
-/// from six 48 MiB shards read ahead whole for 40 % of them.
-pub fn avoidable_wait(ns: u64, bytes: usize, p: &Profile) -> u64 {
-    let mib_s = p.seq_cold_cached_mib_s().unwrap_or(ASSUMED_SEQ_MIB_S);
+/// from six 48 MiB shards read ahead whole for 40 % of them. `mib_s`:
+/// [`cold_seq_mib_s`] of the profile (looked up once per file: it scans
+/// the profile's measurements).
+pub fn avoidable_wait(ns: u64, bytes: usize, mib_s: f64) -> u64 {
     let moving = bytes as f64 / (mib_s * (1u64 << 20) as f64) * 1e9;
     ns.saturating_sub(moving as u64)
 }
@@ -470,7 +478,7 @@ pub fn around_after(miss_ns: f64, region_ns: f64) -> u32 {
 /// guess), so the first region is bought early and what it cost sets
 /// when the next ones are.
 pub fn region_prior(miss_ns: f64, p: &Profile) -> f64 {
-    let mib_s = p.seq_cold_cached_mib_s().unwrap_or(ASSUMED_SEQ_MIB_S);
+    let mib_s = cold_seq_mib_s(p);
     miss_ns + AROUND_REGION as f64 / (mib_s * (1u64 << 20) as f64) * 1e9
 }
 
@@ -510,7 +518,7 @@ pub fn read_ahead_whole(s: &Situation, p: &Profile) -> Option<&'static str> {
     if !candidate {
         return None;
     }
-    let mib_s = p.seq_cold_cached_mib_s().unwrap_or(ASSUMED_SEQ_MIB_S);
+    let mib_s = cold_seq_mib_s(p);
     let rest = s.file_len as f64 * (1.0 - s.resident);
     let whole_ns = rest / (mib_s * (1u64 << 20) as f64) * 1e9;
     (s.waited_ns as f64 >= WAIT_SHARE * whole_ns).then_some(
@@ -1136,11 +1144,12 @@ mod tests {
     #[test]
     fn only_the_wait_beyond_moving_the_bytes_counts_toward_reading_ahead() {
         // 1024 MiB/s: a MiB moves in about 977 µs.
-        let p = tuned().with_seq_cold_cached(1024.0);
-        assert_eq!(avoidable_wait(100_000, 4096, &p), 100_000 - 3814);
+        let p = cold_seq_mib_s(&tuned().with_seq_cold_cached(1024.0));
+        assert_eq!(p, 1024.0);
+        assert_eq!(avoidable_wait(100_000, 4096, p), 100_000 - 3814);
         // A 1 MiB read that took no longer than moving it saves nothing.
-        assert_eq!(avoidable_wait(900_000, 1 << 20, &p), 0);
-        assert_eq!(avoidable_wait(1_500_000, 1 << 20, &p), 1_500_000 - 976_562);
+        assert_eq!(avoidable_wait(900_000, 1 << 20, p), 0);
+        assert_eq!(avoidable_wait(1_500_000, 1 << 20, p), 1_500_000 - 976_562);
     }
 
     #[test]
