@@ -118,6 +118,19 @@ struct State {
     /// Misses of small random reads per region, and the regions read
     /// around them ([`Around`]).
     around: Around,
+    /// The last few reads of at most [`policy::EXACT_MAX`] bytes, as
+    /// [`exact_key`]s (0: none), and where the next one goes.
+    recent: [AtomicU64; RECENT],
+    recent_next: AtomicU32,
+}
+
+/// Small reads [`State::recent`] keeps.
+const RECENT: usize = 4;
+
+/// A read of `len` bytes at `off` as one number, when it is small enough
+/// to be looked for again ([`policy::EXACT_MAX`]); never 0.
+fn exact_key(off: u64, len: usize) -> Option<u64> {
+    (len > 0 && len <= policy::EXACT_MAX).then_some(off << 13 | len as u64)
 }
 
 /// Ranges of a file read last with O_DIRECT, `[start, end)`, so a read of
@@ -325,6 +338,8 @@ impl Adaptive {
             sampled: AtomicBool::new(false),
             direct_reads: std::sync::Mutex::new(DirectReads::default()),
             around: Around::new(src.len()),
+            recent: Default::default(),
+            recent_next: AtomicU32::new(0),
         };
         let a = Adaptive {
             stream: Stream::new(src.clone()),
@@ -466,6 +481,21 @@ impl Adaptive {
         reread
     }
 
+    /// Whether a read of `len` bytes at `off` repeats one of the last few
+    /// small reads; remembers it when it does not.
+    fn again(&self, off: u64, len: usize) -> bool {
+        let Some(key) = exact_key(off, len) else {
+            return false;
+        };
+        let st = &self.st;
+        if st.recent.iter().any(|k| k.load(Relaxed) == key) {
+            return true;
+        }
+        let i = bump32(&st.recent_next) as usize % RECENT;
+        st.recent[i].store(key, Relaxed);
+        false
+    }
+
     /// Updates what this reader has seen with one request and describes it.
     fn observe(&self, off: u64, len: usize, batch: usize) -> Situation {
         let st = &self.st;
@@ -483,6 +513,7 @@ impl Adaptive {
         let regions_read = st.touched_n.load(Relaxed);
         let fraction_read = regions_read as f64 / st.chunks as f64;
         let reread = self.mark(off, len);
+        let exact_again = self.again(off, len);
         Situation {
             len,
             offset: off,
@@ -501,6 +532,7 @@ impl Adaptive {
             direct_again: false,
             follows,
             dense: st.around.dense(),
+            exact_again,
         }
     }
 
@@ -796,7 +828,9 @@ impl Adaptive {
     /// cached file may go to the mapping), not where residency is sampled
     /// again, not once the file has had as many requests as pages (its
     /// re-reads may then go to the mapping: see the policy's small random
-    /// reads), and not with an O_DIRECT stream whose window might hold it. What
+    /// reads), not the same small range as a recent read (a header read
+    /// again goes to the mapping), and not with an O_DIRECT stream whose
+    /// window might hold it. What
     /// [`Self::observe`] counts is counted the same. Deciding such a read
     /// in full (the situation, the rules, the guard's and the wait's
     /// checks) was half of the 45 to 50 ns `Auto` added to a cached
@@ -820,6 +854,11 @@ impl Adaptive {
             || self.sample_due(n)
             || self.ahead.get().is_some()
         {
+            return None;
+        }
+        if self.profile.mmap_small_warm && self.again(off, len) {
+            // The same small range again: the mapping's, decided in full
+            // (which finds it again: it stays remembered).
             return None;
         }
         st.requests.store(n + 1, Relaxed);
@@ -966,21 +1005,55 @@ mod tests {
         std::fs::write(&path, &data).unwrap();
         let r = Reader::open(&path, Options::new(Technique::Auto)).unwrap();
         let mut buf = vec![0u8; 4096];
-        // The same block again and again: re-reads of a file that fits,
-        // which the policy sends to the mapping once the file has had more
-        // requests than it has pages (256).
-        for _ in 0..200 {
-            r.read_exact_at(8192, &mut buf).unwrap();
-            assert_eq!(&buf[..], &data[8192..8192 + 4096]);
+        // The same eight blocks in turn, apart (not in order, and more
+        // than the exact re-reads it looks for): re-reads of a file that fits, which the policy sends
+        // to the mapping once the file has had more requests than it has
+        // pages (256).
+        let at = |i: usize| 8192 + (i % 8) * 3 * 4096;
+        for i in 0..200 {
+            r.read_exact_at(at(i) as u64, &mut buf).unwrap();
+            assert_eq!(&buf[..], &data[at(i)..at(i) + 4096]);
         }
         assert!(!mapped_here(&path), "mapped after 200 reads of 256 pages");
-        for _ in 0..64 {
-            r.read_exact_at(8192, &mut buf).unwrap();
-            assert_eq!(&buf[..], &data[8192..8192 + 4096]);
+        for i in 0..64 {
+            r.read_exact_at(at(i) as u64, &mut buf).unwrap();
+            assert_eq!(&buf[..], &data[at(i)..at(i) + 4096]);
         }
         assert!(mapped_here(&path), "re-read often and never mapped");
         drop(r);
         assert!(!mapped_here(&path), "the mapping outlived the reader");
+    }
+
+    #[test]
+    fn a_header_read_again_is_copied_from_the_mapping_and_shows_what_was_written() {
+        use std::os::unix::fs::FileExt;
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("db");
+        let data: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let r = Reader::open(&path, Options::new(Technique::Auto)).unwrap();
+        let mut head = [0u8; 16];
+        let mut page = vec![0u8; 4096];
+        // A database's look-ups: its header's 16 bytes before each, then
+        // a page somewhere (never the same twice).
+        for i in 0..40usize {
+            r.read_exact_at(24, &mut head).unwrap();
+            assert_eq!(&head[..], &data[24..40]);
+            let at = (1 + i * 5) * 4096;
+            r.read_exact_at(at as u64, &mut page).unwrap();
+            assert_eq!(&page[..], &data[at..at + 4096]);
+        }
+        assert!(
+            mapped_here(&path),
+            "a header read 40 times and never mapped"
+        );
+        // Another writer changes the header: the next read sees it.
+        let w = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        w.write_all_at(&[0xAB; 16], 24).unwrap();
+        for _ in 0..20 {
+            r.read_exact_at(24, &mut head).unwrap();
+            assert_eq!(head, [0xAB; 16], "a re-read missed what was written");
+        }
     }
 
     #[test]
@@ -1016,6 +1089,7 @@ mod tests {
             direct_again: false,
             follows: true,
             dense: false,
+            exact_again: false,
         };
         assert_eq!(policy::decide(&s, &p).choice, Choice::Ahead);
         let opts = Options::new(Technique::Auto)

@@ -57,6 +57,10 @@ pub struct Situation {
     /// have missed often enough to be read whole ([`dense`]; see
     /// [`read_ahead_whole`]).
     pub dense: bool,
+    /// The request reads exactly the bytes (offset and length) of one of
+    /// the file's last few reads of at most [`EXACT_MAX`] bytes: a header
+    /// a program reads again before each operation.
+    pub exact_again: bool,
 }
 
 /// A way to read one request.
@@ -186,6 +190,15 @@ pub const BLOCKS_BELOW: usize = 4096;
 /// a fifth on the other (a key-value store's 8 KiB reads of its directory
 /// file took 1.6 to 1.7 times `pread`'s time mapped).
 pub const MAPPED_SEQ_MAX: usize = 4 << 10;
+
+/// Largest read that [`Situation::exact_again`] looks for: a header or a
+/// page. SQLite reads the same 16 bytes of its database's header before
+/// each statement (2,500 times over a replay of index look-ups), each a
+/// system call that a copy from the mapping saves once the header's page
+/// is mapped; unlike a copy kept in the reader's own memory, the mapping
+/// shows what another process wrote, which is what the program reads the
+/// header again to learn.
+pub const EXACT_MAX: usize = 4096;
 
 /// Requests of its size that must be left in a file read in order for the
 /// mapping to be made for them: an `mmap` and its `munmap` cost about what
@@ -360,8 +373,9 @@ fn small_sequential(s: &Situation, p: &Profile, cached: bool) -> Decision {
 
 /// The rules for a small request (at most the profile's `small_max`), in
 /// order: sequential ones by blocks (or the mapping when cached), random
-/// ones of cached data by one pread (the mapping once the file's pages
-/// are likely mapped), a batch, or one pread. Uncached
+/// ones of cached data by one pread (the mapping for the same small range
+/// read again, and once the file's pages are likely mapped), a batch, or
+/// one pread. Uncached
 /// data is never read through the mapping: each fault reads the device's
 /// whole read-ahead window around it (8 MiB on some machines) for one
 /// small read.
@@ -378,6 +392,12 @@ fn small_request(s: &Situation, p: &Profile) -> Decision {
     // look-ups (0.1 requests a page) the guard found the mapping 2 to 5
     // times pread's time per byte, and fell back on every file it had
     // been tried on.
+    if cached && p.mmap_small_warm && s.exact_again {
+        return d(
+            Choice::Mapped,
+            "the same small range of a cached file read again: a copy from the mapping, no system call",
+        );
+    }
     if cached && p.mmap_small_warm && s.reread && s.requests >= s.file_len.div_ceil(4096) {
         return d(
             Choice::Mapped,
@@ -691,6 +711,7 @@ mod tests {
             direct_again: false,
             follows: false,
             dense: true,
+            exact_again: false,
         }
     }
 
@@ -996,6 +1017,39 @@ mod tests {
             decide(&at((4 << 20) - 4096, 4096), &p).choice,
             Choice::Pread
         );
+    }
+
+    #[test]
+    fn the_same_small_range_of_a_cached_file_read_again_is_copied_from_the_mapping() {
+        let p = tuned();
+        let header = Situation {
+            len: 16,
+            offset: 24,
+            resident: 1.0,
+            requests: 40,
+            reread: true,
+            exact_again: true,
+            ..base()
+        };
+        assert_eq!(decide(&header, &p).choice, Choice::Mapped);
+        // Not cached: one pread (a mapping's fault would read around it).
+        let cold = Situation {
+            resident: 0.0,
+            ..header
+        };
+        assert_eq!(decide(&cold, &p).choice, Choice::Pread);
+        // Another range of the same region: one pread.
+        let other = Situation {
+            exact_again: false,
+            ..header
+        };
+        assert_eq!(decide(&other, &p).choice, Choice::Pread);
+        // Where the tuner found no mapping faster for small cached reads.
+        let q = Profile {
+            mmap_small_warm: false,
+            ..tuned()
+        };
+        assert_eq!(decide(&header, &q).choice, Choice::Pread);
     }
 
     #[test]

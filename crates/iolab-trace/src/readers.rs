@@ -226,6 +226,7 @@ fn auto_advice(f: &FileStats, h: &Hints, req: usize, available: u64) -> Advice {
         direct_again: f.reread_fraction > 0.0,
         follows: f.sequential_fraction >= 0.5,
         dense,
+        exact_again: false,
     };
     let d = policy::decide(&s, &p);
     let ahead = if policy::read_ahead_whole(&s, &p).is_some() {
