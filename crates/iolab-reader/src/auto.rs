@@ -133,6 +133,45 @@ fn exact_key(off: u64, len: usize) -> Option<u64> {
     (len > 0 && len <= policy::EXACT_MAX).then_some(off << 13 | len as u64)
 }
 
+impl State {
+    /// The state of a file of `len` bytes nothing has been read from;
+    /// `first`: whether its first page was cached at open.
+    fn new(len: u64, first: Option<bool>) -> State {
+        let (chunk_shift, chunks) = policy::regions(len);
+        // mincore walks the page cache, tens of ns per page (at pages/256
+        // it took 40 % of Auto's time replaying a SQLite trace of a 283 MB
+        // file): sample it about once per quarter of the file's pages in
+        // requests, so its cost per request stays a few pages' worth.
+        let refresh_every = (len / 4096 + 1) / 4;
+        let refresh_every = refresh_every.clamp(64, 1 << 20);
+        State {
+            last_end: AtomicU64::new(u64::MAX),
+            run: AtomicU32::new(0),
+            stream_end: AtomicU64::new(u64::MAX),
+            streamed: AtomicU64::new(0),
+            stream_bytes: AtomicU64::new(0),
+            probed_from: AtomicU64::new(0),
+            probed_to: AtomicU64::new(0),
+            chunk_shift,
+            touched: Touched::new(chunks),
+            touched_n: AtomicU64::new(0),
+            chunks,
+            requests: AtomicU64::new(0),
+            refresh_every,
+            next_refresh: AtomicU64::new(refresh_every),
+            resident: AtomicU64::new(first_guess(first, len).to_bits()),
+            available: AtomicU64::new(0),
+            read_ahead: AtomicBool::new(false),
+            waited_ns: AtomicU64::new(0),
+            sampled: AtomicBool::new(false),
+            direct_reads: std::sync::Mutex::new(DirectReads::default()),
+            around: Around::new(len),
+            recent: Default::default(),
+            recent_next: AtomicU32::new(0),
+        }
+    }
+}
+
 /// Ranges of a file read last with O_DIRECT, `[start, end)`, so a read of
 /// the same bytes again goes through the page cache (and a third is a
 /// copy) instead of to the device each time. A ring of the last
@@ -309,38 +348,7 @@ impl Adaptive {
     ) -> Result<Self> {
         let meta = src.meta()?;
         warn_device_once(&profile, &src.path, meta.dev);
-        let (chunk_shift, chunks) = policy::regions(src.len());
-        let pages = src.len() / 4096 + 1;
-        let st = State {
-            last_end: AtomicU64::new(u64::MAX),
-            run: AtomicU32::new(0),
-            stream_end: AtomicU64::new(u64::MAX),
-            streamed: AtomicU64::new(0),
-            stream_bytes: AtomicU64::new(0),
-            probed_from: AtomicU64::new(0),
-            probed_to: AtomicU64::new(0),
-            chunk_shift,
-            touched: Touched::new(chunks),
-            touched_n: AtomicU64::new(0),
-            chunks,
-            requests: AtomicU64::new(0),
-            // mincore walks the page cache, tens of ns per page (at
-            // pages/256 it took 40 % of Auto's time replaying a SQLite
-            // trace of a 283 MB file): sample it about once per quarter of
-            // the file's pages in requests, so its cost per request stays
-            // a few pages' worth.
-            refresh_every: (pages / 4).clamp(64, 1 << 20),
-            next_refresh: AtomicU64::new((pages / 4).clamp(64, 1 << 20)),
-            resident: AtomicU64::new(first_guess(first, src.len()).to_bits()),
-            available: AtomicU64::new(0),
-            read_ahead: AtomicBool::new(false),
-            waited_ns: AtomicU64::new(0),
-            sampled: AtomicBool::new(false),
-            direct_reads: std::sync::Mutex::new(DirectReads::default()),
-            around: Around::new(src.len()),
-            recent: Default::default(),
-            recent_next: AtomicU32::new(0),
-        };
+        let st = State::new(src.len(), first);
         let a = Adaptive {
             stream: Stream::new(src.clone()),
             uring_seq: UringReader::new(src.clone(), profile.seq_depth),
