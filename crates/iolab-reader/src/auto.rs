@@ -490,15 +490,21 @@ impl Adaptive {
     }
 
     /// Whether a read of `len` bytes at `off` repeats one of the last few
+    /// small reads.
+    fn seen_again(&self, off: u64, len: usize) -> bool {
+        exact_key(off, len).is_some_and(|key| self.st.recent.iter().any(|k| k.load(Relaxed) == key))
+    }
+
+    /// Whether a read of `len` bytes at `off` repeats one of the last few
     /// small reads; remembers it when it does not.
     fn again(&self, off: u64, len: usize) -> bool {
         let Some(key) = exact_key(off, len) else {
             return false;
         };
-        let st = &self.st;
-        if st.recent.iter().any(|k| k.load(Relaxed) == key) {
+        if self.seen_again(off, len) {
             return true;
         }
+        let st = &self.st;
         let i = bump32(&st.recent_next) as usize % RECENT;
         st.recent[i].store(key, Relaxed);
         false
@@ -831,58 +837,67 @@ impl Before {
 }
 
 impl Adaptive {
-    /// A read of a file found cached that the policy could only send to
-    /// one `pread`, served without deciding: not in order (a stream of a
-    /// cached file may go to the mapping), not where residency is sampled
-    /// again, not once the file has had as many requests as pages (its
-    /// re-reads may then go to the mapping: see the policy's small random
-    /// reads), not the same small range as a recent read (a header read
-    /// again goes to the mapping), and not with an O_DIRECT stream whose
-    /// window might hold it. What
-    /// [`Self::observe`] counts is counted the same. Deciding such a read
-    /// in full (the situation, the rules, the guard's and the wait's
-    /// checks) was half of the 45 to 50 ns `Auto` added to a cached
-    /// 16-byte `pread` of some 350 ns, and a key-value store's warm
-    /// look-ups are 3,000 such reads.
-    fn quick(&self, off: u64, buf: &mut [u8]) -> Option<Result<usize>> {
+    /// The choice for a read of a file found cached, made without the
+    /// situation and the rules where it can only be one: a read not in
+    /// order is one `pread`, a read in order is copied from the mapping
+    /// (once made) where [`policy::maps_in_order`] says so and is otherwise
+    /// a `pread` too. Left to [`Self::choose`]: a read where residency is
+    /// sampled again; one of a file that has had as many requests as pages
+    /// (its re-reads may then go to the mapping: see the policy's small
+    /// random reads); the same small range as a recent read (a header
+    /// read again goes to the mapping); any read while an O_DIRECT stream
+    /// exists whose window might hold it. What [`Self::observe`] counts is
+    /// counted the same. Deciding a cached read in full (the situation,
+    /// the rules, the checks after them) was half of the 45 to 50 ns `Auto`
+    /// added to a cached 16-byte `pread` of some 350 ns: a key-value
+    /// store's warm look-ups are 3,000 such reads, a table scan 50,000
+    /// reads in order of 4 KiB.
+    fn quick(&self, off: u64, len: usize) -> Option<(Choice, bool)> {
         let st = &self.st;
-        let len = buf.len();
         let n = st.requests.load(Relaxed);
-        let stream_end = st.stream_end.load(Relaxed);
-        let in_order = st.last_end.load(Relaxed) == off
-            || off >= stream_end && off - stream_end <= policy::STREAM_SKIP;
-        let may_map = self.profile.mmap_small_warm
-            && len <= self.profile.small_max
-            && n + 1 >= self.src.len().div_ceil(4096);
         if self.trace
             || len == 0
-            || in_order
-            || may_map
             || f64::from_bits(st.resident.load(Relaxed)) < policy::WARM
             || self.sample_due(n)
             || self.ahead.get().is_some()
         {
             return None;
         }
-        if self.profile.mmap_small_warm && self.again(off, len) {
-            // The same small range again: the mapping's, decided in full
-            // (which finds it again: it stays remembered).
-            return None;
-        }
+        // As `stream` will find it: a run of two in a row, or the stream's
+        // continuation.
+        let stream_end = st.stream_end.load(Relaxed);
+        let sequential = off >= stream_end && off - stream_end <= policy::STREAM_SKIP
+            || st.last_end.load(Relaxed) == off && st.run.load(Relaxed) >= 1;
+        let p = &self.profile;
+        let choice = if !sequential {
+            let may_map = p.mmap_small_warm
+                && len <= p.small_max
+                && (n + 1 >= self.src.len().div_ceil(4096) || self.seen_again(off, len));
+            if may_map {
+                return None;
+            }
+            Choice::Pread
+        } else if len <= p.small_max && policy::maps_in_order(off, len, self.src.len(), p) {
+            // Made by a decision in full (which waits for the file's
+            // first requests).
+            self.mapped.get()?;
+            Choice::Mapped
+        } else {
+            Choice::Pread
+        };
         st.requests.store(n + 1, Relaxed);
-        st.last_end.store(off.saturating_add(len as u64), Relaxed);
-        st.run.store(0, Relaxed);
+        self.stream(off, len);
         self.mark(off, len);
-        Some(self.stream.read_at(off, buf))
+        self.again(off, len);
+        Some((choice, sequential))
     }
 }
 
 impl Backend for Adaptive {
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
-        if let Some(r) = self.quick(off, buf) {
-            return r;
-        }
-        let (c, sequential) = self.choose(off, buf.len(), 1, None);
+        let (c, sequential) = self
+            .quick(off, buf.len())
+            .unwrap_or_else(|| self.choose(off, buf.len(), 1, None));
         if !sequential && c != Choice::Ahead {
             if let Some(r) = self.within_stream(off, buf) {
                 return r;
@@ -1318,8 +1333,10 @@ mod tests {
     }
 
     #[test]
-    fn random_reads_of_a_cached_file_skip_the_decision_and_are_counted_the_same() {
-        use super::{Adaptive, Backend, FIRST_SAMPLE};
+    // Long on purpose: one reader through each case the shortcut takes
+    // and each it leaves to a decision in full.
+    fn reads_of_a_cached_file_skip_the_decision_where_it_has_one_choice() {
+        use super::{Adaptive, Backend, Choice, FIRST_SAMPLE};
         use std::sync::atomic::Ordering::Relaxed;
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("warm");
@@ -1334,37 +1351,55 @@ mod tests {
         let a = Adaptive::new(r.src.clone(), profile, None, None).unwrap();
         let mut buf = vec![0u8; 4096];
         let random = |i: u64| (i * 97 % 1000) * 4096;
-        let check = |off: u64, buf: &[u8]| {
+        let read = |off: u64, buf: &mut [u8]| {
+            assert_eq!(a.read_at(off, buf).unwrap(), buf.len());
             let o = off as usize;
             assert!(buf[..] == data[o..o + buf.len()], "bytes at {o}");
         };
+        let requests = || a.st.requests.load(Relaxed);
         // Decided in full until the residency sample finds the file cached.
         for i in 0..=FIRST_SAMPLE {
-            assert!(a.quick(random(i), &mut buf).is_none(), "request {i}");
-            assert_eq!(a.read_at(random(i), &mut buf).unwrap(), 4096);
-            check(random(i), &buf);
+            assert_eq!(a.quick(random(i), 4096), None, "request {i}");
+            read(random(i), &mut buf);
         }
-        // Then a random read is one pread without deciding, and counted.
-        let touched = a.st.touched_n.load(Relaxed);
+        // Then a read not in order is one pread, and counted.
         let at = random(FIRST_SAMPLE + 1);
-        assert!(matches!(a.quick(at, &mut buf), Some(Ok(4096))));
-        check(at, &buf);
-        assert_eq!(a.st.requests.load(Relaxed), FIRST_SAMPLE + 2);
+        assert_eq!(a.quick(at, 4096), Some((Choice::Pread, false)));
+        assert_eq!(requests(), FIRST_SAMPLE + 2);
         assert_eq!(a.st.last_end.load(Relaxed), at + 4096);
-        assert!(a.st.touched_n.load(Relaxed) >= touched);
-        // Not a read in order: it may go to the mapping, decided in full.
-        assert!(a.quick(at + 4096, &mut buf).is_none());
-        assert_eq!(a.read_at(at + 4096, &mut buf).unwrap(), 4096);
-        check(at + 4096, &buf);
-        // Nor a read where residency is sampled again.
-        a.st.next_refresh
-            .store(a.st.requests.load(Relaxed), Relaxed);
-        assert!(a.quick(random(3), &mut buf).is_none());
+        read(random(FIRST_SAMPLE + 2), &mut buf);
+        assert_eq!(requests(), FIRST_SAMPLE + 3);
+        // The same 4 KiB again may go to the mapping: decided in full.
+        assert_eq!(a.quick(random(FIRST_SAMPLE + 2), 4096), None);
+        // Reads in order: one pread while not yet a stream; the mapping
+        // once a decision in full has made it, then without one.
+        let s0 = 2u64 << 20;
+        read(s0, &mut buf);
+        read(s0 + 4096, &mut buf);
+        assert!(a.mapped.get().is_none());
+        assert_eq!(a.quick(s0 + 8192, 4096), None);
+        read(s0 + 8192, &mut buf);
+        assert!(a.mapped.get().is_some());
+        assert_eq!(a.quick(s0 + 12288, 4096), Some((Choice::Mapped, true)));
+        read(s0 + 16384, &mut buf);
+        // Larger reads in order: one pread each.
+        let mut big = vec![0u8; 8192];
+        assert_eq!(a.quick(s0 + 20480, 8192), Some((Choice::Pread, true)));
+        read(s0 + 28672, &mut big);
+        // Not where residency is sampled again.
+        let n = requests();
+        a.st.next_refresh.store(n, Relaxed);
+        assert_eq!(a.quick(random(3), 4096), None);
         // Nor once the file has had as many requests as pages, when its
         // re-reads may go to the mapping.
         a.st.next_refresh.store(u64::MAX, Relaxed);
         a.st.requests.store(len / 4096 - 1, Relaxed);
-        assert!(a.quick(random(5), &mut buf).is_none());
+        assert_eq!(a.quick(random(5), 4096), None);
+        assert_eq!(
+            requests(),
+            len / 4096 - 1,
+            "a read left to a decision was counted"
+        );
     }
 
     #[test]

@@ -332,16 +332,18 @@ fn small(s: &Situation, p: &Profile) -> bool {
     s.len <= p.small_max && (s.len <= p.cold_small_max || cached(s))
 }
 
+/// Whether a read in order of `len` bytes at `offset` of a cached file of
+/// `file_len` bytes is copied from the mapping: small enough
+/// ([`MAPPED_SEQ_MAX`]), with enough such reads left for the mapping to pay
+/// ([`MAP_PAYS_AFTER`]), where the tuner found the mapping faster.
+pub fn maps_in_order(offset: u64, len: usize, file_len: u64, p: &Profile) -> bool {
+    let left = file_len.saturating_sub(offset.saturating_add(len as u64));
+    p.mmap_small_warm && len <= MAPPED_SEQ_MAX && left >= MAP_PAYS_AFTER * len as u64
+}
+
 /// [`small_request`]'s rules for a request that continues a stream.
 fn small_sequential(s: &Situation, p: &Profile, cached: bool) -> Decision {
-    let left = s
-        .file_len
-        .saturating_sub(s.offset.saturating_add(s.len as u64));
-    if cached
-        && p.mmap_small_warm
-        && s.len <= MAPPED_SEQ_MAX
-        && left >= MAP_PAYS_AFTER * s.len as u64
-    {
+    if cached && maps_in_order(s.offset, s.len, s.file_len, p) {
         return d(
             Choice::Mapped,
             "small sequential reads of a cached file: copy from the mapping",
