@@ -11,14 +11,16 @@
 //! whatever its size in a directory found warm. So are the reads that
 //! follow it in order while the data is known cached (a directory found
 //! warm, or within what a directory's read-ahead asks for of a file whose
-//! first page is cached), up to [`EARLY_MAX`] in all: of cached data read
-//! in order, the policy reads its first requests with one `pread` each
-//! (`tar` reads a source tree's files in 2 to 6 pieces of 10 KiB, and
-//! measuring each file cost it a twentieth of its warm replay). The
-//! `fstat` and the state ([`Adaptive`]) come with the first read that may
-//! need them, which then counts the early reads as its own. Replaying python's imports from a
-//! warm cache (one read per file), the `fstat` and the state were a
-//! quarter of `Auto`'s time per file over a bare `open` and `pread`.
+//! first page is cached) or the last one ended at the end of the file, up
+//! to [`EARLY_MAX`] in all: of cached data read in order, the policy reads
+//! its first requests with one `pread` each (`tar` reads a source tree's
+//! files in 2 to 6 pieces of 10 KiB, and measuring each file cost it a
+//! twentieth of its warm replay; `cat` and Python's `read()` ask once
+//! more at the end). The `fstat` and the state ([`Adaptive`]) come with
+//! the first read that may need them, which then counts the early reads
+//! as its own. Replaying python's imports from a warm cache (one read per
+//! file), the `fstat` and the state were a quarter of `Auto`'s time per
+//! file over a bare `open` and `pread`.
 //!
 //! The open itself still tells [`super::siblings`], whose read-ahead
 //! across a directory is what a cold tree walk gains.
@@ -42,9 +44,10 @@ pub(crate) struct Auto {
     trace: bool,
     /// What the open found of the first page.
     first: First,
-    /// The reads served before the state existed, offset and length
-    /// each, and how many (in order: each starts where the last ended).
-    early: [[AtomicU64; 2]; EARLY_MAX],
+    /// The reads served before the state existed, each its offset, the
+    /// length asked and the bytes read, and how many (in order: each
+    /// starts where the bytes of the last ended).
+    early: [[AtomicU64; 3]; EARLY_MAX],
     early_n: AtomicUsize,
     /// Boxed: most files never need it, and an open moves this struct.
     adaptive: OnceLock<Box<Adaptive>>,
@@ -87,7 +90,7 @@ impl Auto {
             self.first.cached,
         )?;
         let n = self.early_n.load(Relaxed).min(EARLY_MAX);
-        for [off, len] in &self.early[..n] {
+        for [off, len, _] in &self.early[..n] {
             a.seen(off.load(Relaxed), len.load(Relaxed) as usize);
         }
         Ok(self.adaptive.get_or_init(|| Box::new(a)))
@@ -102,7 +105,8 @@ impl Auto {
     /// range). The policy reads cached data with `pread`; a file cached
     /// only at its start costs this one read the difference. A later read
     /// is one `pread` too while it continues the early ones in order over
-    /// data known cached, up to [`EARLY_MAX`] reads.
+    /// data known cached, or at the end of the file (the last read was
+    /// short), up to [`EARLY_MAX`] reads.
     fn early(&self, off: u64, len: usize) -> bool {
         let n = self.early_n.load(Relaxed);
         let cached_to = |end: u64| {
@@ -112,10 +116,11 @@ impl Auto {
             return len <= self.profile.small_max.min(self.profile.cold_small_max)
                 || cached_to(len as u64);
         }
-        let [last_off, last_len] = &self.early[(n - 1).min(EARLY_MAX - 1)];
+        let [last_off, last_len, last_got] = &self.early[(n - 1).min(EARLY_MAX - 1)];
+        let got = last_got.load(Relaxed);
         n < EARLY_MAX
-            && off == last_off.load(Relaxed) + last_len.load(Relaxed)
-            && cached_to(off.saturating_add(len as u64))
+            && off == last_off.load(Relaxed) + got
+            && (got < last_len.load(Relaxed) || cached_to(off.saturating_add(len as u64)))
     }
 }
 
@@ -130,11 +135,14 @@ impl Backend for Auto {
         }
         let r = self.src.pread_full(off, buf);
         // Loads and stores: two threads racing on early reads both serve
-        // theirs, which costs nothing but the count of one.
+        // theirs, which costs nothing but the count of one. A read that
+        // failed is not counted (the next one fails the same way).
         let n = self.early_n.load(Relaxed);
-        if n < EARLY_MAX {
-            self.early[n][0].store(off, Relaxed);
-            self.early[n][1].store(buf.len() as u64, Relaxed);
+        if let (true, Ok(got)) = (n < EARLY_MAX, &r) {
+            let e = &self.early[n];
+            e[0].store(off, Relaxed);
+            e[1].store(buf.len() as u64, Relaxed);
+            e[2].store(*got as u64, Relaxed);
             self.early_n.store(n + 1, Relaxed);
         }
         if self.trace {
@@ -249,6 +257,22 @@ mod tests {
             assert!(big[..] == data[at..at + big.len()], "big piece {i}");
         }
         assert!(a.adaptive.get().is_none());
+        // A file read to its end, cached or not (`cat`, Python's `read()`):
+        // the read at the end is one more `pread`, of nothing.
+        let (_d, p, data) = file(20_000);
+        let mut a = auto(&p);
+        a.first = First {
+            cached: Some(false),
+            warm_dir: false,
+        };
+        let mut buf = vec![0u8; 32 << 10];
+        assert_eq!(a.read_at(0, &mut buf).unwrap(), 20_000);
+        assert!(buf[..20_000] == data[..]);
+        assert_eq!(a.read_at(20_000, &mut buf).unwrap(), 0);
+        assert!(a.src.known_len().is_none() && a.adaptive.get().is_none());
+        // Then a read elsewhere is decided on the file, counting both.
+        assert_eq!(a.read_at(4096, &mut buf[..4096]).unwrap(), 4096);
+        assert_eq!(a.adaptive.get().unwrap().requests(), 3);
     }
 
     #[test]
