@@ -329,8 +329,10 @@ pub(crate) struct Adaptive {
     direct: OnceLock<Option<Direct>>,
     ahead: OnceLock<Option<DirectAhead>>,
     budget: Option<u64>,
-    /// [`policy::cold_seq_mib_s`] of the profile.
-    seq_mib_s: f64,
+    /// [`policy::cold_seq_mib_s`] of the profile, looked up at the first
+    /// timed read (it scans the profile's measurements; most files a
+    /// program opens are never timed).
+    seq_mib_s: OnceLock<f64>,
     trace: bool,
     st: State,
     guard: Guard,
@@ -357,7 +359,7 @@ impl Adaptive {
             direct: OnceLock::new(),
             ahead: OnceLock::new(),
             budget,
-            seq_mib_s: policy::cold_seq_mib_s(&profile),
+            seq_mib_s: OnceLock::new(),
             trace: trace_policy(),
             mapped: OnceLock::new(),
             profile,
@@ -492,7 +494,19 @@ impl Adaptive {
     /// Whether a read of `len` bytes at `off` repeats one of the last few
     /// small reads.
     fn seen_again(&self, off: u64, len: usize) -> bool {
-        exact_key(off, len).is_some_and(|key| self.st.recent.iter().any(|k| k.load(Relaxed) == key))
+        exact_key(off, len).is_some_and(|key| self.remembered(key))
+    }
+
+    /// Whether `key` ([`exact_key`]) is among the last few small reads.
+    fn remembered(&self, key: u64) -> bool {
+        self.st.recent.iter().any(|k| k.load(Relaxed) == key)
+    }
+
+    /// The profile's cold sequential speed ([`policy::cold_seq_mib_s`]).
+    fn seq_mib_s(&self) -> f64 {
+        *self
+            .seq_mib_s
+            .get_or_init(|| policy::cold_seq_mib_s(&self.profile))
     }
 
     /// Whether a read of `len` bytes at `off` repeats one of the last few
@@ -501,7 +515,7 @@ impl Adaptive {
         let Some(key) = exact_key(off, len) else {
             return false;
         };
-        if self.seen_again(off, len) {
+        if self.remembered(key) {
             return true;
         }
         let st = &self.st;
@@ -930,7 +944,7 @@ impl Backend for Adaptive {
         let ns = t0.elapsed().as_nanos() as u64;
         let bytes = *r.as_ref().unwrap_or(&buf.len());
         if waiting {
-            let wait = policy::avoidable_wait(ns, bytes, self.seq_mib_s);
+            let wait = policy::avoidable_wait(ns, bytes, self.seq_mib_s());
             add(&st.waited_ns, wait);
             match (around, bought) {
                 (true, true) => st.around.bought(wait),
@@ -1005,7 +1019,7 @@ impl Backend for Adaptive {
             let ns = t0.elapsed().as_nanos() as u64;
             add(
                 &st.waited_ns,
-                policy::avoidable_wait(ns, bytes, self.seq_mib_s),
+                policy::avoidable_wait(ns, bytes, self.seq_mib_s()),
             );
         }
     }
