@@ -89,7 +89,7 @@ impl Auto {
             self.budget,
             self.first.cached,
         )?;
-        let n = self.early_n.load(Relaxed).min(EARLY_MAX);
+        let n = self.early_n.load(Relaxed);
         for [off, len, _] in &self.early[..n] {
             a.seen(off.load(Relaxed), len.load(Relaxed) as usize);
         }
@@ -116,7 +116,7 @@ impl Auto {
             return len <= self.profile.small_max.min(self.profile.cold_small_max)
                 || cached_to(len as u64);
         }
-        let [last_off, last_len, last_got] = &self.early[(n - 1).min(EARLY_MAX - 1)];
+        let [last_off, last_len, last_got] = &self.early[n - 1];
         let got = last_got.load(Relaxed);
         n < EARLY_MAX
             && off == last_off.load(Relaxed) + got
