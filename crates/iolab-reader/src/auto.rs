@@ -122,6 +122,10 @@ struct State {
     /// [`exact_key`]s (0: none), and where the next one goes.
     recent: [AtomicU64; RECENT],
     recent_next: AtomicU32,
+    /// The last of them that was read again: kept apart from the ring, so
+    /// a header re-read between more than [`RECENT`] other small reads
+    /// (SQLite's, between a look-up's pages) is still known.
+    again_key: AtomicU64,
 }
 
 /// Small reads [`State::recent`] keeps.
@@ -168,6 +172,7 @@ impl State {
             around: Around::new(len),
             recent: Default::default(),
             recent_next: AtomicU32::new(0),
+            again_key: AtomicU64::new(0),
         }
     }
 }
@@ -500,7 +505,8 @@ impl Adaptive {
 
     /// Whether `key` ([`exact_key`]) is among the last few small reads.
     fn remembered(&self, key: u64) -> bool {
-        self.st.recent.iter().any(|k| k.load(Relaxed) == key)
+        let st = &self.st;
+        st.again_key.load(Relaxed) == key || st.recent.iter().any(|k| k.load(Relaxed) == key)
     }
 
     /// The profile's cold sequential speed ([`policy::cold_seq_mib_s`]).
@@ -516,10 +522,11 @@ impl Adaptive {
         let Some(key) = exact_key(off, len) else {
             return false;
         };
+        let st = &self.st;
         if self.remembered(key) {
+            st.again_key.store(key, Relaxed);
             return true;
         }
-        let st = &self.st;
         let i = bump32(&st.recent_next) as usize % RECENT;
         st.recent[i].store(key, Relaxed);
         false
@@ -859,8 +866,9 @@ impl Adaptive {
     /// a `pread` too. Left to [`Self::choose`]: a read where residency is
     /// sampled again; one of a file that has had as many requests as pages
     /// (its re-reads may then go to the mapping: see the policy's small
-    /// random reads); the same small range as a recent read (a header
-    /// read again goes to the mapping); any read while an O_DIRECT stream
+    /// random reads); the same small range as a recent read until a
+    /// decision in full has made the mapping it is copied from (a header
+    /// read again); any read while an O_DIRECT stream
     /// exists whose window might hold it. What [`Self::observe`] counts is
     /// counted the same. Deciding a cached read in full (the situation,
     /// the rules, the checks after them) was half of the 45 to 50 ns `Auto`
@@ -885,13 +893,17 @@ impl Adaptive {
             || st.last_end.load(Relaxed) == off && st.run.load(Relaxed) >= 1;
         let p = &self.profile;
         let choice = if !sequential {
-            let may_map = p.mmap_small_warm
-                && len <= p.small_max
-                && (n + 1 >= self.src.len().div_ceil(4096) || self.seen_again(off, len));
-            if may_map {
+            let map_small = p.mmap_small_warm && len <= p.small_max;
+            let again = map_small && self.seen_again(off, len);
+            if again && matches!(self.mapped.get(), Some(Some(_))) {
+                // As the decision in full reads an exact re-read of cached
+                // data, once it has made the mapping (SQLite's header).
+                Choice::Mapped
+            } else if again || map_small && n + 1 >= self.src.len().div_ceil(4096) {
                 return None;
+            } else {
+                Choice::Pread
             }
-            Choice::Pread
         } else if len <= p.small_max && policy::maps_in_order(off, len, self.src.len(), p) {
             // Made by a decision in full (which waits for the file's
             // first requests).
@@ -1442,6 +1454,17 @@ mod tests {
         assert!(a.mapped.get().is_some());
         assert_eq!(a.quick(s0 + 12288, 4096), Some((Choice::Mapped, true)));
         read(s0 + 16384, &mut buf);
+        // A header's exact re-read, once the mapping is made: copied from
+        // it without a decision, and still known after more small reads
+        // than the ring of recent ones holds.
+        let mut head = [0u8; 16];
+        read(24, &mut head);
+        assert_eq!(a.quick(24, 16), Some((Choice::Mapped, false)));
+        for i in 0..2 * super::RECENT as u64 {
+            read(random(100 + i), &mut buf);
+        }
+        assert_eq!(a.quick(24, 16), Some((Choice::Mapped, false)));
+        read(24, &mut head);
         // Larger reads in order: one pread each.
         let mut big = vec![0u8; 8192];
         assert_eq!(a.quick(s0 + 20480, 8192), Some((Choice::Pread, true)));
