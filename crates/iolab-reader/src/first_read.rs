@@ -16,7 +16,12 @@
 //! its first requests with one `pread` each (`tar` reads a source tree's
 //! files in 2 to 6 pieces of 10 KiB, and measuring each file cost it a
 //! twentieth of its warm replay; `cat` and Python's `read()` ask once
-//! more at the end). The `fstat` and the state ([`Adaptive`]) come with
+//! more at the end). So is a read that repeats an early one exactly, as
+//! a compiler reads a header again or a loader a library's first bytes:
+//! the policy would read it with one `pread` too (a mapping pays only
+//! over many re-reads), and each such file measured and given a state
+//! cost a replay of `gcc -fsyntax-only` from a warm cache about 1 µs per
+//! re-read. The `fstat` and the state ([`Adaptive`]) come with
 //! the first read that may need them, which then counts the early reads
 //! as its own. Replaying python's imports from a warm cache (one read per
 //! file), the `fstat` and the state were a quarter of `Auto`'s time per
@@ -106,7 +111,8 @@ impl Auto {
     /// only at its start costs this one read the difference. A later read
     /// is one `pread` too while it continues the early ones in order over
     /// data known cached, or at the end of the file (the last read was
-    /// short), up to [`EARLY_MAX`] reads.
+    /// short), or when it repeats an early read exactly (its data was just
+    /// read through the page cache), up to [`EARLY_MAX`] reads.
     fn early(&self, off: u64, len: usize) -> bool {
         let n = self.early_n.load(Relaxed);
         let cached_to = |end: u64| {
@@ -116,11 +122,17 @@ impl Auto {
             return len <= self.profile.small_max.min(self.profile.cold_small_max)
                 || cached_to(len as u64);
         }
+        if n >= EARLY_MAX {
+            return false;
+        }
         let [last_off, last_len, last_got] = &self.early[n - 1];
         let got = last_got.load(Relaxed);
-        n < EARLY_MAX
-            && off == last_off.load(Relaxed) + got
-            && (got < last_len.load(Relaxed) || cached_to(off.saturating_add(len as u64)))
+        let in_order = off == last_off.load(Relaxed) + got
+            && (got < last_len.load(Relaxed) || cached_to(off.saturating_add(len as u64)));
+        in_order
+            || self.early[..n]
+                .iter()
+                .any(|[o, l, _]| o.load(Relaxed) == off && l.load(Relaxed) == len as u64)
     }
 }
 
@@ -273,6 +285,34 @@ mod tests {
         // Then a read elsewhere is decided on the file, counting both.
         assert_eq!(a.read_at(4096, &mut buf[..4096]).unwrap(), 4096);
         assert_eq!(a.adaptive.get().unwrap().requests(), 3);
+    }
+
+    #[test]
+    fn a_read_repeating_an_early_one_exactly_is_served_early_too() {
+        let (_d, p, data) = file(64 << 10);
+        // Not known cached: only the repeat, not the order, lets it by.
+        let mut a = auto(&p);
+        a.first = First {
+            cached: Some(false),
+            warm_dir: false,
+        };
+        let mut head = vec![0u8; 832];
+        for i in 0..EARLY_MAX {
+            assert_eq!(a.read_at(0, &mut head).unwrap(), 832);
+            assert!(head[..] == data[..832], "repeat {i}");
+            assert!(a.adaptive.get().is_none(), "repeat {i} made the state");
+        }
+        // Past the first sample's requests the state is made, counting all.
+        assert_eq!(a.read_at(0, &mut head).unwrap(), 832);
+        assert_eq!(a.adaptive.get().unwrap().requests(), EARLY_MAX as u64 + 1);
+        // A read neither in order nor a repeat (the same offset, another
+        // length) is decided on the file.
+        let a = auto(&p);
+        assert_eq!(a.read_at(0, &mut head).unwrap(), 832);
+        let mut more = vec![0u8; 784];
+        assert_eq!(a.read_at(0, &mut more).unwrap(), 784);
+        assert!(more[..] == data[..784]);
+        assert_eq!(a.adaptive.get().unwrap().requests(), 2);
     }
 
     #[test]
