@@ -8,6 +8,8 @@
 #
 #   scripts/corpus-replay.sh WORKDIR [ROUNDS]     (default 11 rounds)
 #   env: HALF=test|train|holdout|all (default all), CACHES="cold warm",
+#        WARM_ROUNDS=N (rounds of the warm replays; default ROUNDS: a warm
+#        replay takes milliseconds, and more rounds narrow its interval),
 #        ONLY="sqlite-index dbm-lookups" (some traces), PROFILE=FILE (default:
 #        WORKDIR/profile.json, made by `iolab tune --quick` when missing),
 #        REPORT=FILE (default docs/results/corpus-replay.md; "-" prints it),
@@ -20,6 +22,8 @@
 set -euo pipefail
 work=${1:?usage: scripts/corpus-replay.sh WORKDIR [ROUNDS]}
 rounds=${2:-11}
+warm_rounds=${WARM_ROUNDS:-$rounds}
+case $warm_rounds in ''|*[!0-9]*|0) echo "corpus-replay: WARM_ROUNDS=$warm_rounds is not a number of rounds (a whole number from 1, e.g. 41)" >&2; exit 2 ;; esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 work=$(cd "$work" && pwd)
 half=${HALF:-all}
@@ -43,14 +47,16 @@ while IFS=$'\t' read -r name h _; do
   [ "$half" = all ] || [ "$half" = "$h" ] || continue
   [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $name "* ]] || continue
   for cache in ${CACHES:-cold warm}; do
+    n=$rounds
+    [ "$cache" = warm ] && n=$warm_rounds
     echo "corpus-replay: $name ($h) $cache" >&2
     mkdir -p "$work/files/$name"
     IOLAB_PROFILE=$profile "$iolab" replay "$work/corpus/$name.csv" --dir "$work/files/$name" \
-      --reader "$readers" --cache "$cache" --repeat "$rounds" --jsonl "$jsonl" >/dev/null
+      --reader "$readers" --cache "$cache" --repeat "$n" --jsonl "$jsonl" >/dev/null
   done
 done < "$work/corpus/MANIFEST.tsv"
 report=${REPORT:-$ROOT/docs/results/corpus-replay.md}
-cmd="scripts/corpus-replay.sh WORKDIR $rounds (HALF=$half CACHES=\"${CACHES:-cold warm}\"${ONLY:+ ONLY=\"$ONLY\"}${READERS:+ READERS=$READERS})"
+cmd="scripts/corpus-replay.sh WORKDIR $rounds (HALF=$half CACHES=\"${CACHES:-cold warm}\"${WARM_ROUNDS:+ WARM_ROUNDS=$WARM_ROUNDS}${ONLY:+ ONLY=\"$ONLY\"}${READERS:+ READERS=$READERS})"
 if [ "$report" = - ]; then
   python3 "$ROOT/scripts/corpus-report.py" "$work/corpus/MANIFEST.tsv" "$jsonl" "$cmd"
 else
