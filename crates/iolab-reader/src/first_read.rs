@@ -16,8 +16,9 @@
 //! its first requests with one `pread` each (`tar` reads a source tree's
 //! files in 2 to 6 pieces of 10 KiB, and measuring each file cost it a
 //! twentieth of its warm replay; `cat` and Python's `read()` ask once
-//! more at the end). So is a read that repeats an early one exactly, as
-//! a compiler reads a header again or a loader a library's first bytes:
+//! more at the end). So is a read that repeats an early one exactly or
+//! lies within the pages one read, as a compiler reads a header again or
+//! a loader a library's program headers after its first bytes:
 //! the policy would read it with one `pread` too (a mapping pays only
 //! over many re-reads), and each such file measured and given a state
 //! cost a replay of `gcc -fsyntax-only` from a warm cache about 1 µs per
@@ -111,8 +112,9 @@ impl Auto {
     /// only at its start costs this one read the difference. A later read
     /// is one `pread` too while it continues the early ones in order over
     /// data known cached, or at the end of the file (the last read was
-    /// short), or when it repeats an early read exactly (its data was just
-    /// read through the page cache), up to [`EARLY_MAX`] reads.
+    /// short), or when it repeats an early read exactly or lies within the
+    /// pages one read (its data was just read through the page cache), up
+    /// to [`EARLY_MAX`] reads.
     fn early(&self, off: u64, len: usize) -> bool {
         let n = self.early_n.load(Relaxed);
         let cached_to = |end: u64| {
@@ -129,10 +131,14 @@ impl Auto {
         let got = last_got.load(Relaxed);
         let in_order = off == last_off.load(Relaxed) + got
             && (got < last_len.load(Relaxed) || cached_to(off.saturating_add(len as u64)));
+        let end = off.saturating_add(len as u64);
         in_order
-            || self.early[..n]
-                .iter()
-                .any(|[o, l, _]| o.load(Relaxed) == off && l.load(Relaxed) == len as u64)
+            || self.early[..n].iter().any(|[o, l, g]| {
+                let (o, l) = (o.load(Relaxed), l.load(Relaxed));
+                // The pages the early read brought in, whole.
+                let (from, to) = (o & !4095, (o + g.load(Relaxed)).next_multiple_of(4096));
+                o == off && l == len as u64 || from <= off && end <= to
+            })
     }
 }
 
@@ -159,7 +165,7 @@ impl Backend for Auto {
         }
         if self.trace {
             eprintln!(
-                "policy: {} offset {off} len {}: Pread (an early read, small or of cached data in order: one pread, the file not measured yet)",
+                "policy: {} offset {off} len {}: Pread (an early read: small, of cached data in order, or of pages just read: one pread, the file not measured yet)",
                 self.src.path.display(),
                 buf.len()
             );
@@ -282,8 +288,9 @@ mod tests {
         assert!(buf[..20_000] == data[..]);
         assert_eq!(a.read_at(20_000, &mut buf).unwrap(), 0);
         assert!(a.src.known_len().is_none() && a.adaptive.get().is_none());
-        // Then a read elsewhere is decided on the file, counting both.
-        assert_eq!(a.read_at(4096, &mut buf[..4096]).unwrap(), 4096);
+        // Then a read beyond the pages read is decided on the file,
+        // counting both.
+        assert_eq!(a.read_at(24_576, &mut buf[..4096]).unwrap(), 0);
         assert_eq!(a.adaptive.get().unwrap().requests(), 3);
     }
 
@@ -305,14 +312,18 @@ mod tests {
         // Past the first sample's requests the state is made, counting all.
         assert_eq!(a.read_at(0, &mut head).unwrap(), 832);
         assert_eq!(a.adaptive.get().unwrap().requests(), EARLY_MAX as u64 + 1);
-        // A read neither in order nor a repeat (the same offset, another
-        // length) is decided on the file.
+        // Within the pages an early read brought in (a library's program
+        // headers after its first 832 bytes): early too.
         let a = auto(&p);
         assert_eq!(a.read_at(0, &mut head).unwrap(), 832);
         let mut more = vec![0u8; 784];
-        assert_eq!(a.read_at(0, &mut more).unwrap(), 784);
-        assert!(more[..] == data[..784]);
-        assert_eq!(a.adaptive.get().unwrap().requests(), 2);
+        assert_eq!(a.read_at(64, &mut more).unwrap(), 784);
+        assert!(more[..] == data[64..848]);
+        assert!(a.adaptive.get().is_none());
+        // Past them, neither in order nor a repeat: decided on the file.
+        assert_eq!(a.read_at(4000, &mut more).unwrap(), 784);
+        assert!(more[..] == data[4000..4784]);
+        assert_eq!(a.adaptive.get().unwrap().requests(), 3);
     }
 
     #[test]
