@@ -136,7 +136,11 @@ impl Auto {
             || self.early[..n].iter().any(|[o, l, g]| {
                 let (o, l) = (o.load(Relaxed), l.load(Relaxed));
                 // The pages the early read brought in, whole.
-                let (from, to) = (o & !4095, (o + g.load(Relaxed)).next_multiple_of(4096));
+                let to = o.saturating_add(g.load(Relaxed));
+                let (from, to) = (
+                    o & !4095,
+                    to.checked_next_multiple_of(4096).unwrap_or(u64::MAX),
+                );
                 o == off && l == len as u64 || from <= off && end <= to
             })
     }
@@ -295,7 +299,7 @@ mod tests {
     }
 
     #[test]
-    fn a_read_repeating_an_early_one_exactly_is_served_early_too() {
+    fn a_read_repeating_an_early_one_or_within_its_pages_is_served_early_too() {
         let (_d, p, data) = file(64 << 10);
         // Not known cached: only the repeat, not the order, lets it by.
         let mut a = auto(&p);
@@ -324,6 +328,14 @@ mod tests {
         assert_eq!(a.read_at(4000, &mut more).unwrap(), 784);
         assert!(more[..] == data[4000..4784]);
         assert_eq!(a.adaptive.get().unwrap().requests(), 3);
+        // At the largest offsets: nothing read (or refused), no overflow.
+        for top in [i64::MAX as u64 - 8, u64::MAX - 8] {
+            let a = auto(&p);
+            for at in [top, top + 2] {
+                let r = a.read_at(at, &mut more[..4]);
+                assert!(matches!(r, Ok(0) | Err(_)), "{at}: {r:?}");
+            }
+        }
     }
 
     #[test]
