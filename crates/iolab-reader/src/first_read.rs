@@ -93,7 +93,7 @@ impl Auto {
             self.src.clone(),
             self.profile.clone(),
             self.budget,
-            self.first.cached,
+            self.first,
         )?;
         let n = self.early_n.load(Relaxed);
         for [off, len, _] in &self.early[..n] {

@@ -191,6 +191,12 @@ pub const BLOCKS_BELOW: usize = 4096;
 /// file took 1.6 to 1.7 times `pread`'s time mapped).
 pub const MAPPED_SEQ_MAX: usize = 4 << 10;
 
+/// Largest file that `Auto` takes as cached, without sampling it at its
+/// eighth request, when it was opened in a directory found warm (a cached
+/// tree): a wrong guess costs at most about one read of the file, which
+/// its reader was doing anyway, and the next refresh corrects it.
+pub const WARM_DIR_TRUST_MAX: u64 = 1 << 20;
+
 /// Largest read that [`Situation::exact_again`] looks for: a header or a
 /// page. SQLite reads the same 16 bytes of its database's header before
 /// each statement (2,500 times over a replay of index look-ups), each a

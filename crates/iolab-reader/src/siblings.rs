@@ -264,8 +264,8 @@ fn off() -> bool {
     *OFF.get_or_init(|| std::env::var_os(OFF_ENV).is_some_and(|v| v != "0"))
 }
 
-/// What an open found of its file's first page.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What an open found of its file's first page (by default: nothing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct First {
     /// Whether the first page is in the page cache (None where
     /// `cachestat(2)` is missing), which `Auto` takes as its first guess
