@@ -273,8 +273,6 @@ pub fn bypasses_cache(c: Choice) -> bool {
 /// [`Choice::Pread`] is watched at run time by `Auto`'s guard (see
 /// [`guard`]); the rules only pick what is worth trying.
 pub fn decide(s: &Situation, p: &Profile) -> Decision {
-    let fits = (s.file_len as f64) <= s.available as f64 * p.fit_fraction;
-    let large = s.len >= p.seq_block.min(1 << 20) / 4;
     if s.len == 0 {
         return d(Choice::Pread, "empty request");
     }
@@ -296,6 +294,14 @@ pub fn decide(s: &Situation, p: &Profile) -> Decision {
             "a small file read whole: one request either way, and the page cache keeps it for the next reader",
         );
     }
+    larger_uncached(s, p)
+}
+
+/// [`decide`] for a request larger than a small one, of data not known
+/// cached and not all of a small file.
+fn larger_uncached(s: &Situation, p: &Profile) -> Decision {
+    let fits = (s.file_len as f64) <= s.available as f64 * p.fit_fraction;
+    let large = s.len >= p.seq_block.min(1 << 20) / 4;
     let random = !s.sequential && !s.follows;
     let direct = if random {
         !fits || !s.direct_again
