@@ -1472,29 +1472,64 @@ mod tests {
         );
     }
 
+    /// The state of a file of `len` bytes cached whole (written just now,
+    /// and read once more to be sure), and its bytes.
+    fn cached_state(d: &std::path::Path, len: u64) -> (super::Adaptive, Vec<u8>) {
+        let path = d.join("warm");
+        let data: Vec<u8> = (0..len).map(|i| (i * 13 % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap().len() as u64, len);
+        let r = Reader::open(&path, Options::new(Technique::Auto)).unwrap();
+        let profile = std::sync::Arc::new(crate::profile::Profile::thesis_defaults());
+        let first = crate::siblings::First::default();
+        let a = super::Adaptive::new(r.src.clone(), profile, None, first).unwrap();
+        (a, data)
+    }
+
+    #[test]
+    fn a_header_read_again_skips_the_decision_once_mapped_and_stays_known() {
+        use super::{Backend, Choice, FIRST_SAMPLE};
+        let d = tempfile::tempdir().unwrap();
+        let (a, data) = cached_state(d.path(), 4 << 20);
+        let read = |off: u64, buf: &mut [u8]| {
+            assert_eq!(a.read_at(off, buf).unwrap(), buf.len());
+            let o = off as usize;
+            assert!(buf[..] == data[o..o + buf.len()], "bytes at {o}");
+        };
+        let mut buf = vec![0u8; 4096];
+        let random = |i: u64| (i * 97 % 1000) * 4096;
+        // Past the first sample (the file found cached), then three reads
+        // in order, whose decision in full makes the mapping.
+        for i in 0..=FIRST_SAMPLE {
+            read(random(i), &mut buf);
+        }
+        let s0 = 2u64 << 20;
+        for k in 0..3 {
+            read(s0 + k * 4096, &mut buf);
+        }
+        assert!(a.mapped.get().is_some());
+        // A header's exact re-read: copied from the mapping without a
+        // decision, and still known after more small reads than the ring
+        // of recent ones holds.
+        let mut head = [0u8; 16];
+        read(24, &mut head);
+        assert_eq!(a.quick(24, 16), Some((Choice::Mapped, false)));
+        for i in 0..2 * super::RECENT as u64 {
+            read(random(100 + i), &mut buf);
+        }
+        assert_eq!(a.quick(24, 16), Some((Choice::Mapped, false)));
+        read(24, &mut head);
+    }
+
     #[test]
     // Long on purpose: one reader through each case the shortcut takes
     // and each it leaves to a decision in full.
     fn reads_of_a_cached_file_skip_the_decision_where_it_has_one_choice() {
-        use super::{Adaptive, Backend, Choice, FIRST_SAMPLE};
+        use super::{Backend, Choice, FIRST_SAMPLE};
         use std::sync::atomic::Ordering::Relaxed;
         let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("warm");
         let len = 4u64 << 20;
-        let data: Vec<u8> = (0..len).map(|i| (i * 13 % 251) as u8).collect();
-        std::fs::write(&path, &data).unwrap();
-        // Cached whole: written just now, and read once more to be sure.
-        assert_eq!(std::fs::read(&path).unwrap().len() as u64, len);
-        let opts = Options::new(Technique::Auto);
-        let r = Reader::open(&path, opts.clone()).unwrap();
-        let profile = std::sync::Arc::new(crate::profile::Profile::thesis_defaults());
-        let a = Adaptive::new(
-            r.src.clone(),
-            profile,
-            None,
-            crate::siblings::First::default(),
-        )
-        .unwrap();
+        let (a, data) = cached_state(d.path(), len);
         let mut buf = vec![0u8; 4096];
         let random = |i: u64| (i * 97 % 1000) * 4096;
         let read = |off: u64, buf: &mut [u8]| {
@@ -1528,17 +1563,6 @@ mod tests {
         assert!(a.mapped.get().is_some());
         assert_eq!(a.quick(s0 + 12288, 4096), Some((Choice::Mapped, true)));
         read(s0 + 16384, &mut buf);
-        // A header's exact re-read, once the mapping is made: copied from
-        // it without a decision, and still known after more small reads
-        // than the ring of recent ones holds.
-        let mut head = [0u8; 16];
-        read(24, &mut head);
-        assert_eq!(a.quick(24, 16), Some((Choice::Mapped, false)));
-        for i in 0..2 * super::RECENT as u64 {
-            read(random(100 + i), &mut buf);
-        }
-        assert_eq!(a.quick(24, 16), Some((Choice::Mapped, false)));
-        read(24, &mut head);
         // Larger reads in order: one pread each.
         let mut big = vec![0u8; 8192];
         assert_eq!(a.quick(s0 + 20480, 8192), Some((Choice::Pread, true)));
