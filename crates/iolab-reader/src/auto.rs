@@ -141,6 +141,13 @@ fn exact_key(off: u64, len: usize) -> Option<u64> {
     (len > 0 && len <= policy::EXACT_MAX).then_some(off << 13 | len as u64)
 }
 
+/// Whether a read of `len` bytes at `off` ends within the part of the file
+/// that [`Adaptive::mapping_for`] maps alone ([`policy::HEAD_MAP_MAX`]).
+fn in_head(off: u64, len: usize) -> bool {
+    off.checked_add(len as u64)
+        .is_some_and(|end| end <= policy::HEAD_MAP_MAX)
+}
+
 impl State {
     /// The state of a file of `len` bytes nothing has been read from;
     /// `first`: what its open found of its first page and directory.
@@ -343,6 +350,9 @@ pub(crate) struct Adaptive {
     profile: Arc<Profile>,
     /// Made on first use: `None` inside when the file cannot be mapped.
     mapped: OnceLock<Option<Mapped>>,
+    /// The file's first page alone, mapped for exact re-reads within it
+    /// while the whole file is not ([`policy::HEAD_MAP_MAX`]).
+    head: OnceLock<Option<Mapped>>,
     stream: Stream,
     buffered: OnceLock<Buffered>,
     uring_seq: UringReader,
@@ -383,6 +393,7 @@ impl Adaptive {
             seq_mib_s: OnceLock::new(),
             trace: trace_policy(),
             mapped: OnceLock::new(),
+            head: OnceLock::new(),
             profile,
             src,
             st,
@@ -431,6 +442,32 @@ impl Adaptive {
         self.mapped
             .get_or_init(|| Mapped::new(self.src.clone()).ok())
             .as_ref()
+    }
+
+    /// The mapping that copies `len` bytes at `off`: the whole file's once
+    /// made; before, the first page's for a read that ends within it
+    /// ([`policy::HEAD_MAP_MAX`]), made on first use; else the whole
+    /// file's, made now.
+    fn mapping_for(&self, off: u64, len: usize) -> Option<&Mapped> {
+        if let Some(m) = self.made_mapping(off, len) {
+            return Some(m);
+        }
+        if self.mapped.get().is_none() && in_head(off, len) {
+            return self
+                .head
+                .get_or_init(|| Mapped::prefix(self.src.clone(), policy::HEAD_MAP_MAX).ok())
+                .as_ref();
+        }
+        self.mapped()
+    }
+
+    /// A mapping already made that copies `len` bytes at `off`, if any.
+    fn made_mapping(&self, off: u64, len: usize) -> Option<&Mapped> {
+        match (self.mapped.get(), self.head.get()) {
+            (Some(Some(m)), _) => Some(m),
+            (_, Some(Some(h))) if in_head(off, len) => Some(h),
+            _ => None,
+        }
     }
 
     /// Samples the file's residency (see [`sampled_residency`]).
@@ -712,7 +749,7 @@ impl Adaptive {
             }
         }
         if d.choice == Choice::Mapped
-            && self.mapped.get().is_none()
+            && self.made_mapping(off, len).is_none()
             && n_before(&self.st) <= FIRST_SAMPLE
         {
             d = policy::Decision {
@@ -794,6 +831,17 @@ impl Adaptive {
             );
         }
         Some(r)
+    }
+
+    /// [`Adaptive::backend`], with the mapping that serves this read.
+    fn backend_for(&self, c: Choice, off: u64, len: usize) -> &dyn Backend {
+        match c {
+            Choice::Mapped => match self.mapping_for(off, len) {
+                Some(m) => m,
+                None => &self.stream,
+            },
+            _ => self.backend(c),
+        }
     }
 
     fn backend(&self, c: Choice) -> &dyn Backend {
@@ -910,7 +958,7 @@ impl Adaptive {
         let choice = if !sequential {
             let map_small = p.mmap_small_warm && len <= p.small_max;
             let again = map_small && self.seen_again(off, len);
-            if again && matches!(self.mapped.get(), Some(Some(_))) {
+            if again && self.made_mapping(off, len).is_some() {
                 // As the decision in full reads an exact re-read of cached
                 // data, once it has made the mapping (SQLite's header).
                 Choice::Mapped
@@ -948,7 +996,7 @@ impl Backend for Adaptive {
         let arm = (c != Choice::Pread).then(|| self.guard.arm());
         let backend: &dyn Backend = match arm {
             None | Some(Arm::Sample | Arm::FellBack) => &self.stream,
-            Some(Arm::Technique | Arm::Timed) => self.backend(c),
+            Some(Arm::Technique | Arm::Timed) => self.backend_for(c, off, buf.len()),
         };
         // Timed while it may still decide a read ahead (two clock reads,
         // against a read that may wait for the device): random reads from
@@ -1058,8 +1106,7 @@ mod tests {
     use crate::{Options, Reader, Technique};
 
     fn mapped_here(path: &std::path::Path) -> bool {
-        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        maps.lines().any(|l| l.ends_with(&*path.to_string_lossy()))
+        mapped_bytes(path) > 0
     }
 
     #[test]
@@ -1119,6 +1166,57 @@ mod tests {
             r.read_exact_at(24, &mut head).unwrap();
             assert_eq!(head, [0xAB; 16], "a re-read missed what was written");
         }
+    }
+
+    /// Bytes of this process's mappings of `path` (/proc/self/maps).
+    fn mapped_bytes(path: &std::path::Path) -> u64 {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        maps.lines()
+            .filter(|l| l.ends_with(&*path.to_string_lossy()))
+            .map(|l| {
+                let range = l.split(' ').next().unwrap();
+                let (a, b) = range.split_once('-').unwrap();
+                u64::from_str_radix(b, 16).unwrap() - u64::from_str_radix(a, 16).unwrap()
+            })
+            .sum()
+    }
+
+    #[test]
+    fn a_header_read_again_maps_its_page_alone_until_the_rest_needs_the_mapping() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("db");
+        let data: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let r = Reader::open(&path, Options::new(Technique::Auto)).unwrap();
+        let mut head = [0u8; 16];
+        let mut page = vec![0u8; 4096];
+        let check = |off: usize, buf: &mut [u8]| {
+            r.read_exact_at(off as u64, buf).unwrap();
+            assert!(buf[..] == data[off..off + buf.len()], "bytes at {off}");
+        };
+        for i in 0..40usize {
+            check(24, &mut head);
+            check((1 + i * 5) * 4096, &mut page);
+        }
+        assert_eq!(
+            mapped_bytes(&path),
+            crate::policy::HEAD_MAP_MAX,
+            "a header's re-reads mapped more than its page"
+        );
+        // Re-reads of eight blocks, more requests than the file has pages:
+        // the policy maps the whole file for them, and the header is read
+        // right through either mapping.
+        let at = |i: usize| 8192 + (i % 8) * 3 * 4096;
+        for i in 0..300 {
+            check(at(i), &mut page);
+            check(24, &mut head);
+        }
+        assert!(
+            mapped_bytes(&path) >= data.len() as u64,
+            "re-read often and the whole file never mapped"
+        );
+        drop(r);
+        assert_eq!(mapped_bytes(&path), 0, "a mapping outlived the reader");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! `Mapped`: a shared read-only mapping of the whole file; a read is a
-//! copy out of it. The copy is guarded ([`iolab::kernel::guard`]): if another
+//! `Mapped`: a shared read-only mapping of the whole file (or, for
+//! `Auto`'s copies of a header, of its first page); a read is a copy out
+//! of it. The copy is guarded ([`iolab::kernel::guard`]): if another
 //! process truncates the file, the SIGBUS is turned into a short read and
 //! the rest is read with `pread` (which sees the new end). Bytes beyond the
 //! length mapped at open (the file grew) are read with `pread` too.
@@ -25,10 +26,21 @@ pub(crate) struct Mapped {
 }
 
 impl Mapped {
+    /// A mapping of the whole file.
     pub(crate) fn new(src: Arc<Src>) -> Result<Self> {
-        let len = usize::try_from(src.len()).map_err(|_| ReadError::TooLarge {
+        let len = src.len();
+        Self::prefix(src, len)
+    }
+
+    /// A mapping of the file's first `len` bytes (at most the whole file);
+    /// reads past them are `pread`s. What a mapping costs to make, touch
+    /// and let go grows with its length, so a reader that only copies a
+    /// header maps only the header's page.
+    pub(crate) fn prefix(src: Arc<Src>, len: u64) -> Result<Self> {
+        let len = len.min(src.len());
+        let len = usize::try_from(len).map_err(|_| ReadError::TooLarge {
             path: src.path.clone(),
-            what: format!("{} bytes cannot be mapped on this machine", src.len()),
+            what: format!("{len} bytes cannot be mapped on this machine"),
         })?;
         let map = if guard::available() {
             Some(
