@@ -130,6 +130,12 @@ struct State {
     /// a header re-read between more than [`RECENT`] other small reads
     /// (SQLite's, between a look-up's pages) is still known.
     again_key: AtomicU64,
+    /// Where the last O_DIRECT read ended (`u64::MAX`: none, or a read
+    /// already followed it there); O_DIRECT reads, and reads that started
+    /// where one ended ([`policy::keeps_direct_tail`]).
+    direct_end: AtomicU64,
+    directs: AtomicU64,
+    tails: AtomicU64,
 }
 
 /// Small reads [`State::recent`] keeps.
@@ -185,6 +191,9 @@ impl State {
             recent: Default::default(),
             recent_next: AtomicU32::new(0),
             again_key: AtomicU64::new(0),
+            direct_end: AtomicU64::new(u64::MAX),
+            directs: AtomicU64::new(0),
+            tails: AtomicU64::new(0),
         }
     }
 }
@@ -833,6 +842,37 @@ impl Adaptive {
         Some(r)
     }
 
+    /// A read that starts where this file's last O_DIRECT read ended: it
+    /// counts ([`policy::keeps_direct_tail`]), and is copied from the tail
+    /// that read kept when it lies within it (read by this thread).
+    fn after_direct(&self, off: u64, buf: &mut [u8]) -> Option<Result<usize>> {
+        let st = &self.st;
+        if st.direct_end.load(Relaxed) != off {
+            return None;
+        }
+        st.direct_end.store(u64::MAX, Relaxed);
+        add(&st.tails, 1);
+        let n = self.direct.get()?.as_ref()?.take_kept(off, buf)?;
+        if self.trace {
+            eprintln!(
+                "policy: {} offset {off} len {n}: copied from the bytes the O_DIRECT read before it read past its end",
+                self.src.path.display()
+            );
+        }
+        Some(Ok(n))
+    }
+
+    /// Before an O_DIRECT read of `len` bytes at `off`: counts it, notes
+    /// where it ends, and says whether it reads a tail to keep.
+    fn before_direct(&self, off: u64, len: usize) {
+        let st = &self.st;
+        let directs = add(&st.directs, 1) - 1;
+        st.direct_end.store(off.saturating_add(len as u64), Relaxed);
+        if let Some(Some(d)) = self.direct.get() {
+            d.keep_tails(policy::keeps_direct_tail(st.tails.load(Relaxed), directs));
+        }
+    }
+
     /// [`Adaptive::backend`], with the mapping that serves this read.
     fn backend_for(&self, c: Choice, off: u64, len: usize) -> &dyn Backend {
         match c {
@@ -988,6 +1028,9 @@ impl Backend for Adaptive {
         let (c, sequential) = self
             .quick(off, buf.len())
             .unwrap_or_else(|| self.choose(off, buf.len(), 1, None));
+        if let Some(r) = self.after_direct(off, buf) {
+            return r;
+        }
         if !sequential && c != Choice::Ahead {
             if let Some(r) = self.within_stream(off, buf) {
                 return r;
@@ -998,6 +1041,9 @@ impl Backend for Adaptive {
             None | Some(Arm::Sample | Arm::FellBack) => &self.stream,
             Some(Arm::Technique | Arm::Timed) => self.backend_for(c, off, buf.len()),
         };
+        if c == Choice::Direct && matches!(arm, Some(Arm::Technique | Arm::Timed)) {
+            self.before_direct(off, buf.len());
+        }
         // Timed while it may still decide a read ahead (two clock reads,
         // against a read that may wait for the device): random reads from
         // the second request on (most files of a source tree are read
@@ -1274,6 +1320,59 @@ mod tests {
             }
             assert_eq!(r.read_at(len as u64, &mut buf).unwrap(), 0);
         }
+    }
+
+    #[test]
+    fn a_buffered_readers_remainder_after_an_o_direct_read_is_kept_from_it() {
+        use crate::profile::Profile;
+        let d = tempfile::tempdir().unwrap();
+        let (path, before) = cold_file(d.path(), 16 << 20);
+        assert!(
+            before < 0.01,
+            "{} stays cached after eviction",
+            path.display()
+        );
+        let data = std::fs::read(&path).unwrap();
+        iolab::cache::evict(&path).unwrap();
+        let mut p = Profile::thesis_defaults();
+        p.seq_direct = true;
+        let opts = Options::new(Technique::Auto)
+            .profile(std::sync::Arc::new(p))
+            .memory_budget(1 << 30);
+        let r = Reader::open(&path, opts).unwrap();
+        // A loader's records in shuffled order, each read as a buffered
+        // reader reads it: most of it straight, the rest (4 KiB) through
+        // its buffer, from where the first read ended.
+        let (body, rest) = (200_000usize, 4096usize);
+        let mut big = vec![0u8; body];
+        let mut tail = vec![0u8; rest];
+        let mut ends = Vec::new();
+        for i in 0..24usize {
+            let off = (i * 37 % 24) * 650_000 + 1234;
+            assert_eq!(r.read_at(off as u64, &mut big).unwrap(), body);
+            assert!(big[..] == data[off..off + body], "record {i}");
+            let at = off + body;
+            assert_eq!(r.read_at(at as u64, &mut tail).unwrap(), rest);
+            assert!(tail[..] == data[at..at + rest], "remainder of record {i}");
+            ends.push(at);
+        }
+        // From the second record on, the remainder came from the bytes its
+        // O_DIRECT read kept, not through the page cache: the page only the
+        // remainder reaches (the one after the record's last) is not cached.
+        // Apart from the guard's samples: a record it read with `pread`
+        // (one in SAMPLE_GAP) had no O_DIRECT read to keep from.
+        let file = std::fs::File::open(&path).unwrap();
+        let map = iolab::kernel::mman::Mapping::new(&file, data.len()).unwrap();
+        let through_cache: Vec<usize> = ends[1..]
+            .iter()
+            .filter(|&&at| map.residency_pages(at / 4096 + 1, 1).unwrap().0 > 0)
+            .copied()
+            .collect();
+        let samples = ends.len() / crate::guard::SAMPLE_GAP as usize;
+        assert!(
+            through_cache.len() <= samples,
+            "remainders read through the page cache at {through_cache:?}"
+        );
     }
 
     #[test]

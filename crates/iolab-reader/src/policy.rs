@@ -226,6 +226,25 @@ pub const EXACT_MAX: usize = 4096;
 /// went from 1.10 to 1.02 (median of 5 rounds).
 pub const HEAD_MAP_MAX: u64 = 4096;
 
+/// Bytes past the end of an O_DIRECT read that are read with it, in the
+/// same request, once the file's reads have shown they follow such reads
+/// ([`keeps_direct_tail`]); the next read, when it lies within them, is
+/// copied from them. A buffered reader (Python's, C's stdio) splits a
+/// large read into a part read straight into the caller's memory and a
+/// remainder read through its own buffer (`st_blksize`, 4 KiB here;
+/// Python's default is 8 KiB), so each record a loader reads costs two
+/// waits for the device: the second for a few KiB next to the first.
+pub const DIRECT_TAIL: usize = 8 << 10;
+
+/// Whether a file's O_DIRECT reads read [`DIRECT_TAIL`] bytes more: once a
+/// read has followed one of them at its end (`tails`), and while at least
+/// every second one (of `directs`) is followed so. A program that never
+/// reads on from where it stopped pays nothing; one that does, one
+/// device request per record instead of two.
+pub fn keeps_direct_tail(tails: u64, directs: u64) -> bool {
+    tails >= 1 && tails * 2 >= directs
+}
+
 /// Requests of its size that must be left in a file read in order for the
 /// mapping to be made for them: an `mmap` and its `munmap` cost about what
 /// that many system calls do, and each saves one. The last piece of a
