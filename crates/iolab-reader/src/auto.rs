@@ -873,6 +873,24 @@ impl Adaptive {
         }
     }
 
+    /// Gives the guard a timed request of the technique `c`, or a `pread`
+    /// sample for it, that read `bytes` in `ns`.
+    fn tell_guard(&self, arm: Option<Arm>, c: Choice, ns: u64, bytes: usize) {
+        match arm {
+            Some(Arm::Timed) => self.guard.technique(ns, bytes),
+            Some(Arm::Sample) => {
+                let from = c.to_string();
+                let n = n_before(&self.st);
+                if let Some(s) = self.guard.sample(ns, bytes, &self.src.path, &from, n) {
+                    if self.trace {
+                        eprintln!("policy: guard: {s}");
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// [`Adaptive::backend`], with the mapping that serves this read.
     fn backend_for(&self, c: Choice, off: u64, len: usize) -> &dyn Backend {
         match c {
@@ -1074,19 +1092,7 @@ impl Backend for Adaptive {
                 _ => {}
             }
         }
-        match arm {
-            Some(Arm::Timed) => self.guard.technique(ns, bytes),
-            Some(Arm::Sample) => {
-                let from = c.to_string();
-                let n = n_before(st);
-                if let Some(s) = self.guard.sample(ns, bytes, &self.src.path, &from, n) {
-                    if self.trace {
-                        eprintln!("policy: guard: {s}");
-                    }
-                }
-            }
-            _ => {}
-        }
+        self.tell_guard(arm, c, ns, bytes);
         r
     }
 
