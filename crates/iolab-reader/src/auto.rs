@@ -373,6 +373,11 @@ pub(crate) struct Adaptive {
     /// timed read (it scans the profile's measurements; most files a
     /// program opens are never timed).
     seq_mib_s: OnceLock<f64>,
+    /// The last huge page's region probed ([`Adaptive::region_huge`]):
+    /// `(region + 1) << 1 | huge`, 0 before any.
+    huge: AtomicU64,
+    /// Regions probed in a row that were not held in a huge page.
+    not_huge: AtomicU32,
     trace: bool,
     st: State,
     guard: Guard,
@@ -400,6 +405,8 @@ impl Adaptive {
             ahead: OnceLock::new(),
             budget,
             seq_mib_s: OnceLock::new(),
+            huge: AtomicU64::new(0),
+            not_huge: AtomicU32::new(0),
             trace: trace_policy(),
             mapped: OnceLock::new(),
             head: OnceLock::new(),
@@ -873,6 +880,66 @@ impl Adaptive {
         }
     }
 
+    /// A read in order of cached data that the rules read with `pread`,
+    /// copied from the mapping instead where the page cache holds its
+    /// region in a huge page ([`policy::huge_in_order`]).
+    fn huge_choice(&self, c: Choice, sequential: bool, off: u64, len: usize) -> Choice {
+        let candidate = c == Choice::Pread
+            && sequential
+            && policy::huge_in_order(len, self.src.len())
+            && n_before(&self.st) > FIRST_SAMPLE
+            && f64::from_bits(self.st.resident.load(Relaxed)) >= policy::WARM;
+        if candidate && self.region_huge(off) {
+            Choice::Mapped
+        } else {
+            c
+        }
+    }
+
+    /// Whether the huge page's region of `off` is mapped by one huge page:
+    /// its first byte touched through the mapping, a touch 1 MiB further
+    /// on finds it mapped already ([`policy::HUGE_TOUCH_NS`]). Probed once
+    /// per region a stream enters (two touches, which the copies from a
+    /// huge page would make anyway), spaced out after regions found in
+    /// small pages ([`policy::huge_probe_due`]).
+    fn region_huge(&self, off: u64) -> bool {
+        let region = off / policy::HUGE_REGION;
+        let known = self.huge.load(Relaxed);
+        if known >> 1 == region + 1 {
+            return known & 1 == 1;
+        }
+        let last = (known != 0).then(|| ((known >> 1) - 1, known & 1 == 1));
+        if !policy::huge_probe_due(region, last, self.not_huge.load(Relaxed)) {
+            return false;
+        }
+        let start = region * policy::HUGE_REGION;
+        let huge = start + policy::HUGE_REGION <= self.src.len()
+            && self.mapped().is_some_and(|m| {
+                m.touch_ns(start).is_some()
+                    && m.touch_ns(start + policy::HUGE_REGION / 2)
+                        .is_some_and(|ns| ns < policy::HUGE_TOUCH_NS)
+            });
+        self.huge.store((region + 1) << 1 | huge as u64, Relaxed);
+        if huge {
+            self.not_huge.store(0, Relaxed);
+        } else {
+            bump32(&self.not_huge);
+        }
+        if self.trace {
+            eprintln!(
+                "policy: {}: bytes {start}.. {} in a huge page: {}",
+                self.src.path.display(),
+                if huge { "held" } else { "not held" },
+                if huge {
+                    "reads in order copied from the mapping"
+                } else {
+                    "one pread each"
+                }
+            );
+        }
+        huge
+    }
+
     /// Gives the guard a timed request of the technique `c`, or a `pread`
     /// sample for it, that read `bytes` in `ns`.
     fn tell_guard(&self, arm: Option<Arm>, c: Choice, ns: u64, bytes: usize) {
@@ -1046,6 +1113,7 @@ impl Backend for Adaptive {
         let (c, sequential) = self
             .quick(off, buf.len())
             .unwrap_or_else(|| self.choose(off, buf.len(), 1, None));
+        let c = self.huge_choice(c, sequential, off, buf.len());
         if let Some(r) = self.after_direct(off, buf) {
             return r;
         }
@@ -1290,10 +1358,16 @@ mod tests {
             .memory_budget(1 << 30);
         let r = Reader::open(&path, opts).unwrap();
         // tar's 10 KiB records, to the end; then from the start again.
-        let mut buf = vec![0u8; 10_240];
+        read_in_order_twice(&r, &data, 10_240);
+    }
+
+    /// Reads all of `r` in order in pieces of `piece` bytes, twice, and
+    /// checks every byte against `data` and the end.
+    fn read_in_order_twice(r: &Reader, data: &[u8], piece: usize) {
+        let mut buf = vec![0u8; piece];
         for pass in 0..2 {
             let mut off = 0usize;
-            while off < len {
+            while off < data.len() {
                 let n = r.read_at(off as u64, &mut buf).unwrap();
                 assert!(n > 0, "pass {pass}: nothing at {off}");
                 assert!(
@@ -1302,8 +1376,24 @@ mod tests {
                 );
                 off += n;
             }
-            assert_eq!(r.read_at(len as u64, &mut buf).unwrap(), 0);
+            assert_eq!(r.read_at(data.len() as u64, &mut buf).unwrap(), 0);
         }
+    }
+
+    #[test]
+    fn large_reads_in_order_of_a_cached_file_are_exact_from_the_mapping_or_pread() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("big");
+        let len = 16usize << 20;
+        let data: Vec<u8> = (0..len as u64)
+            .map(|i| (i.wrapping_mul(0x9E37_79B9) >> 11) as u8)
+            .collect();
+        std::fs::write(&path, &data).unwrap();
+        iolab::cache::warm(&path, len as u64).unwrap();
+        let r = Reader::open(&path, Options::new(Technique::Auto)).unwrap();
+        // A compressor's 128 KiB pieces, to the end, twice: each region's
+        // huge page probed (and the mapping made for it) whatever it finds.
+        read_in_order_twice(&r, &data, 128 << 10);
     }
 
     #[test]

@@ -61,6 +61,22 @@ impl Mapped {
     }
 }
 
+impl Mapped {
+    /// How long reading the byte at `off` through the mapping took, ns
+    /// (None where there is no mapping, `off` is past it, or the page is
+    /// gone): a few hundred ns where it is mapped already, microseconds
+    /// where it faults.
+    pub(crate) fn touch_ns(&self, off: u64) -> Option<u64> {
+        let map = self.map.as_ref()?;
+        let off = usize::try_from(off).ok().filter(|&o| o < map.len())?;
+        let mut b = [0u8; 1];
+        let t = std::time::Instant::now();
+        let n = guard::guarded_copy(map, off, &mut b);
+        let ns = t.elapsed().as_nanos() as u64;
+        (n == 1).then_some(ns)
+    }
+}
+
 impl Backend for Mapped {
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
         let Some(map) = &self.map else {
