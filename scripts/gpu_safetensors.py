@@ -4,7 +4,8 @@ PyTorch has, bf16 and the 8-bit floats included; a sharded one; a ~1 GiB one
 of 64 bf16 tensors), loads each with both, and compares every tensor (name,
 order, dtype, shape, device, every byte) cold and warm; then that the GPU
 memory goes with the last tensor, that CuPy takes the same memory, and that
-a bad GPU number or a NumPy request for the GPU is one clear error. Prints
+a bad GPU number or a NumPy request for the GPU is one clear error, and
+that the page-locked staging kept between loads is freed on request. Prints
 one line per check and the load times; exits 1 on any mismatch.
 
     python3 scripts/gpu_safetensors.py DIR [GPU]
@@ -175,6 +176,33 @@ def errors(path):
         check(f"framework numpy on the GPU: ValueError: {str(e)[:60]}...", True)
 
 
+def staging_is_kept_then_freed():
+    kept = st.free_staging()
+    check(f"page-locked staging kept for the next load: {kept >> 20} MiB (0 < it <= 192), none after free_staging()",
+          0 < kept <= 192 << 20 and st.free_staging() == 0)
+
+
+def kept_staging_against_fresh(path, pairs=7):
+    """Warm loads with the staging kept from the last load against loads
+    that lock it anew (freed just before), alternated; medians."""
+    size = os.path.getsize(path)
+    st.load(path, framework="torch", device=DEVICE)
+    times = {"kept": [], "fresh": []}
+    for k in range(pairs):
+        for how in (["kept", "fresh"] if k % 2 == 0 else ["fresh", "kept"]):
+            if how == "fresh":
+                st.free_staging()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            out = st.load(path, framework="torch", device=DEVICE)
+            torch.cuda.synchronize()
+            times[how].append(time.perf_counter() - t0)
+            del out
+            gc.collect()
+    for how, ts in times.items():
+        print(f"     warm, staging {how:5s} {size / statistics.median(ts) / 1e9:6.2f} GB/s (median of {pairs})", flush=True)
+
+
 def cupy_takes_it(path):
     try:
         import cupy
@@ -204,6 +232,8 @@ def main():
     memory_goes_with_the_last_tensor(big)
     cupy_takes_it(os.path.join(d, "sharded", "model-00001-of-00003.safetensors"))
     errors(big)
+    staging_is_kept_then_freed()
+    kept_staging_against_fresh(big)
     timing(big)
     print(f"{len(failed)} failed" if failed else "all checks passed")
     sys.exit(1 if failed else 0)

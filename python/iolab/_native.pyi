@@ -17,6 +17,7 @@ __all__ = [
     "Reader",
     "Tensor",
     "__version__",
+    "_free_staging",
     "_load_safetensors",
     "_panic_for_test",
     "profile",
@@ -211,6 +212,10 @@ class DeviceMemory:
     @property
     def device(self) -> int:
         """The GPU's number."""
+
+def _free_staging() -> int:
+    """Frees the page-locked staging memory GPU loads keep; the bytes
+    freed. :func:`iolab.safetensors.free_staging` is the public face."""
 
 def _load_safetensors(
     path: _Path, device: int | None = None

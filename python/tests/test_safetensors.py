@@ -289,3 +289,8 @@ def test_a_bad_framework_or_device_is_named_before_anything_is_read(tmp_path):
         st.load(missing, device="cuda:0")
     with pytest.raises(ValueError, match="CuPy arrays live in GPU memory"):
         st.load(missing, framework="cupy")
+
+
+def test_loads_into_host_memory_keep_no_page_locked_staging(checkpoint):
+    st.load(checkpoint)
+    assert st.free_staging() == 0

@@ -326,3 +326,30 @@ fn copies_from_pinned_and_pageable_memory_round_trip() {
     let e = buf.copy_from_host((8 << 20) - 1, &[1, 2]).unwrap_err();
     assert!(matches!(e, GpuError::OutOfBounds { .. }), "{e:?}");
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU: run scripts/gpu-tests.sh on a GPU machine"]
+fn page_locked_staging_is_kept_between_loads_within_its_bound_and_freed_on_request() {
+    let d = dir();
+    gpu::free_staging();
+    let opts = GpuOptions {
+        technique: Some(GpuTechnique::Threads),
+        ..GpuOptions::default()
+    };
+    let (a, va) = file(d.path(), "a", (20 << 20) + 11, 1);
+    let (b, vb) = file(d.path(), "b", (9 << 20) + 7, 2);
+    let (buf, st) = gpu::load_file(&a, 0, &opts).unwrap();
+    same(&buf, &va, "first load");
+    let kept = gpu::staging_kept();
+    assert!(
+        st.pinned && kept > 0 && kept <= gpu::STAGING_KEEP,
+        "{kept} bytes kept"
+    );
+    // The second load's lanes take the first's staging, which still holds
+    // the first file's bytes: only the second file's may arrive.
+    let (buf, _) = gpu::load_file(&b, 0, &opts).unwrap();
+    same(&buf, &vb, "second load, on kept staging");
+    assert_eq!(gpu::staging_kept(), kept, "the lanes' memory came back");
+    assert_eq!(gpu::free_staging(), kept);
+    assert_eq!(gpu::staging_kept(), 0);
+}

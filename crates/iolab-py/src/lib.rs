@@ -49,6 +49,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tuning::profile, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_test, m)?)?;
     m.add_function(wrap_pyfunction!(safetensors::_load_safetensors, m)?)?;
+    m.add_function(wrap_pyfunction!(safetensors::_free_staging, m)?)?;
     m.add_class::<safetensors::Tensor>()?;
     m.add_class::<safetensors::DeviceMemory>()?;
     m.add_class::<reader::Reader>()?;

@@ -339,6 +339,13 @@ fn load_device<'py>(
     Ok((owner, list, ck.metadata, stats_dict(py, &ck.stats)?))
 }
 
+/// Frees the page-locked host memory that GPU loads keep for the next
+/// one (`iolab.safetensors.free_staging`); returns the bytes freed.
+#[pyfunction]
+pub(crate) fn _free_staging() -> usize {
+    iolab_reader::gpu::free_staging()
+}
+
 /// How the data was read, for `Tensors.stats`: the technique, bytes,
 /// seconds (the wall time, and read/copy/wait summed over the threads),
 /// GB/s, threads, piece size, depth, O_DIRECT, pinned staging.

@@ -44,6 +44,8 @@ mod fill;
 mod host;
 mod options;
 mod pipeline;
+#[cfg(any(feature = "cuda", test))]
+mod pool;
 mod ranges;
 mod ring;
 mod stats;
@@ -74,7 +76,8 @@ pub use technique::{
 
 #[cfg(feature = "cuda")]
 pub use cuda::{
-    copy_each_read, device_count, Device, DeviceBuffer, DeviceCopy, DeviceTarget, PinnedBuf,
+    copy_each_read, device_count, free_staging, staging_kept, Device, DeviceBuffer, DeviceCopy,
+    DeviceTarget, PinnedBuf, STAGING_KEEP,
 };
 #[cfg(feature = "cuda")]
 pub use load::{load_file, load_into, load_ranges, load_sources};

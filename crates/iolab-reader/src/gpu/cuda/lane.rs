@@ -3,11 +3,14 @@
 //! page is one segment for the disk, and a page-locked source is what lets
 //! the copy engine DMA it while the CPU reads on), its own stream, and one
 //! event per staging buffer recorded after the buffer's copy: the buffer
-//! is handed out again only once its event has completed.
+//! is handed out again only once its event has completed. Page-locked
+//! staging outlives its lane in a process-wide pool ([`STAGING_KEEP`]
+//! bytes at most), so a later transfer skips the locking.
 
 use super::driver::{check, Device};
 use super::memory::DeviceBuffer;
 use crate::gpu::error::GpuError;
+use crate::gpu::pool::Pool;
 use crate::gpu::target::{CopyNow, Lane, Target};
 use cudarc::driver::sys::{self, CUresult};
 use iolab::kernel::hugebuf::HugeBuf;
@@ -39,7 +42,7 @@ impl<'a> Target for DeviceTarget<'a> {
         let slots = slots.max(1);
         let device = self.buf.device();
         let _in = device.enter()?;
-        let mem = Staging::new(device, slots * slot_len, pinned)?;
+        let mem = Lent::new(device, slots * slot_len, pinned)?;
         let stream = Stream::new(device)?;
         let events = (0..slots)
             .map(|_| Event::new(device))
@@ -90,6 +93,69 @@ impl PinnedBuf {
         self.0.registered
     }
 }
+
+/// The most page-locked staging memory kept between transfers: the
+/// built-in settings' 8 threads × 3 buffers × 4 MiB (96 MiB) twice over.
+pub const STAGING_KEEP: usize = 192 << 20;
+
+/// Page-locked staging memory of finished lanes, by GPU number and size.
+static KEPT: Pool<(usize, usize), Staging> = Pool::new(STAGING_KEEP);
+
+/// Frees the page-locked staging memory kept between transfers (see
+/// [`STAGING_KEEP`]); returns the bytes freed. For a process that has
+/// finished loading and wants its host memory unlocked.
+pub fn free_staging() -> usize {
+    let kept = KEPT.drain();
+    kept.iter().map(|s| s.map.len()).sum()
+}
+
+/// Bytes of page-locked staging memory kept now for later transfers.
+pub fn staging_kept() -> usize {
+    KEPT.bytes()
+}
+
+/// A lane's staging memory: taken from the pool when page-locked memory
+/// of its size on its GPU is kept there, and given back to it on drop
+/// (after the lane's stream, dropped first, was synchronised).
+struct Lent(Option<Staging>);
+
+impl Lent {
+    fn new(device: &Arc<Device>, len: usize, pin: bool) -> Result<Lent, GpuError> {
+        let len = len.max(1).div_ceil(HUGE) * HUGE;
+        if pin {
+            if let Some(s) = KEPT.take(&(device.ordinal(), len)) {
+                return Ok(Lent(Some(s)));
+            }
+        }
+        Staging::new(device, len, pin).map(|s| Lent(Some(s)))
+    }
+
+    fn get(&self) -> &Staging {
+        self.0
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("emptied only by drop"))
+    }
+
+    fn get_mut(&mut self) -> &mut Staging {
+        self.0
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("emptied only by drop"))
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some(s) = self.0.take() {
+            if s.registered {
+                // Handed back (and dropped here) when the pool is full.
+                drop(KEPT.put((s.device.ordinal(), s.map.len()), s.map.len(), s));
+            }
+        }
+    }
+}
+
+/// The size staging memory is rounded up to (one transparent huge page).
+const HUGE: usize = 2 << 20;
 
 /// Host memory in huge pages, page-locked for DMA when the driver allows
 /// it (unregistered before it is unmapped).
@@ -322,7 +388,7 @@ pub struct CudaLane<'a> {
     // Dropped first: its stream is synchronised before the staging memory
     // it copies from is unregistered and unmapped.
     q: Queue<'a>,
-    mem: Staging,
+    mem: Lent,
     slot_len: usize,
 }
 
@@ -330,14 +396,14 @@ impl Lane for CudaLane<'_> {
     fn slot(&mut self, i: usize) -> Result<&mut [u8], GpuError> {
         self.q.wait(i)?;
         let start = i * self.slot_len;
-        Ok(&mut self.mem.map.as_mut_slice()[start..start + self.slot_len])
+        Ok(&mut self.mem.get_mut().map.as_mut_slice()[start..start + self.slot_len])
     }
 
     fn send(&mut self, i: usize, n: usize, at: u64) -> Result<(), GpuError> {
         assert!(n <= self.slot_len, "a copy longer than its staging buffer");
         // A buffer sent again without being refilled: one copy at a time.
         self.q.wait(i)?;
-        let src = self.mem.map.as_mut_slice()[i * self.slot_len..].as_ptr();
+        let src = self.mem.get_mut().map.as_mut_slice()[i * self.slot_len..].as_ptr();
         self.q.start(i, src, n, at)
     }
 
@@ -348,10 +414,13 @@ impl Lane for CudaLane<'_> {
     fn split(&mut self) -> Result<(&mut [u8], &mut dyn CopyNow), GpuError> {
         self.q.finish()?;
         let len = self.q.pending.len() * self.slot_len;
-        Ok((&mut self.mem.map.as_mut_slice()[..len], &mut self.q))
+        Ok((
+            &mut self.mem.get_mut().map.as_mut_slice()[..len],
+            &mut self.q,
+        ))
     }
 
     fn pinned(&self) -> bool {
-        self.mem.registered
+        self.mem.get().registered
     }
 }
