@@ -13,7 +13,9 @@
 #   4. python.txt      iolab.safetensors.load on the GPU against
 #                      safetensors (scripts/gpu_safetensors.py), where
 #                      iolab's wheel was carried
-#   5. commands.txt    bench --mem cuda:0, fio's libcufile jobs, tune --gpu 0,
+#   5. warm-sweep.txt  a cached checkpoint into the GPU by reading threads
+#                      and piece size (scripts/gpu_sweep.py)
+#   6. commands.txt    bench --mem cuda:0, fio's libcufile jobs, tune --gpu 0,
 #                      lab run to-gpu
 #
 # Each file starts with the command, the date, the commit and the machine,
@@ -79,24 +81,26 @@ source scripts/gpu-env.sh "$work"
 
 part tests gpu-tests.txt 60 env GPU_TESTS_NO_BUILD=1 GPU_CARRY="$carry" bash scripts/gpu-tests.sh
 part refusals refusals.txt 30 bash scripts/gpu-refusals.sh "$iolab" "$work"
-# vs-gpu gets what is left less what parts 4 and 5 need at least.
-vs_budget=$(($(left) - 150))
+# vs-gpu gets what is left less what parts 4 to 6 need at least.
+vs_budget=$(($(left) - 210))
 part vs-gpu vs-gpu.log 120 bash scripts/vs-gpu.sh --budget "$vs_budget" --out "$results"
 if python3 -c 'import iolab, torch' >/dev/null 2>&1; then
   part python python.txt 60 timeout 120 python3 scripts/gpu_safetensors.py "$work/py" 0
 else
   echo "gpu-check: python skipped: no iolab wheel (or no torch) to import" | tee "$results/python.txt"
 fi
+part sweep warm-sweep.txt 60 env IOLAB_COMMIT="$(cat "$carry/COMMIT" 2>/dev/null || echo unknown)" \
+  timeout 150 python3 scripts/gpu_sweep.py --iolab "$iolab" --dir "$work/sweep"
 part commands commands.txt 60 bash scripts/gpu-commands.sh "$iolab" "$work" "$(($(left) - 10))"
 rm -rf "$work"
 
-summary="gpu-check: tests ${status[tests]}, refusals ${status[refusals]}, vs-gpu ${status[vs-gpu]}, python ${status[python]:-skipped}, commands ${status[commands]} (exit statuses); $(($(date +%s) - start)) s in all"
+summary="gpu-check: tests ${status[tests]}, refusals ${status[refusals]}, vs-gpu ${status[vs-gpu]}, python ${status[python]:-skipped}, sweep ${status[sweep]}, commands ${status[commands]} (exit statuses); $(($(date +%s) - start)) s in all"
 echo "$summary" | tee "$results/summary.txt"
 # What comes back from a device machine is a few files at most: this
 # run's files go to $OUT as one archive, with the summary beside it.
 if [ -n "${OUT:-}" ]; then
   mkdir -p "$OUT"
-  ( cd "$results" && tar czf "$OUT/gpu-check.tar.gz" gpu-tests.txt refusals.txt vs-gpu.log vs-gpu.txt vs-gpu.json python.txt commands.txt summary.txt 2>/dev/null )
+  ( cd "$results" && tar czf "$OUT/gpu-check.tar.gz" gpu-tests.txt refusals.txt vs-gpu.log vs-gpu.txt vs-gpu.json python.txt warm-sweep.txt commands.txt summary.txt 2>/dev/null )
   cp "$results/summary.txt" "$OUT/"
 fi
 for s in "${status[@]}"; do
