@@ -18,6 +18,7 @@ say), no cold figure is given, and the table says why.
 
     python3 scripts/vs_gpu.py --iolab target/gpu-carry/iolab [--size 6g]
         [--tensors 64] [--rounds 3] [--budget 420] [--dir D] [--out OUT]
+        [--variant NAME=FLAGS ...]   # iolab with other flags, warm, same rounds
     python3 scripts/vs_gpu.py --dry ...   # no GPU: host-memory stand-ins
 
 The raw numbers go to OUT/vs-gpu.json and the table to OUT/vs-gpu.txt
@@ -41,6 +42,7 @@ GB = 1e9
 
 # (key, label, kind): kind "peer" loads the checkpoint into the GPU,
 # "limit" bounds what a loader can reach, "link" copies host memory only
+# (measured warm); `--variant` adds "variant" rows, iolab with other flags
 # (measured warm).
 TOOLS = [
     ("iolab", "iolab cat --gpu 0", "peer"),
@@ -210,10 +212,13 @@ class Worker:
 
 
 class Command:
-    """A loader that is an iolab command, one process per load."""
+    """A loader that is an iolab command, one process per load: `iolab cat
+    --gpu` (with a variant's flags), or `iolab cat` to /dev/null (the
+    `cat` limit)."""
 
-    def __init__(self, key, iolab, device):
+    def __init__(self, key, iolab, device, flags=()):
         self.key, self.iolab, self.device, self.error = key, iolab, device, None
+        self.flags = list(flags)
         out = subprocess.run([iolab, "--version"], capture_output=True, text=True, check=False)
         self.version = out.stdout.strip()
 
@@ -222,8 +227,8 @@ class Command:
 
     def load(self, path, timeout):
         gpu = self.device.split(":")[-1]
-        gpu_json = self.key == "iolab"
-        args = [self.iolab, "cat", "--gpu", gpu, "--json", path] if gpu_json else [self.iolab, "cat", path]
+        gpu_json = self.key != "cat"
+        args = [self.iolab, "cat", "--gpu", gpu, "--json", *self.flags, path] if gpu_json else [self.iolab, "cat", path]
         t0 = time.perf_counter()
         try:
             out = subprocess.run(args, stdout=subprocess.PIPE if gpu_json else subprocess.DEVNULL,
@@ -234,7 +239,7 @@ class Command:
         if out.returncode != 0:
             err = (out.stderr or b"").decode(errors="replace").strip().splitlines()
             return {"error": (err[-1] if err else f"exit status {out.returncode}")[:300]}
-        if self.key != "iolab":
+        if not gpu_json:
             return {"seconds": wall, "bytes": os.path.getsize(path)}
         j = json.loads(out.stdout)
         return {"seconds": j["seconds"], "bytes": j["bytes"], "process_seconds": wall, "technique": j["stats"]["technique"]}
@@ -261,7 +266,7 @@ class Run:
 
     def measure(self, loader, kind, state, path):
         """One load, after setting and checking the page cache."""
-        if kind == "link" and state == "cold":
+        if kind in ("link", "variant") and state == "cold":
             return
         if kind != "link":
             r = evict(path) if state == "cold" else warm(path, self.args.iolab)
@@ -367,12 +372,12 @@ def table(run, meta):
         f"vs-gpu: {meta['checkpoint_bytes'] / (1 << 30):.2f} GiB checkpoint, {meta['tensors']} {meta['dtype']} tensors, "
         f"on {meta['gpu']}; kernel {meta['kernel']}; {meta['fs']} at {meta['dir']}",
         f"GB/s (10^9 bytes/s over each load), median [min-max] of {run.rounds} alternating rounds",
-        f"{'':38} {'cold':>22} {'warm':>22}",
+        f"{'':46} {'cold':>22} {'warm':>22}",
     ]
     for key, label, _ in run.tools:
         g = run.gbs[key]
         note = f"  ({run.notes[key]})" if key in run.notes and not any(x for x in g["warm"] + g["cold"]) else ""
-        out.append(f"{label:38} {cell(g['cold']):>22} {cell(g['warm']):>22}{note}")
+        out.append(f"{label:46} {cell(g['cold']):>22} {cell(g['warm']):>22}{note}")
     if run.cold_refused:
         out.append(f"cold: refused: {run.cold_refused} (no cold figure is given)")
     if "rounds" in run.notes:
@@ -407,16 +412,31 @@ def parse():
     a.add_argument("--dir", default=os.environ.get("VS_GPU_DIR", "target/vs-gpu"), help="where the checkpoint is written (a disk, not tmpfs)")
     a.add_argument("--out", default=os.environ.get("OUT"), help="folder for vs-gpu.json and vs-gpu.txt")
     a.add_argument("--only", help="comma-separated tool keys (default: all)")
+    a.add_argument("--variant", action="append", default=[], metavar="NAME=FLAGS",
+                   help="one more loader, `iolab cat --gpu` with FLAGS (e.g. t16=\"--threads 16\"), key iolab-NAME,"
+                        " measured warm (its row beside iolab's, in the same rounds)")
     a.add_argument("--dry", action="store_true", help="no GPU: host-memory stand-ins, to check this script")
     return a.parse_args()
 
 
+def variants(args):
+    """`--variant NAME=FLAGS` as (key, label, kind, flags)."""
+    out = []
+    for v in args.variant:
+        name, sep, flags = v.partition("=")
+        if not sep or not name or not flags.strip():
+            sys.exit(f"vs-gpu: --variant {v!r}: give NAME=FLAGS, e.g. t16=\"--threads 16\"")
+        out.append((f"iolab-{name}", f"iolab cat --gpu 0 {flags.strip()}", "variant", flags.split()))
+    return out
+
+
 def start(args, tools, warmup):
     """Every loader started at once (they import and warm up in parallel)."""
+    flags = {key: f for key, _, _, f in variants(args)}
     loaders = []
     for key, _, _ in tools:
-        if key in ("iolab", "cat"):
-            loaders.append(Command(key, args.iolab, args.device))
+        if key in ("iolab", "cat") or key in flags:
+            loaders.append(Command(key, args.iolab, args.device, flags.get(key, ())))
         else:
             loaders.append(Worker(key, "cpu" if args.dry else args.device, warmup))
     return loaders
@@ -468,6 +488,10 @@ def main():
     if args.only:
         keep = set(args.only.split(","))
         tools = [t for t in tools if t[0] in keep]
+    if not args.dry:
+        # Variants go right after iolab's own row.
+        at = next((i + 1 for i, t in enumerate(tools) if t[0] == "iolab"), 0)
+        tools = tools[:at] + [(k, label, kind) for k, label, kind, _ in variants(args)] + tools[at:]
     os.makedirs(args.dir, exist_ok=True)
     path = os.path.join(os.path.abspath(args.dir), "checkpoint.safetensors")
     warmup = os.path.join(os.path.abspath(args.dir), "warmup.safetensors")

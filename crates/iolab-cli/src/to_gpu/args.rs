@@ -54,6 +54,10 @@ pub struct GpuCatArgs {
     /// With --gpu: reading threads (default: the profile's).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=256), requires = "gpu")]
     pub threads: Option<u32>,
+    /// With --gpu: staging buffers per reading thread of a cached file
+    /// (default: the profile's); fewer keep less memory in flight.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64), requires = "gpu")]
+    pub slots: Option<u32>,
     /// With --gpu: stage through pageable memory instead of page-locked
     /// (slower; for comparison).
     #[arg(long, requires = "gpu")]

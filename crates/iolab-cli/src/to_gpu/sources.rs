@@ -74,6 +74,9 @@ pub(super) fn options(g: &GpuCatArgs, f: &CatFlags<'_>) -> Result<GpuOptions> {
     if let Some(t) = g.threads {
         o.threads = t as usize;
     }
+    if let Some(n) = g.slots {
+        o.slots = n as usize;
+    }
     o.pinned = !g.pageable;
     match f.direct {
         "on" => {
