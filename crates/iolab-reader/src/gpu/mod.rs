@@ -65,7 +65,7 @@ pub use each_read::{CopyEach, OpCopy};
 pub use error::GpuError;
 pub use fill::fill_host;
 pub use host::{HostLane, HostQueue, HostTarget};
-pub use options::{GpuOptions, MAX_THREADS};
+pub use options::{GpuOptions, MAX_THREADS, PIECE};
 pub use pipeline::transfer;
 pub use ranges::{Range, Source};
 pub use stats::Stats;

@@ -6,10 +6,17 @@ use crate::profile::Profile;
 
 /// The most threads the defaults start. Copying a cached file into a GPU
 /// is bound by memory bandwidth and the link, not by cores: on a 16-core
-/// H100 machine (4 MiB pieces, 3 per thread) 8 and 12 threads moved
-/// 45.7 GB/s and 16 threads 41.4, whose 192 MiB of staging is twice 8
-/// threads' 96 MiB to lock and to pass through the caches.
-pub const MAX_THREADS: usize = 8;
+/// H100 machine, with 2 MiB pieces, 8, 12 and 16 threads moved 45.1, 45.5
+/// and 44.2 GB/s (medians of 5 rounds, 6 GiB; `docs/results/gpu/`).
+pub const MAX_THREADS: usize = 12;
+
+/// The piece size without the profile's GPU measurements: a thread's
+/// staging (3 pieces) stays small enough to pass through the CPU's caches
+/// between the read and the copy. On that H100 machine a cached 6 GiB
+/// checkpoint went to the GPU at 44–46 GB/s in 2 MiB pieces in three runs
+/// (8 or 12 threads), and at 38–46 in 4 MiB pieces, a page-locked copy
+/// of 2 MiB losing only 4 % to one of 4 MiB (51 against 53 GB/s).
+pub const PIECE: usize = 2 << 20;
 
 /// Settings of one transfer. Start from [`GpuOptions::from_profile`] (or
 /// `default()`, the built-in profile's) and change what differs.
@@ -39,20 +46,13 @@ pub struct GpuOptions {
 
 impl GpuOptions {
     /// The profile's settings: its GPU measurements when it has them, else
-    /// its whole-file piece size and depth, and one thread per CPU (up to
-    /// [`MAX_THREADS`]).
+    /// [`PIECE`]-sized pieces, its whole-file depth, and one thread per CPU
+    /// (up to [`MAX_THREADS`]).
     pub fn from_profile(p: &Profile) -> GpuOptions {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (chunk, depth, threads, slots, pinned) = match p.gpu {
             Some(g) => (g.chunk, g.depth, g.threads, g.slots, g.pinned),
-            None => (
-                // Copies to a GPU pay a fixed cost each: at least 4 MiB.
-                p.whole.block.max(4 << 20),
-                p.whole.depth,
-                cpus.min(MAX_THREADS),
-                3,
-                true,
-            ),
+            None => (PIECE, p.whole.depth, cpus.min(MAX_THREADS), 3, true),
         };
         GpuOptions {
             technique: None,
@@ -110,12 +110,12 @@ mod tests {
     }
 
     #[test]
-    fn without_them_the_whole_file_settings_and_the_cpus_decide() {
+    fn without_them_the_built_in_piece_the_whole_file_depth_and_the_cpus_decide() {
         let mut p = Profile::thesis_defaults();
         p.whole.block = 1 << 20;
         p.whole.depth = 5;
         let o = GpuOptions::from_profile(&p);
-        assert_eq!((o.chunk, o.depth, o.slots), (4 << 20, 5, 3));
+        assert_eq!((o.chunk, o.depth, o.slots), (PIECE, 5, 3));
         assert!(o.pinned && o.direct && o.technique.is_none());
         assert!((1..=MAX_THREADS).contains(&o.threads));
         // Zeros and odd sizes from a hand-edited profile stay usable.

@@ -48,10 +48,10 @@ pub struct GpuTune {
 pub fn grid(quick: bool, cpus: usize) -> (Vec<usize>, Vec<u32>, Vec<usize>) {
     const MIB: usize = 1 << 20;
     let (chunks, depths, threads) = if quick {
-        (vec![4 * MIB, 16 * MIB], vec![2, 8], vec![2, 8, 16])
+        (vec![2 * MIB, 4 * MIB, 16 * MIB], vec![2, 8], vec![2, 8, 16])
     } else {
         (
-            vec![4 * MIB, 16 * MIB, 32 * MIB],
+            vec![2 * MIB, 4 * MIB, 16 * MIB, 32 * MIB],
             vec![2, 4, 8],
             vec![2, 4, 8, 16],
         )
@@ -341,12 +341,11 @@ mod tests {
     #[test]
     fn the_grid_never_asks_for_more_threads_than_cpus() {
         let (chunks, depths, threads) = grid(false, 6);
-        assert_eq!(chunks.len(), 3);
+        assert_eq!(chunks.len(), 4);
         assert_eq!(depths, [2, 4, 8]);
         assert_eq!(threads, [2, 4, 6]);
         assert_eq!(grid(true, 1).2, [1]);
-        // The quick grid reaches as many threads as a 16-CPU machine has:
-        // copies out of the page cache into a GPU scale that far.
+        // The quick grid reaches as many threads as a 16-CPU machine has.
         assert_eq!(grid(true, 16).2, [2, 8, 16]);
     }
 }

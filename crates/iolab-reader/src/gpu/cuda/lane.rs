@@ -94,8 +94,9 @@ impl PinnedBuf {
     }
 }
 
-/// The most page-locked staging memory kept between transfers: the
-/// built-in settings' 8 threads × 3 buffers × 4 MiB (96 MiB) twice over.
+/// The most page-locked staging memory kept between transfers: room for
+/// the built-in settings' 12 threads × 3 buffers × 2 MiB (72 MiB) with a
+/// cold file's ring beside them, or for 16 threads of 4 MiB pieces.
 pub const STAGING_KEEP: usize = 192 << 20;
 
 /// Page-locked staging memory of finished lanes, by GPU number and size.
