@@ -326,6 +326,8 @@ def ratio(run, state, a, b):
     """Median over rounds of a's rate over b's (b a key or a list of keys,
     whose least rate that round counts), or None."""
     bs = b if isinstance(b, list) else [b]
+    if a not in run.gbs or any(k not in run.gbs for k in bs):
+        return None
     per = []
     for i, x in enumerate(run.gbs[a][state]):
         ys = []
