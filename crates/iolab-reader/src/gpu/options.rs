@@ -12,10 +12,10 @@ pub const MAX_THREADS: usize = 12;
 
 /// The piece size without the profile's GPU measurements: a thread's
 /// staging (3 pieces) stays small enough to pass through the CPU's caches
-/// between the read and the copy. On that H100 machine a cached 6 GiB
-/// checkpoint went to the GPU at 44–46 GB/s in 2 MiB pieces in three runs
-/// (8 or 12 threads), and at 38–46 in 4 MiB pieces, a page-locked copy
-/// of 2 MiB losing only 4 % to one of 4 MiB (51 against 53 GB/s).
+/// between the read and the copy. On that H100 machine, over three runs
+/// with 8 or 12 threads, a cached checkpoint went to the GPU at 43.7–45.5
+/// GB/s in 2 MiB pieces and at 37.8–45.7 in 4 MiB pieces; a page-locked
+/// copy of 2 MiB loses only 4 % to one of 4 MiB (51 against 53 GB/s).
 pub const PIECE: usize = 2 << 20;
 
 /// Settings of one transfer. Start from [`GpuOptions::from_profile`] (or
