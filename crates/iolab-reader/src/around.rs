@@ -7,7 +7,6 @@
 
 use super::counter::add;
 use super::policy::{self, AROUND_REGION};
-use super::profile::Profile;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::OnceLock;
 
@@ -94,17 +93,21 @@ impl Around {
 
     /// The byte range `[start, end)` of the region of `off` when its
     /// misses have paid for reading it whole; it then counts as read.
-    pub(crate) fn due(&self, off: u64, p: &Profile) -> Option<(u64, u64)> {
+    /// `seq_mib_s`: the profile's cold sequential speed
+    /// ([`policy::cold_seq_mib_s`], looked up once per file).
+    pub(crate) fn due(&self, off: u64, seq_mib_s: f64) -> Option<(u64, u64)> {
         let c = self.counter(self.counts.get()?, off);
         let k = c.load(Relaxed);
-        if k == READ {
+        // No miss here yet (what every read of a cached file finds): never
+        // due, as `around_after` asks for at least one.
+        if k == 0 || k == READ {
             return None;
         }
         let miss = self.miss.get()?;
         let region = self
             .region
             .get()
-            .unwrap_or_else(|| policy::region_prior(miss, p));
+            .unwrap_or_else(|| policy::region_prior(miss, seq_mib_s));
         if u32::from(k) < policy::around_after(miss, region) {
             return None;
         }
@@ -140,6 +143,7 @@ impl Around {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::Profile;
 
     #[test]
     fn a_region_is_due_once_its_misses_cost_what_reading_it_does() {
@@ -148,16 +152,27 @@ mod tests {
         let p = Profile::builtin().with_seq_cold_cached(1024.0);
         let a = Around::new(8 * AROUND_REGION);
         let at = 3 * AROUND_REGION + 4096;
-        assert_eq!(a.due(at, &p), None, "nothing missed yet");
+        assert_eq!(
+            a.due(at, policy::cold_seq_mib_s(&p)),
+            None,
+            "nothing missed yet"
+        );
         for i in 0..10 {
-            assert_eq!(a.due(at, &p), None, "after {i} misses");
+            assert_eq!(
+                a.due(at, policy::cold_seq_mib_s(&p)),
+                None,
+                "after {i} misses"
+            );
             a.miss(at + i * 8192, 100_000);
         }
-        assert_eq!(a.due(at, &p), Some((3 * AROUND_REGION, 4 * AROUND_REGION)));
+        assert_eq!(
+            a.due(at, policy::cold_seq_mib_s(&p)),
+            Some((3 * AROUND_REGION, 4 * AROUND_REGION))
+        );
         // Once read, never again; other regions keep their own count.
         a.miss(at, 100_000);
-        assert_eq!(a.due(at, &p), None);
-        assert_eq!(a.due(0, &p), None);
+        assert_eq!(a.due(at, policy::cold_seq_mib_s(&p)), None);
+        assert_eq!(a.due(0, policy::cold_seq_mib_s(&p)), None);
         assert_eq!(a.read(), 1);
     }
 
@@ -168,15 +183,19 @@ mod tests {
         for _ in 0..10 {
             a.miss(0, 100_000);
         }
-        assert!(a.due(0, &p).is_some());
+        assert!(a.due(0, policy::cold_seq_mib_s(&p)).is_some());
         // It cost 3 ms, not the 1.1 ms guessed: the next region is due
         // after 29 misses.
         a.bought(3_000_000);
         for i in 0..29 {
-            assert_eq!(a.due(AROUND_REGION, &p), None, "after {i} misses");
+            assert_eq!(
+                a.due(AROUND_REGION, policy::cold_seq_mib_s(&p)),
+                None,
+                "after {i} misses"
+            );
             a.miss(AROUND_REGION, 100_000);
         }
-        assert!(a.due(AROUND_REGION, &p).is_some());
+        assert!(a.due(AROUND_REGION, policy::cold_seq_mib_s(&p)).is_some());
         // A region found cached says nothing of what one costs.
         a.bought(1_000);
         assert_eq!(a.region.get(), Some(3_000_000.0));
@@ -193,7 +212,7 @@ mod tests {
             a.counts.get().is_none(),
             "no counters for a file that never missed"
         );
-        assert_eq!(a.due(0, &p), None);
+        assert_eq!(a.due(0, policy::cold_seq_mib_s(&p)), None);
     }
 
     #[test]
@@ -213,7 +232,10 @@ mod tests {
         }
         assert_eq!(a.counts.get().map(|c| c.len() as u64), Some(MAX_COUNTERS));
         // The region's own range, not its counter's.
-        assert_eq!(a.due(far, &p), Some((far, far + AROUND_REGION)));
+        assert_eq!(
+            a.due(far, policy::cold_seq_mib_s(&p)),
+            Some((far, far + AROUND_REGION))
+        );
     }
 
     #[test]
@@ -224,7 +246,7 @@ mod tests {
             a.miss(AROUND_REGION + 5, 10_000_000);
         }
         assert_eq!(
-            a.due(AROUND_REGION + 5, &p),
+            a.due(AROUND_REGION + 5, policy::cold_seq_mib_s(&p)),
             Some((AROUND_REGION, 2 * AROUND_REGION))
         );
     }

@@ -708,7 +708,7 @@ impl Adaptive {
     /// which then waits for the region: that wait is what the region
     /// cost. Whether it did.
     fn read_around(&self, off: u64) -> bool {
-        let Some((start, end)) = self.st.around.due(off, &self.profile) else {
+        let Some((start, end)) = self.st.around.due(off, self.seq_mib_s()) else {
             return false;
         };
         let end = end.min(self.src.len());

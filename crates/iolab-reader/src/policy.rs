@@ -609,10 +609,10 @@ pub fn around_after(miss_ns: f64, region_ns: f64) -> u32 {
 /// costs more than its share of a stream (on the train half's look-ups
 /// its reader waited some 16 misses' time for it, against 7 by this
 /// guess), so the first region is bought early and what it cost sets
-/// when the next ones are.
-pub fn region_prior(miss_ns: f64, p: &Profile) -> f64 {
-    let mib_s = cold_seq_mib_s(p);
-    miss_ns + AROUND_REGION as f64 / (mib_s * (1u64 << 20) as f64) * 1e9
+/// when the next ones are. `seq_mib_s`: [`cold_seq_mib_s`] of the
+/// profile, looked up once per file (it scans the measurements).
+pub fn region_prior(miss_ns: f64, seq_mib_s: f64) -> f64 {
+    miss_ns + AROUND_REGION as f64 / (seq_mib_s * (1u64 << 20) as f64) * 1e9
 }
 
 /// Whether to ask the kernel, once per file, to read the whole file ahead

@@ -202,7 +202,7 @@ fn auto_advice(f: &FileStats, h: &Hints, req: usize, available: u64) -> Advice {
     // Dense when each region its random reads touch would miss often
     // enough to be read whole.
     let miss = cold_read_ns(&p, req);
-    let due = policy::around_after(miss, policy::region_prior(miss, &p));
+    let due = policy::around_after(miss, policy::region_prior(miss, policy::cold_seq_mib_s(&p)));
     let dense = random_reads / regions_read.max(1) as f64 >= f64::from(due);
     let s = Situation {
         len: req,
