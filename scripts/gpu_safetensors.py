@@ -125,6 +125,18 @@ def compare(label, path):
         gc.collect()
 
 
+def timed(call):
+    """Seconds one call takes, the GPU synchronised after it; what it
+    returned is dropped before the next."""
+    t0 = time.perf_counter()
+    out = call()
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    del out
+    gc.collect()
+    return dt
+
+
 def timing(path, rounds=3):
     size = os.path.getsize(path)
     calls = {"iolab.safetensors.load": lambda: st.load(path, framework="torch", device=DEVICE),
@@ -135,12 +147,7 @@ def timing(path, rounds=3):
             for n in list(calls)[k % 2:] + list(calls)[:k % 2]:
                 if cache == "cold":
                     evict(path)
-                t0 = time.perf_counter()
-                out = calls[n]()
-                torch.cuda.synchronize()
-                times[n].append(time.perf_counter() - t0)
-                del out
-                gc.collect()
+                times[n].append(timed(calls[n]))
         for n, ts in times.items():
             print(f"     {cache} {n:30s} {statistics.median(ts):7.3f} s  {size / statistics.median(ts) / 1e9:6.2f} GB/s", flush=True)
 
@@ -193,12 +200,7 @@ def kept_staging_against_fresh(path, pairs=7):
             if how == "fresh":
                 st.free_staging()
             torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            out = st.load(path, framework="torch", device=DEVICE)
-            torch.cuda.synchronize()
-            times[how].append(time.perf_counter() - t0)
-            del out
-            gc.collect()
+            times[how].append(timed(lambda: st.load(path, framework="torch", device=DEVICE)))
     for how, ts in times.items():
         print(f"     warm, staging {how:5s} {size / statistics.median(ts) / 1e9:6.2f} GB/s (median of {pairs})", flush=True)
 
