@@ -46,6 +46,9 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     path = os.path.join(a.dir, "sweep.safetensors")
+    if os.path.exists(path):
+        print(f"gpu_sweep: {path} exists: give a --dir without it (the sweep writes and removes that file)", file=sys.stderr)
+        sys.exit(2)
     vs_gpu.make_checkpoint(path, a.size, 64)
     if vs_gpu.warm(path, a.iolab) < 0.98:
         sys.exit("gpu_sweep: the checkpoint could not be held in the page cache")
@@ -63,15 +66,11 @@ def main():
             st = j["stats"]
             parts[s].append([st[f] / 1e6 / st["threads"] for f in ("setup_ns", "read_ns", "copy_ns", "wait_ns")])
     os.remove(path)
-    try:
-        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, check=False).stdout.strip().splitlines()
-    except OSError:
-        gpu = []
+    gpu = vs_gpu.sh(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"])
     lines = [
         "command: python3 scripts/gpu_sweep.py " + " ".join(sys.argv[1:]),
         f"date: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}; commit: {os.environ.get('IOLAB_COMMIT', 'unknown')}",
-        f"machine: kernel {platform.release()}; {os.cpu_count()} CPUs; {gpu[0] if gpu else 'no nvidia-smi'}",
+        f"machine: kernel {platform.release()}; {os.cpu_count()} CPUs; {gpu or 'no nvidia-smi'}",
         f"{a.size / 2**30:.2f} GiB checkpoint in the page cache, `iolab cat --gpu 0` (pieces staged 3 per thread,"
         " page-locked); GB/s, median [min-max] of the rounds; per-thread ms, medians",
         "",

@@ -427,7 +427,8 @@ def variants(args):
     for v in args.variant:
         name, sep, flags = v.partition("=")
         if not sep or not name or not flags.strip():
-            sys.exit(f"vs-gpu: --variant {v!r}: give NAME=FLAGS, e.g. t16=\"--threads 16\"")
+            print(f"vs-gpu: --variant {v!r}: give NAME=FLAGS, e.g. t16=\"--threads 16\"", file=sys.stderr)
+            sys.exit(2)
         out.append((f"iolab-{name}", f"iolab cat --gpu 0 {flags.strip()}", "variant", flags.split()))
     return out
 
