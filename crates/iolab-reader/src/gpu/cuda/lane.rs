@@ -117,18 +117,18 @@ pub fn staging_kept() -> usize {
 
 /// A lane's staging memory: taken from the pool when page-locked memory
 /// of its size on its GPU is kept there, and given back to it on drop
-/// (after the lane's stream, dropped first, was synchronised).
-struct Lent(Option<Staging>);
+/// (after the lane's stream, dropped first, was synchronised); kept by
+/// the length asked for.
+struct Lent(Option<Staging>, usize);
 
 impl Lent {
     fn new(device: &Arc<Device>, len: usize, pin: bool) -> Result<Lent, GpuError> {
-        let len = len.max(1).div_ceil(HUGE) * HUGE;
         if pin {
             if let Some(s) = KEPT.take(&(device.ordinal(), len)) {
-                return Ok(Lent(Some(s)));
+                return Ok(Lent(Some(s), len));
             }
         }
-        Staging::new(device, len, pin).map(|s| Lent(Some(s)))
+        Staging::new(device, len, pin).map(|s| Lent(Some(s), len))
     }
 
     fn get(&self) -> &Staging {
@@ -149,14 +149,11 @@ impl Drop for Lent {
         if let Some(s) = self.0.take() {
             if s.registered {
                 // Handed back (and dropped here) when the pool is full.
-                drop(KEPT.put((s.device.ordinal(), s.map.len()), s.map.len(), s));
+                drop(KEPT.put((s.device.ordinal(), self.1), s.map.len(), s));
             }
         }
     }
 }
-
-/// The size staging memory is rounded up to (one transparent huge page).
-const HUGE: usize = 2 << 20;
 
 /// Host memory in huge pages, page-locked for DMA when the driver allows
 /// it (unregistered before it is unmapped).
