@@ -3,15 +3,20 @@
 //! and what a whole region cost the reads that waited for them, and which
 //! region is due to be read whole ([`policy::around_after`]). The counters
 //! exist only once a file has missed: most files a program opens never
-//! do, or are read in order.
+//! do, or are read in order. Misses that walk forward through the file
+//! (each past the last) buy only the part of a region ahead of them, and
+//! only when the walk's step says it pays ([`policy::walk_pays`]).
 
 use super::counter::add;
 use super::policy::{self, AROUND_REGION};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::OnceLock;
 
 /// A region's counter once it has been read whole.
 const READ: u8 = u8::MAX;
+
+/// [`Around::first_off`] before any miss.
+const NO_MISS: u64 = u64::MAX;
 
 /// Counters kept at most (1 MiB of them, for a file of 1 TiB): the regions
 /// of a larger file share them, region modulo this, so a region may be
@@ -48,6 +53,12 @@ pub(crate) struct Around {
     /// Regions that missed at least once, and regions read whole.
     missed: AtomicU64,
     bought: AtomicU64,
+    /// The offsets of the first and the last miss, and whether every miss
+    /// so far lay past the one before it: a walk forward through the file,
+    /// which reads nothing behind it again.
+    first_off: AtomicU64,
+    last_off: AtomicU64,
+    forward: AtomicBool,
 }
 
 impl Around {
@@ -60,6 +71,9 @@ impl Around {
             region: Mean::default(),
             missed: AtomicU64::new(0),
             bought: AtomicU64::new(0),
+            first_off: AtomicU64::new(NO_MISS),
+            last_off: AtomicU64::new(0),
+            forward: AtomicBool::new(true),
         }
     }
 
@@ -76,6 +90,12 @@ impl Around {
             return;
         }
         self.miss.add(wait_ns);
+        if self.first_off.load(Relaxed) == NO_MISS {
+            self.first_off.store(off, Relaxed);
+        } else if off <= self.last_off.load(Relaxed) {
+            self.forward.store(false, Relaxed);
+        }
+        self.last_off.store(off, Relaxed);
         let counts = self.counts.get_or_init(|| {
             (0..self.regions.min(MAX_COUNTERS))
                 .map(|_| AtomicU8::new(0))
@@ -93,6 +113,9 @@ impl Around {
 
     /// The byte range `[start, end)` of the region of `off` when its
     /// misses have paid for reading it whole; it then counts as read.
+    /// While the misses walk forward, the range starts at the page of
+    /// `off` (nothing behind is read again) and is due only when the
+    /// misses the walk's mean step puts in it pay ([`policy::walk_pays`]).
     /// `seq_mib_s`: the profile's cold sequential speed
     /// ([`policy::cold_seq_mib_s`], looked up once per file).
     pub(crate) fn due(&self, off: u64, seq_mib_s: f64) -> Option<(u64, u64)> {
@@ -108,20 +131,44 @@ impl Around {
             .region
             .get()
             .unwrap_or_else(|| policy::region_prior(miss, seq_mib_s));
-        if u32::from(k) < policy::around_after(miss, region) {
+        let after = policy::around_after(miss, region);
+        if u32::from(k) < after {
             return None;
+        }
+        let mut start = (off / AROUND_REGION) * AROUND_REGION;
+        let end = start + AROUND_REGION;
+        if self.forward.load(Relaxed) {
+            let from = off & !4095;
+            if !policy::walk_pays(end - from, self.step()?, after) {
+                return None;
+            }
+            start = from;
         }
         c.store(READ, Relaxed);
         add(&self.bought, 1);
-        let start = (off / AROUND_REGION) * AROUND_REGION;
-        Some((start, start + AROUND_REGION))
+        Some((start, end))
+    }
+
+    /// The mean step between the misses of a walk forward, bytes (None
+    /// before two misses).
+    fn step(&self) -> Option<u64> {
+        let n = self.miss.n.load(Relaxed);
+        let first = self.first_off.load(Relaxed);
+        (n >= 2 && first != NO_MISS)
+            .then(|| self.last_off.load(Relaxed).saturating_sub(first) / (n - 1))
+    }
+
+    /// Whether the misses so far walk forward (each past the last).
+    fn walking(&self) -> bool {
+        self.forward.load(Relaxed)
     }
 
     /// What the read that waited for a region just bought waited beyond
     /// moving its own bytes: the region's cost, when it was one (a region
-    /// found cached costs nothing and says nothing).
+    /// found cached costs nothing and says nothing, and the part of one
+    /// ahead of a walk is not a whole region's cost).
     pub(crate) fn bought(&self, wait_ns: u64) {
-        if wait_ns >= policy::MISS_NS {
+        if wait_ns >= policy::MISS_NS && !self.walking() {
             self.region.add(wait_ns);
         }
     }
@@ -157,13 +204,14 @@ mod tests {
             None,
             "nothing missed yet"
         );
+        // Misses at random places of the region (not a walk forward).
         for i in 0..10 {
             assert_eq!(
                 a.due(at, policy::cold_seq_mib_s(&p)),
                 None,
                 "after {i} misses"
             );
-            a.miss(at + i * 8192, 100_000);
+            a.miss(at + (i * 7 % 10) * 8192, 100_000);
         }
         assert_eq!(
             a.due(at, policy::cold_seq_mib_s(&p)),
@@ -174,6 +222,40 @@ mod tests {
         assert_eq!(a.due(at, policy::cold_seq_mib_s(&p)), None);
         assert_eq!(a.due(0, policy::cold_seq_mib_s(&p)), None);
         assert_eq!(a.read(), 1);
+    }
+
+    #[test]
+    fn a_walk_forward_reads_only_the_part_ahead_and_only_where_its_step_pays() {
+        // 1024 MiB/s and misses of 100 µs: a region pays after 10 misses.
+        let p = Profile::builtin().with_seq_cold_cached(1024.0);
+        let mib_s = policy::cold_seq_mib_s(&p);
+        // Steps of 8 KiB from the start of region 2: the rest of the
+        // region holds some 117 more misses; only it is read.
+        let a = Around::new(8 * AROUND_REGION);
+        let base = 2 * AROUND_REGION;
+        for i in 0..10 {
+            a.miss(base + i * 8192, 100_000);
+        }
+        let at = base + 10 * 8192 + 100;
+        assert_eq!(
+            a.due(at, mib_s),
+            Some((base + 10 * 8192, 3 * AROUND_REGION))
+        );
+        // What that part cost is not what a region costs.
+        a.bought(3_000_000);
+        assert_eq!(a.region.get(), None);
+        // Steps of 100 KiB (an index rebuild reading record headers): when
+        // the region is due by its count, the next read lies 1000 KiB into
+        // it, and the 24 KiB left hold no other; nothing is read ahead.
+        let a = Around::new(8 * AROUND_REGION);
+        for i in 0..10 {
+            a.miss(base + i * (100 << 10), 100_000);
+        }
+        assert_eq!(a.due(base + 10 * (100 << 10), mib_s), None);
+        // A miss behind the last ends the walk: the region, read 11 times,
+        // is read whole.
+        a.miss(base + 4096, 100_000);
+        assert_eq!(a.due(base + 4096, mib_s), Some((base, 3 * AROUND_REGION)));
     }
 
     #[test]

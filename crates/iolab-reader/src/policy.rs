@@ -603,6 +603,19 @@ pub fn around_after(miss_ns: f64, region_ns: f64) -> u32 {
     (k.ceil().max(0.0) as u32).clamp(1, 63)
 }
 
+/// Whether the part of a region ahead of a walk forward through a file
+/// (each miss past the last, as an index rebuild reads each record's
+/// header and seeks past its body) is worth reading in one request: the
+/// walk reads nothing behind it again, so of a region due only the
+/// `ahead` bytes from the miss on are read, and only when the misses the
+/// walk's mean `step` puts there are at least the `after` misses that
+/// pay for a region ([`around_after`]). Walking three 48 MiB shards in
+/// steps of 24 to 320 KiB, whole regions bought behind the walk served
+/// a miss or two each.
+pub fn walk_pays(ahead: u64, step: u64, after: u32) -> bool {
+    ahead / step.max(1) >= u64::from(after)
+}
+
 /// What reading a region is assumed to cost before one was read, ns: a
 /// miss's wait plus the region's bytes at the profile's cold sequential
 /// speed (or [`ASSUMED_SEQ_MIB_S`]). A lone 1 MiB read at a random place
