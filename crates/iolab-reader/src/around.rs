@@ -46,6 +46,8 @@ impl Mean {
 /// two threads missing at once may count one miss (a region read a miss
 /// later).
 pub(crate) struct Around {
+    /// The file's length, bytes, and its regions.
+    len: u64,
     regions: u64,
     counts: OnceLock<Box<[AtomicU8]>>,
     miss: Mean,
@@ -65,6 +67,7 @@ impl Around {
     /// For a file of `len` bytes.
     pub(crate) fn new(len: u64) -> Around {
         Around {
+            len,
             regions: len.div_ceil(AROUND_REGION).max(1),
             counts: OnceLock::new(),
             miss: Mean::default(),
@@ -139,7 +142,9 @@ impl Around {
         let end = start + AROUND_REGION;
         if self.forward.load(Relaxed) {
             let from = off & !4095;
-            if !policy::walk_pays(end - from, self.step()?, after) {
+            // The last region's part ahead ends with the file.
+            let ahead = end.min(self.len).saturating_sub(from);
+            if !policy::walk_pays(ahead, self.step()?, after) {
                 return None;
             }
             start = from;
@@ -256,6 +261,14 @@ mod tests {
         // is read whole.
         a.miss(base + 4096, 100_000);
         assert_eq!(a.due(base + 4096, mib_s), Some((base, 3 * AROUND_REGION)));
+        // In the last region, what lies ahead ends with the file: steps of
+        // 8 KiB with 64 KiB left hold 8 misses, fewer than pay.
+        let len = 2 * AROUND_REGION + (144 << 10);
+        let a = Around::new(len);
+        for i in 0..10 {
+            a.miss(base + i * 8192, 100_000);
+        }
+        assert_eq!(a.due(base + (80 << 10), mib_s), None);
     }
 
     #[test]
