@@ -36,16 +36,21 @@ pub fn is_display(e: &clap::Error) -> bool {
     )
 }
 
-/// Clap's first line (it names the flag and the problem).
+/// Clap's first line (it names the flag and the problem), with the values
+/// the flag takes where clap lists them on a line of their own.
 fn one_line(e: &clap::Error) -> String {
     let text = e.render().to_string();
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let first = lines.next().unwrap_or("error: bad arguments").to_string();
+    let rest: Vec<&str> = lines.map(str::trim).collect();
     // "the following required arguments were not provided:" names them on
     // the next lines: bring the first of them up.
-    match lines.next() {
-        Some(next) if first.ends_with(':') => format!("{first} {}", next.trim()),
-        _ => first,
+    if let Some(next) = rest.first().filter(|_| first.ends_with(':')) {
+        return format!("{first} {next}");
+    }
+    match rest.iter().find(|l| l.starts_with("[possible values:")) {
+        Some(values) => format!("{first} {values}"),
+        None => first,
     }
 }
 
