@@ -179,6 +179,38 @@ fn replay_reads_exactly_the_traced_bytes_and_stays_in_dir() {
 }
 
 #[test]
+fn a_rerun_replay_starts_with_what_the_trace_read_cached_and_not_the_rest() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::create_dir(d.path().join("r")).unwrap();
+    // Two pages of an 8 MiB file (the replay makes it that long).
+    std::fs::write(
+        d.path().join("t.csv"),
+        "file,offset,len\n/db,0,4096\n/db,8384512,4096\n/db,24,16\n",
+    )
+    .unwrap();
+    let o = iolab(
+        &words("replay t.csv --dir r --reader pread,auto --repeat 2 --cache rerun --json"),
+        d.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["cache"], "rerun", "{v}");
+    for r in v["results"].as_array().unwrap() {
+        for run in r["runs"].as_array().unwrap() {
+            let f = run["resident_before"].as_f64().unwrap();
+            // The read pages (and what the kernel read around them), not
+            // the whole file.
+            assert!(f > 0.0 && f < 0.5, "{run}");
+        }
+    }
+    assert_refused(
+        &["replay", "t.csv", "--dir", "r", "--cache", "lukewarm"],
+        d.path(),
+        "rerun",
+    );
+}
+
+#[test]
 fn in_place_reads_the_original_files_read_only() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("data"), vec![1u8; 20000]).unwrap();

@@ -5,7 +5,7 @@
 //! asked state before each replay. The winner is the reader with the
 //! shortest median time; every reader's time is also given relative to it.
 
-use super::replay::{run, Plan, ReplayReader, Timing};
+use super::replay::{run, Plan, PreadReader, ReplayReader, Timing};
 use super::TraceError;
 use iolab::pattern::Pattern;
 use iolab_bench::metrics::{new_histogram, LatencySummary};
@@ -22,6 +22,37 @@ pub enum Cache {
     Cold,
     /// The trace's files read once before each replay.
     Warm,
+    /// The trace's files evicted, then the trace replayed once with
+    /// `pread` (not timed) before each replay: what a program run a second
+    /// time finds in memory, the pages its own reads brought in and not the
+    /// rest of its files (a database's look-ups, whose pages are cached
+    /// while most of the database is not).
+    Rerun,
+}
+
+impl Cache {
+    /// Its name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cache::Cold => "cold",
+            Cache::Warm => "warm",
+            Cache::Rerun => "rerun",
+        }
+    }
+}
+
+impl std::str::FromStr for Cache {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "cold" => Ok(Cache::Cold),
+            "warm" => Ok(Cache::Warm),
+            "rerun" => Ok(Cache::Rerun),
+            _ => Err(format!(
+                "unknown cache state '{s}': use cold, warm or rerun"
+            )),
+        }
+    }
 }
 
 /// How a session runs.
@@ -126,6 +157,8 @@ fn set_cache(
         match cache {
             Cache::Cold => iolab::cache::evict(p).map_err(e)?,
             Cache::Warm => iolab::cache::warm(p, len).map_err(e)?,
+            // As the replay before left it.
+            Cache::Rerun => {}
         }
         if len > 0 {
             let x = iolab::cache::residency(p, len).map_err(e)?;
@@ -154,6 +187,14 @@ fn one_replay(
     devices: &[iolab::file::BlockDevice],
 ) -> Result<Option<OneReplay>, TraceError> {
     let want = plan.bytes();
+    if opts.cache == Cache::Rerun {
+        // The program's first run, from a cold cache, untimed.
+        set_cache(paths, sizes, Cache::Cold, devices)?;
+        let first = run(plan, paths, &PreadReader, Timing::Asap, None, stop)?;
+        if first.interrupted {
+            return Ok(None);
+        }
+    }
     let resident_before = set_cache(paths, sizes, opts.cache, devices)?;
     // Only this replay's switches are counted.
     iolab_reader::guard::take_switches();

@@ -33,8 +33,10 @@ pub struct ReplayArgs {
     /// adaptive reader), pread (a plain pread loop).
     #[arg(long, default_value = "all", value_name = "LIST")]
     pub reader: String,
-    /// Page-cache state before each replay.
-    #[arg(long, default_value = "cold", value_parser = ["cold", "warm"])]
+    /// Page-cache state before each replay: cold (the files evicted), warm
+    /// (the files read whole) or rerun (evicted, then the trace replayed
+    /// once untimed: what a program run a second time finds cached).
+    #[arg(long, default_value = "cold", value_parser = ["cold", "warm", "rerun"])]
     pub cache: String,
     /// Issue reads as soon as possible, or at their recorded times.
     #[arg(long, default_value = "asap", value_parser = ["asap", "recorded", "original"])]
@@ -152,11 +154,7 @@ fn table(d: &Doc) -> String {
         iolab_bench::prepare::human(d.bytes),
         plural(d.files as u64, "file"),
         plural(d.threads as u64, "thread"),
-        if d.cache == Cache::Cold {
-            "cold"
-        } else {
-            "warm"
-        },
+        d.cache.name(),
         d.timing,
         plural(d.repeat, "round")
     );
@@ -264,12 +262,7 @@ impl Exportable for ReplayRow<'_> {
             r.latency.max_ns.to_string(),
             format!("{:.1}", r.cpu_percent),
             r.runs.len().to_string(),
-            if d.cache == Cache::Cold {
-                "cold"
-            } else {
-                "warm"
-            }
-            .into(),
+            d.cache.name().into(),
             d.timing.to_string(),
             d.trace.clone(),
         ]]
@@ -379,11 +372,8 @@ fn load_checked(a: &ReplayArgs) -> Result<(tr::Trace, Threads)> {
 fn session_opts(a: &ReplayArgs) -> SessionOpts {
     SessionOpts {
         repeat: a.repeat as usize,
-        cache: if a.cache == "warm" {
-            Cache::Warm
-        } else {
-            Cache::Cold
-        },
+        // The parser admits only the names `Cache` knows.
+        cache: a.cache.parse().unwrap_or(Cache::Cold),
         timing: if a.timing == "asap" {
             Timing::Asap
         } else {

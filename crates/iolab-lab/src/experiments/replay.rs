@@ -229,7 +229,7 @@ fn measure(t: &Trace, name: &str, cache: Cache, repeats: usize, ctx: &Ctx) -> Re
         t.reads.len(),
         t.total_bytes(),
         t.files.len(),
-        if cache == Cache::Cold { "cold" } else { "warm" },
+        cache.name(),
         repeats
     ));
     Ok(m)
