@@ -147,13 +147,6 @@ fn exact_key(off: u64, len: usize) -> Option<u64> {
     (len > 0 && len <= policy::EXACT_MAX).then_some(off << 13 | len as u64)
 }
 
-/// Whether a read of `len` bytes at `off` ends within the part of the file
-/// that [`Adaptive::mapping_for`] maps alone ([`policy::HEAD_MAP_MAX`]).
-fn in_head(off: u64, len: usize) -> bool {
-    off.checked_add(len as u64)
-        .is_some_and(|end| end <= policy::HEAD_MAP_MAX)
-}
-
 impl State {
     /// The state of a file of `len` bytes nothing has been read from;
     /// `first`: what its open found of its first page and directory.
@@ -468,10 +461,10 @@ impl Adaptive {
         if let Some(m) = self.made_mapping(off, len) {
             return Some(m);
         }
-        if self.mapped.get().is_none() && in_head(off, len) {
+        if self.mapped.get().is_none() && policy::in_head(off, len) {
             return self
                 .head
-                .get_or_init(|| Mapped::prefix(self.src.clone(), policy::HEAD_MAP_MAX).ok())
+                .get_or_init(|| Mapped::head(self.src.clone()).ok())
                 .as_ref();
         }
         self.mapped()
@@ -481,7 +474,7 @@ impl Adaptive {
     fn made_mapping(&self, off: u64, len: usize) -> Option<&Mapped> {
         match (self.mapped.get(), self.head.get()) {
             (Some(Some(m)), _) => Some(m),
-            (_, Some(Some(h))) if in_head(off, len) => Some(h),
+            (_, Some(Some(h))) if policy::in_head(off, len) => Some(h),
             _ => None,
         }
     }

@@ -11,8 +11,12 @@
 //! mapped; only whole pages beyond the end fault): that window is
 //! inherent to mappings.
 
+use super::policy;
 use super::{Backend, ReadError, Result, Src};
-use iolab::kernel::{guard, mman::Mapping};
+use iolab::kernel::{
+    guard,
+    mman::{Advice, Mapping},
+};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -62,6 +66,19 @@ impl Mapped {
 }
 
 impl Mapped {
+    /// A mapping of the file's first page alone ([`policy::HEAD_MAP_MAX`]),
+    /// for copies of a header read again, advised random: a fault on a page
+    /// the cache let go reads that page alone, not the read-around window
+    /// about it, so the copies are safe whatever the rest of the file is.
+    pub(crate) fn head(src: Arc<Src>) -> Result<Self> {
+        let m = Self::prefix(src, policy::HEAD_MAP_MAX)?;
+        if let Some(map) = &m.map {
+            // Advice only: without it a fault reads around the page.
+            let _ = map.advise(Advice::Random);
+        }
+        Ok(m)
+    }
+
     /// How long reading the byte at `off` through the mapping took, ns
     /// (None where there is no mapping, `off` is past it, or the page is
     /// gone): a few hundred ns where it is mapped already, microseconds

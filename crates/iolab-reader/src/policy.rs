@@ -226,6 +226,13 @@ pub const EXACT_MAX: usize = 4096;
 /// went from 1.10 to 1.02 (median of 5 rounds).
 pub const HEAD_MAP_MAX: u64 = 4096;
 
+/// Whether a read of `len` bytes at `off` ends within the file's first
+/// page, which a mapping of that page alone serves ([`HEAD_MAP_MAX`]).
+pub fn in_head(off: u64, len: usize) -> bool {
+    off.checked_add(len as u64)
+        .is_some_and(|end| end <= HEAD_MAP_MAX)
+}
+
 /// Bytes past the end of an O_DIRECT read that are read with it, in the
 /// same request, once the file's reads have shown they follow such reads
 /// ([`keeps_direct_tail`]); the next read, when it lies within them, is
@@ -501,6 +508,15 @@ fn small_request(s: &Situation, p: &Profile) -> Decision {
         return d(
             Choice::Mapped,
             "the same small range of a cached file read again: a copy from the mapping, no system call",
+        );
+    }
+    // A header read again is in memory whatever the rest of the file is:
+    // its last read brought its page in, and a mapping of the first page
+    // alone faults in nothing else.
+    if p.mmap_small_warm && s.exact_again && in_head(s.offset, s.len) {
+        return d(
+            Choice::Mapped,
+            "the same small range of the file's first page read again: a copy from the mapping of that page, no system call",
         );
     }
     if cached && p.mmap_small_warm && s.reread && s.requests >= s.file_len.div_ceil(4096) {
@@ -1138,7 +1154,7 @@ mod tests {
     }
 
     #[test]
-    fn the_same_small_range_of_a_cached_file_read_again_is_copied_from_the_mapping() {
+    fn a_small_range_read_again_is_copied_from_a_mapping_of_the_cached_file_or_of_its_first_page() {
         let p = tuned();
         let header = Situation {
             len: 16,
@@ -1150,12 +1166,20 @@ mod tests {
             ..base()
         };
         assert_eq!(decide(&header, &p).choice, Choice::Mapped);
-        // Not cached: one pread (a mapping's fault would read around it).
+        // The file not cached: the header's page is (its last read brought
+        // it in), and a mapping of that page alone serves it.
         let cold = Situation {
             resident: 0.0,
             ..header
         };
-        assert_eq!(decide(&cold, &p).choice, Choice::Pread);
+        assert_eq!(decide(&cold, &p).choice, Choice::Mapped);
+        // The same range past the first page of a file not cached: one
+        // pread (the whole file's mapping would fault and read around).
+        let past = Situation {
+            offset: 2 * HEAD_MAP_MAX + 24,
+            ..cold
+        };
+        assert_eq!(decide(&past, &p).choice, Choice::Pread);
         // Another range of the same region: one pread.
         let other = Situation {
             exact_again: false,
@@ -1168,6 +1192,7 @@ mod tests {
             ..tuned()
         };
         assert_eq!(decide(&header, &q).choice, Choice::Pread);
+        assert_eq!(decide(&cold, &q).choice, Choice::Pread);
     }
 
     #[test]
