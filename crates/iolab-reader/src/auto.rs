@@ -136,6 +136,10 @@ struct State {
     direct_end: AtomicU64,
     directs: AtomicU64,
     tails: AtomicU64,
+    /// Timed small random reads in a row that found the page cache
+    /// (waited less than [`policy::MISS_NS`]): from [`policy::HIT_STREAK`]
+    /// on, only one in [`policy::HIT_SAMPLE`] is timed and decided in full.
+    hits: AtomicU32,
 }
 
 /// Small reads [`State::recent`] keeps.
@@ -187,6 +191,7 @@ impl State {
             direct_end: AtomicU64::new(u64::MAX),
             directs: AtomicU64::new(0),
             tails: AtomicU64::new(0),
+            hits: AtomicU32::new(0),
         }
     }
 }
@@ -1040,7 +1045,9 @@ impl Before {
 }
 
 impl Adaptive {
-    /// The choice for a read of a file found cached, made without the
+    /// The choice for a read of a file found cached (or, between samples,
+    /// a small random read of a file whose such reads keep finding the
+    /// cache: [`policy::HIT_STREAK`]), made without the
     /// situation and the rules where it can only be one: a read not in
     /// order is one `pread`, a read in order is copied from the mapping
     /// (once made) where [`policy::maps_in_order`] says so and is otherwise
@@ -1059,20 +1066,27 @@ impl Adaptive {
     fn quick(&self, off: u64, len: usize) -> Option<(Choice, bool)> {
         let st = &self.st;
         let n = st.requests.load(Relaxed);
-        if self.trace
-            || len == 0
-            || f64::from_bits(st.resident.load(Relaxed)) < policy::WARM
-            || self.sample_due(n)
-            || self.ahead.get().is_some()
-        {
+        if self.trace || len == 0 || self.sample_due(n) || self.ahead.get().is_some() {
             return None;
         }
+        let warm = f64::from_bits(st.resident.load(Relaxed)) >= policy::WARM;
         // As `stream` will find it: a run of two in a row, or the stream's
         // continuation.
         let stream_end = st.stream_end.load(Relaxed);
         let sequential = off >= stream_end && off - stream_end <= policy::STREAM_SKIP
             || st.last_end.load(Relaxed) == off && st.run.load(Relaxed) >= 1;
         let p = &self.profile;
+        // A file not cached whole whose small random reads keep finding
+        // the page cache (the part a program looks up is in memory, the
+        // rest is not): its reads between samples are as of cached data.
+        if !warm
+            && (sequential
+                || len > p.small_max
+                || st.read_ahead.load(Relaxed)
+                || !policy::hit_streak_skips(st.hits.load(Relaxed), n))
+        {
+            return None;
+        }
         let choice = if !sequential {
             let map_small = p.mmap_small_warm && len <= p.small_max;
             let again = map_small && self.seen_again(off, len);
@@ -1103,9 +1117,11 @@ impl Adaptive {
 
 impl Backend for Adaptive {
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
-        let (c, sequential) = self
-            .quick(off, buf.len())
-            .unwrap_or_else(|| self.choose(off, buf.len(), 1, None));
+        let quick = self.quick(off, buf.len());
+        // Only a read decided in full is timed: the quick ones are of
+        // cached data, or between the samples of a streak of hits.
+        let decided = quick.is_none();
+        let (c, sequential) = quick.unwrap_or_else(|| self.choose(off, buf.len(), 1, None));
         let c = self.huge_choice(c, sequential, off, buf.len());
         if let Some(r) = self.after_direct(off, buf) {
             return r;
@@ -1129,7 +1145,8 @@ impl Backend for Adaptive {
         // once; a stream's waits are the read-ahead's business); and for
         // the guard.
         let st = &self.st;
-        let waiting = !sequential
+        let waiting = decided
+            && !sequential
             && n_before(st) > 1
             && !st.read_ahead.load(Relaxed)
             && f64::from_bits(st.resident.load(Relaxed)) < policy::WARM;
@@ -1151,6 +1168,10 @@ impl Backend for Adaptive {
                 (true, true) => st.around.bought(wait),
                 (true, false) => st.around.miss(off, wait),
                 _ => {}
+            }
+            if around {
+                let h = st.hits.load(Relaxed);
+                st.hits.store(policy::hit_streak_next(h, wait), Relaxed);
             }
         }
         self.tell_guard(arm, c, ns, bytes);
@@ -1845,6 +1866,54 @@ mod tests {
             len / 4096 - 1,
             "a read left to a decision was counted"
         );
+    }
+
+    #[test]
+    fn small_random_reads_of_a_file_not_cached_whole_that_keep_hitting_skip_the_decision() {
+        use super::{Backend, Choice, FIRST_SAMPLE};
+        use crate::policy::{HIT_SAMPLE, HIT_STREAK};
+        use std::sync::atomic::Ordering::Relaxed;
+        let d = tempfile::tempdir().unwrap();
+        let (a, data) = cached_state(d.path(), 4 << 20);
+        let mut buf = vec![0u8; 4096];
+        let random = |i: u64| (i * 97 % 1000) * 4096;
+        let read = |off: u64, buf: &mut [u8]| {
+            assert_eq!(a.read_at(off, buf).unwrap(), buf.len());
+            let o = off as usize;
+            assert!(buf[..] == data[o..o + buf.len()], "bytes at {o}");
+        };
+        for i in 0..=FIRST_SAMPLE {
+            read(random(i), &mut buf);
+        }
+        // As if the file were mostly not cached (the part read is, as a
+        // program's look-ups find the pages they read before).
+        a.st.resident.store(0.1f64.to_bits(), Relaxed);
+        a.st.next_refresh.store(u64::MAX, Relaxed);
+        assert_eq!(a.quick(random(1), 4096), None, "no streak yet");
+        // Cached reads, timed: a copy takes microseconds, far below a miss.
+        for i in 0..64 {
+            read(random(i), &mut buf);
+        }
+        assert!(a.st.hits.load(Relaxed) > 0, "no timed read counted a hit");
+        // In a streak: one pread without a decision, but for each eighth.
+        a.st.hits.store(HIT_STREAK, Relaxed);
+        // (Fewer requests than the file has pages: past them a re-read may
+        // go to the mapping, which a decision in full makes.)
+        let n = 40 * HIT_SAMPLE;
+        a.st.requests.store(n, Relaxed);
+        assert_eq!(a.quick(random(3), 4096), None, "the sample");
+        a.st.requests.store(n + 1, Relaxed);
+        assert_eq!(a.quick(random(3), 4096), Some((Choice::Pread, false)));
+        assert_eq!(a.st.requests.load(Relaxed), n + 2, "it was counted");
+        read(random(4), &mut buf);
+        // Reads in order and large reads are still decided in full.
+        let s0 = 2u64 << 20;
+        read(s0, &mut buf);
+        read(s0 + 4096, &mut buf);
+        assert_eq!(a.quick(s0 + 8192, 4096), None);
+        let mut big = vec![0u8; 256 << 10];
+        assert_eq!(a.quick(random(7), big.len()), None);
+        read(random(7), &mut big);
     }
 
     #[test]
