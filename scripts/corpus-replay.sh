@@ -7,7 +7,9 @@
 # and the geometric means of each half.
 #
 #   scripts/corpus-replay.sh WORKDIR [ROUNDS]     (default 11 rounds)
-#   env: HALF=test|train|holdout|all (default all), CACHES="cold warm",
+#   env: HALF=test|train|holdout|all (default all), CACHES="cold warm"
+#        (or any of cold, warm, rerun: rerun replays each round after the
+#        trace's own reads from a cold cache, what a second run finds),
 #        WARM_ROUNDS=N (rounds of the warm replays; default ROUNDS: a warm
 #        replay takes milliseconds, and more rounds narrow its interval),
 #        ONLY="sqlite-index dbm-lookups" (some traces), PROFILE=FILE (default:
@@ -28,6 +30,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 work=$(cd "$work" && pwd)
 half=${HALF:-all}
 case $half in train|test|holdout|all) ;; *) echo "corpus-replay: HALF=$half is not a half (train, test, holdout or all)" >&2; exit 2 ;; esac
+for cache in ${CACHES:-cold warm}; do
+  case $cache in cold|warm|rerun) ;; *) echo "corpus-replay: CACHES has '$cache', not a cache state (cold, warm or rerun)" >&2; exit 2 ;; esac
+done
 [ -f "$work/corpus/MANIFEST.tsv" ] || { echo "corpus-replay: no $work/corpus/MANIFEST.tsv (run scripts/record-corpus.sh $work first)" >&2; exit 2; }
 if [ -z "${IOLAB:-}" ]; then
   cargo build --release -q -p iolab-cli --manifest-path "$ROOT/Cargo.toml"

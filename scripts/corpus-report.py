@@ -144,7 +144,7 @@ def half_table(half, halves, what, runs, cpu, out):
     out.append("")
     out.append("| cache | geomean auto ÷ per-trace best (tuned / built-in) | best single fixed reader | geomean auto ÷ it (tuned / built-in) |")
     out.append("|---|---|---|---|")
-    for cache in ("cold", "warm"):
+    for cache in ("cold", "warm", "rerun"):
         ks = [k for k in keys if k[1] == cache]
         if not ks:
             continue
@@ -175,6 +175,9 @@ def main():
            "the same ratio of CPU time (user + system): on a machine shared with other work a "
            "replay of cached data waits for a CPU more than it reads, and CPU time shows what "
            "Auto itself costs. "
+           "Cache: cold, the files evicted; warm, the files read whole; rerun (where replayed), the "
+           "files evicted and the trace replayed once untimed before each round, what a program's "
+           "second run finds. "
            "Tuned: the profile of `iolab tune --quick`; built-in: no profile. "
            "`Reader` alone: the same per-round ratio for `stream` (a `Reader` that makes one `pread` "
            "per request, no policy) over `pread` (the replay's bare `File::open` and `pread`): what "
