@@ -1759,6 +1759,15 @@ mod tests {
 
     /// The state of a file of `len` bytes cached whole (written just now,
     /// and read once more to be sure), and its bytes.
+    /// Reads `buf.len()` bytes at `off` through `a` and checks them
+    /// against `data`, the file's contents.
+    fn read_checked(a: &super::Adaptive, data: &[u8], off: u64, buf: &mut [u8]) {
+        use super::Backend;
+        assert_eq!(a.read_at(off, buf).unwrap(), buf.len());
+        let o = off as usize;
+        assert!(buf[..] == data[o..o + buf.len()], "bytes at {o}");
+    }
+
     fn cached_state(d: &std::path::Path, len: u64) -> (super::Adaptive, Vec<u8>) {
         let path = d.join("warm");
         let data: Vec<u8> = (0..len).map(|i| (i * 13 % 251) as u8).collect();
@@ -1773,14 +1782,10 @@ mod tests {
 
     #[test]
     fn a_header_read_again_skips_the_decision_once_mapped_and_stays_known() {
-        use super::{Backend, Choice, FIRST_SAMPLE};
+        use super::{Choice, FIRST_SAMPLE};
         let d = tempfile::tempdir().unwrap();
         let (a, data) = cached_state(d.path(), 4 << 20);
-        let read = |off: u64, buf: &mut [u8]| {
-            assert_eq!(a.read_at(off, buf).unwrap(), buf.len());
-            let o = off as usize;
-            assert!(buf[..] == data[o..o + buf.len()], "bytes at {o}");
-        };
+        let read = |off: u64, buf: &mut [u8]| read_checked(&a, &data, off, buf);
         let mut buf = vec![0u8; 4096];
         let random = |i: u64| (i * 97 % 1000) * 4096;
         // Past the first sample (the file found cached), then three reads
@@ -1810,18 +1815,14 @@ mod tests {
     // Long on purpose: one reader through each case the shortcut takes
     // and each it leaves to a decision in full.
     fn reads_of_a_cached_file_skip_the_decision_where_it_has_one_choice() {
-        use super::{Backend, Choice, FIRST_SAMPLE};
+        use super::{Choice, FIRST_SAMPLE};
         use std::sync::atomic::Ordering::Relaxed;
         let d = tempfile::tempdir().unwrap();
         let len = 4u64 << 20;
         let (a, data) = cached_state(d.path(), len);
         let mut buf = vec![0u8; 4096];
         let random = |i: u64| (i * 97 % 1000) * 4096;
-        let read = |off: u64, buf: &mut [u8]| {
-            assert_eq!(a.read_at(off, buf).unwrap(), buf.len());
-            let o = off as usize;
-            assert!(buf[..] == data[o..o + buf.len()], "bytes at {o}");
-        };
+        let read = |off: u64, buf: &mut [u8]| read_checked(&a, &data, off, buf);
         let requests = || a.st.requests.load(Relaxed);
         // Decided in full until the residency sample finds the file cached.
         for i in 0..=FIRST_SAMPLE {
@@ -1870,18 +1871,14 @@ mod tests {
 
     #[test]
     fn small_random_reads_of_a_file_not_cached_whole_that_keep_hitting_skip_the_decision() {
-        use super::{Backend, Choice, FIRST_SAMPLE};
+        use super::{Choice, FIRST_SAMPLE};
         use crate::policy::{HIT_SAMPLE, HIT_STREAK};
         use std::sync::atomic::Ordering::Relaxed;
         let d = tempfile::tempdir().unwrap();
         let (a, data) = cached_state(d.path(), 4 << 20);
         let mut buf = vec![0u8; 4096];
         let random = |i: u64| (i * 97 % 1000) * 4096;
-        let read = |off: u64, buf: &mut [u8]| {
-            assert_eq!(a.read_at(off, buf).unwrap(), buf.len());
-            let o = off as usize;
-            assert!(buf[..] == data[o..o + buf.len()], "bytes at {o}");
-        };
+        let read = |off: u64, buf: &mut [u8]| read_checked(&a, &data, off, buf);
         for i in 0..=FIRST_SAMPLE {
             read(random(i), &mut buf);
         }
