@@ -563,6 +563,15 @@ impl Adaptive {
         reread
     }
 
+    /// Counts a timed small random read that waited `wait` ns beyond
+    /// moving its bytes in the streak of hits ([`policy::HIT_STREAK`]).
+    fn count_hit(&self, wait: u64) {
+        let h = self.st.hits.load(Relaxed);
+        self.st
+            .hits
+            .store(policy::hit_streak_next(h, wait), Relaxed);
+    }
+
     /// Whether a read of `len` bytes at `off` repeats one of the last few
     /// small reads.
     fn seen_again(&self, off: u64, len: usize) -> bool {
@@ -1170,8 +1179,7 @@ impl Backend for Adaptive {
                 _ => {}
             }
             if around {
-                let h = st.hits.load(Relaxed);
-                st.hits.store(policy::hit_streak_next(h, wait), Relaxed);
+                self.count_hit(wait);
             }
         }
         self.tell_guard(arm, c, ns, bytes);
