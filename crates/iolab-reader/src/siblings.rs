@@ -380,11 +380,11 @@ mod tests {
         std::fs::write(&p, vec![7u8; 64 << 10]).unwrap();
         iolab::cache::evict(&p).unwrap();
         let f = std::fs::File::open(&p).unwrap();
-        let Some(0) = iolab::kernel::fs::cached_pages(&f, 0, 64 << 10) else {
-            // No cachestat(2) here (the start is always asked for), or the
-            // eviction did not take: nothing to tell apart.
-            return;
-        };
+        assert_eq!(
+            iolab::kernel::fs::cached_pages(&f, 0, 64 << 10),
+            Some(0),
+            "cachestat(2) missing (Linux 6.5 and later) or the eviction did not take"
+        );
         // Its end read, as `tail` reads it: the start is not asked for.
         let mut end = [0u8; 100];
         f.read_exact_at(&mut end, (64 << 10) - 100).unwrap();
@@ -412,10 +412,11 @@ mod tests {
             f.read_exact_at(&mut [0u8; 100], (64 << 10) - 100).unwrap();
         }
         let probe = std::fs::File::open(p(0)).unwrap();
-        if iolab::kernel::fs::cached_pages(&probe, 0, 4096) != Some(0) {
-            // No cachestat(2), or the eviction did not take.
-            return;
-        }
+        assert_eq!(
+            iolab::kernel::fs::cached_pages(&probe, 0, 4096),
+            Some(0),
+            "cachestat(2) missing (Linux 6.5 and later) or the eviction did not take"
+        );
         // Opened again in name order: the first pages are not cached, so
         // the directory is cold until the files to ask for are found
         // partly cached; then it is warm and the opens skip the probe.
