@@ -332,10 +332,11 @@ impl Experiment for Replay {
         let repeats = ctx.pick(1, 5, 11);
         let trace = cfg.tags.get("trace").cloned().unwrap_or_default();
         let half = cfg.tags.get("half").cloned().unwrap_or_default();
-        let cache = match cfg.tags.get("cache").map(String::as_str) {
-            Some("warm") => Cache::Warm,
-            _ => Cache::Cold,
-        };
+        let cache = cfg
+            .tags
+            .get("cache")
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(Cache::Cold);
         let t = if half == "user" {
             tr::load(Path::new(&trace), None).map_err(err)?
         } else if let Some(d) = std::env::var_os(CORPUS_ENV) {
