@@ -35,7 +35,7 @@ use super::guard::{Arm, Guard, Switch};
 use super::many::ReadReq;
 use super::mapped::Mapped;
 use super::policy::{self, Choice, Situation};
-use super::profile::Profile;
+use super::profile::{Profile, ProfileRef};
 use super::siblings::First;
 use super::stream::Stream;
 use super::uring::UringReader;
@@ -354,7 +354,7 @@ fn sampled_residency(src: &Src) -> Option<f64> {
 /// what [`super::first_read::Auto`] reads with after its first read.
 pub(crate) struct Adaptive {
     src: Arc<Src>,
-    profile: Arc<Profile>,
+    profile: ProfileRef,
     /// Made on first use: `None` inside when the file cannot be mapped.
     mapped: OnceLock<Option<Mapped>>,
     /// The file's first page alone, mapped for exact re-reads within it
@@ -387,10 +387,11 @@ impl Adaptive {
     /// first page and directory ([`super::siblings::opened`]).
     pub(crate) fn new(
         src: Arc<Src>,
-        profile: Arc<Profile>,
+        profile: impl Into<ProfileRef>,
         budget: Option<u64>,
         first: First,
     ) -> Result<Self> {
+        let profile = profile.into();
         let meta = src.meta()?;
         warn_device_once(&profile, &src.path, meta.dev);
         let st = State::new(src.len(), first);
@@ -1160,7 +1161,13 @@ impl Backend for Adaptive {
             && !st.read_ahead.load(Relaxed)
             && f64::from_bits(st.resident.load(Relaxed)) < policy::WARM;
         if !waiting && !matches!(arm, Some(Arm::Timed | Arm::Sample)) {
-            return backend.read_at(off, buf);
+            // A `pread` is made here, inlined, not through `self.stream`:
+            // one function less for its result to return through (see
+            // `backend::pread_full`).
+            return match arm {
+                None | Some(Arm::FellBack) => self.src.pread_full(off, buf),
+                _ => backend.read_at(off, buf),
+            };
         }
         // A small random read through the page cache counts against its
         // region; the one that finds the region due reads it whole first.

@@ -65,7 +65,7 @@ pub(crate) struct Direct {
 impl Direct {
     pub(crate) fn new(src: Arc<Src>) -> Result<Self> {
         let unsupported = |why: String| ReadError::Unsupported {
-            path: src.path.clone(),
+            path: src.path.to_path_buf(),
             technique: "direct".into(),
             why,
         };
@@ -78,7 +78,7 @@ impl Direct {
                     unsupported("the file system refuses O_DIRECT".into())
                 } else {
                     ReadError::Open {
-                        path: src.path.clone(),
+                        path: src.path.to_path_buf(),
                         source: e,
                     }
                 }
@@ -233,7 +233,7 @@ impl Backend for Direct {
             let mut c = c.borrow_mut();
             if c.is_none() {
                 *c = Some(HugeBuf::new(BOUNCE).map_err(|e| ReadError::Unsupported {
-                    path: self.src.path.clone(),
+                    path: self.src.path.to_path_buf(),
                     technique: "direct".into(),
                     why: e.to_string(),
                 })?);
@@ -285,7 +285,7 @@ impl DirectAhead {
     ) -> Result<iolab::kernel::ahead::Ahead> {
         iolab::kernel::ahead::Ahead::new(dfile, src.len(), chunk, depth).map_err(|e| {
             ReadError::Unsupported {
-                path: src.path.clone(),
+                path: src.path.to_path_buf(),
                 technique: "direct read-ahead".into(),
                 why: e.to_string(),
             }
@@ -336,7 +336,7 @@ mod tests {
     use crate::policy::DIRECT_TAIL;
 
     fn direct_of(path: &std::path::Path) -> Direct {
-        let src = Arc::new(Src::new(path.to_path_buf(), File::open(path).unwrap()));
+        let src = Arc::new(Src::new(path, File::open(path).unwrap()));
         src.meta().unwrap();
         Direct::new(src).unwrap()
     }

@@ -35,7 +35,7 @@ use super::auto::{trace_policy, Adaptive};
 use super::guard::Switch;
 use super::many::ReadReq;
 use super::policy;
-use super::profile::Profile;
+use super::profile::ProfileRef;
 use super::siblings::First;
 use super::{Backend, Options, Result, Src};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -45,7 +45,7 @@ use std::sync::{Arc, OnceLock};
 /// a read needs it.
 pub(crate) struct Auto {
     src: Arc<Src>,
-    profile: Arc<Profile>,
+    profile: ProfileRef,
     budget: Option<u64>,
     trace: bool,
     /// What the open found of the first page.
@@ -65,11 +65,11 @@ pub(crate) const EARLY_MAX: usize = super::auto::FIRST_SAMPLE as usize;
 
 impl Auto {
     /// Opens the technique on `src` (not measured yet).
-    pub(crate) fn new(src: Arc<Src>, opts: &Options) -> Self {
-        let profile = opts
-            .profile
-            .clone()
-            .unwrap_or_else(super::profile::process_profile);
+    /// `opts` is taken, not borrowed: its profile (if any) moves here
+    /// rather than being cloned, a count shared by every open that was
+    /// given the same profile.
+    pub(crate) fn new(src: Arc<Src>, opts: Options) -> Self {
+        let profile = ProfileRef::new(opts.profile);
         let trace = trace_policy();
         let first = super::siblings::opened(&src.path, &src.file, trace);
         Auto {
@@ -210,8 +210,8 @@ mod tests {
 
     fn auto(p: &std::path::Path) -> Auto {
         let f = std::fs::File::open(p).unwrap();
-        let src = Arc::new(Src::new(p.to_path_buf(), f));
-        Auto::new(src, &Options::new(Technique::Auto))
+        let src = Arc::new(Src::new(p, f));
+        Auto::new(src, Options::new(Technique::Auto))
     }
 
     #[test]

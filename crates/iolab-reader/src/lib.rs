@@ -72,7 +72,29 @@ use std::sync::Arc;
 pub struct Reader {
     src: Arc<Src>,
     technique: Technique,
-    imp: Box<dyn Backend>,
+    imp: Imp,
+}
+
+/// A technique's implementation: inline for `stream` and `auto`, which
+/// most opens use (no allocation of their own, and a read reaches the
+/// `pread` without a call through a pointer), boxed for the others.
+#[allow(clippy::large_enum_variant)] // `Auto` inline on purpose: one allocation less per open
+enum Imp {
+    Stream(stream::Stream),
+    Auto(first_read::Auto),
+    Other(Box<dyn Backend>),
+}
+
+impl Imp {
+    /// The implementation behind the one interface.
+    #[inline]
+    fn get(&self) -> &dyn Backend {
+        match self {
+            Imp::Stream(s) => s,
+            Imp::Auto(a) => a,
+            Imp::Other(b) => &**b,
+        }
+    }
 }
 
 impl std::fmt::Debug for Reader {
@@ -110,14 +132,15 @@ impl Reader {
                 });
             }
         };
-        let src = Arc::new(Src::new(path.to_path_buf(), file));
+        let src = Arc::new(Src::new(path, file));
         if !matches!(opts.technique, Technique::Stream | Technique::Auto) {
             src.meta()?;
         }
-        let imp = build(&src, opts.technique, &opts)?;
+        let technique = opts.technique;
+        let imp = build(&src, technique, opts)?;
         Ok(Reader {
             src,
-            technique: opts.technique,
+            technique,
             imp,
         })
     }
@@ -149,27 +172,34 @@ impl Reader {
 
     /// Reads up to `buf.len()` bytes at `offset`; fewer only when the file
     /// ends first (0 at or past the end).
+    #[inline]
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
         if buf.is_empty() {
             return Ok(0);
         }
         if offset.checked_add(buf.len() as u64).is_none() {
             return Err(ReadError::TooLarge {
-                path: self.src.path.clone(),
+                path: self.src.path.to_path_buf(),
                 what: format!(
                     "a read of {} bytes at offset {offset} passes the largest offset",
                     buf.len()
                 ),
             });
         }
-        self.imp.read_at(offset, buf)
+        // Matched, not through `get`: each arm's call is direct (and the
+        // `stream` one inlined down to its `pread`).
+        match &self.imp {
+            Imp::Stream(s) => s.read_at(offset, buf),
+            Imp::Auto(a) => a.read_at(offset, buf),
+            Imp::Other(b) => b.read_at(offset, buf),
+        }
     }
 
     /// Whether `Auto` (its run-time guard) stopped using the technique it
     /// chose for this file and reads it with `pread` now, and why; None
     /// for every other technique and while the choice holds.
     pub fn switched(&self) -> Option<guard::Switch> {
-        self.imp.switched()
+        self.imp.get().switched()
     }
 
     /// Reads exactly `buf.len()` bytes at `offset`, or fails naming where
@@ -178,7 +208,7 @@ impl Reader {
         let n = self.read_at(offset, buf)?;
         if n < buf.len() {
             return Err(ReadError::UnexpectedEof {
-                path: self.src.path.clone(),
+                path: self.src.path.to_path_buf(),
                 offset,
                 wanted: buf.len(),
                 got: n,
@@ -205,7 +235,7 @@ impl Reader {
         for r in reqs.iter_mut() {
             r.result = None;
         }
-        self.imp.read_many(reqs, done)
+        self.imp.get().read_many(reqs, done)
     }
 }
 
@@ -223,14 +253,18 @@ impl NonBlock for std::fs::OpenOptions {
     }
 }
 
-fn build(src: &Arc<Src>, t: Technique, opts: &Options) -> Result<Box<dyn Backend>> {
+fn build(src: &Arc<Src>, t: Technique, opts: Options) -> Result<Imp> {
     Ok(match t {
-        Technique::Stream => Box::new(stream::Stream::new(src.clone())),
-        Technique::Buffered { block } => Box::new(buffered::Buffered::new(src.clone(), block)),
-        Technique::Mapped => Box::new(mapped::Mapped::new(src.clone())?),
-        Technique::Direct => Box::new(direct::Direct::new(src.clone())?),
-        Technique::Uring { depth } => Box::new(uring::UringReader::new(src.clone(), depth)),
-        Technique::ThesisRules => Box::new(thesis::Thesis::new(src.clone(), opts)?),
-        Technique::Auto => Box::new(first_read::Auto::new(src.clone(), opts)),
+        Technique::Stream => Imp::Stream(stream::Stream::new(src.clone())),
+        Technique::Auto => Imp::Auto(first_read::Auto::new(src.clone(), opts)),
+        Technique::Buffered { block } => {
+            Imp::Other(Box::new(buffered::Buffered::new(src.clone(), block)))
+        }
+        Technique::Mapped => Imp::Other(Box::new(mapped::Mapped::new(src.clone())?)),
+        Technique::Direct => Imp::Other(Box::new(direct::Direct::new(src.clone())?)),
+        Technique::Uring { depth } => {
+            Imp::Other(Box::new(uring::UringReader::new(src.clone(), depth)))
+        }
+        Technique::ThesisRules => Imp::Other(Box::new(thesis::Thesis::new(src.clone(), &opts)?)),
     })
 }

@@ -43,13 +43,13 @@ impl Mapped {
     pub(crate) fn prefix(src: Arc<Src>, len: u64) -> Result<Self> {
         let len = len.min(src.len());
         let len = usize::try_from(len).map_err(|_| ReadError::TooLarge {
-            path: src.path.clone(),
+            path: src.path.to_path_buf(),
             what: format!("{len} bytes cannot be mapped on this machine"),
         })?;
         let map = if guard::available() {
             Some(
                 Mapping::new(&src.file, len).map_err(|e| ReadError::Unsupported {
-                    path: src.path.clone(),
+                    path: src.path.to_path_buf(),
                     technique: "mapped".into(),
                     why: e.to_string(),
                 })?,

@@ -15,6 +15,7 @@ impl Stream {
 }
 
 impl Backend for Stream {
+    #[inline]
     fn read_at(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
         self.src.pread_full(off, buf)
     }

@@ -81,6 +81,29 @@ impl TechniqueReader {
     }
 }
 
+/// This thread's copy of the built-in profile `p` (of [`AUTO_BUILTIN`]):
+/// an `Arc` cloned by every replay thread at every open would have them
+/// all write one shared count, which `auto` with the process's profile
+/// does not (the library borrows that one), and charge the built-in
+/// column for a cache line passed between processors.
+fn builtin_here(p: &Arc<profile::Profile>) -> Arc<profile::Profile> {
+    type Mine = Option<(*const profile::Profile, Arc<profile::Profile>)>;
+    thread_local! {
+        static MINE: std::cell::RefCell<Mine> = const { std::cell::RefCell::new(None) };
+    }
+    MINE.with(|m| {
+        let mut m = m.borrow_mut();
+        match &*m {
+            Some((of, mine)) if *of == Arc::as_ptr(p) => mine.clone(),
+            _ => {
+                let mine = Arc::new((**p).clone());
+                *m = Some((Arc::as_ptr(p), mine.clone()));
+                mine
+            }
+        }
+    })
+}
+
 struct TechniqueFile(Reader);
 
 impl ReplayFile for TechniqueFile {
@@ -109,7 +132,7 @@ impl ReplayReader for TechniqueReader {
             }
         }
         if let Some(p) = &self.profile {
-            o = o.profile(p.clone());
+            o = o.profile(builtin_here(p));
         }
         let r = Reader::open(path, o).map_err(|e| std::io::Error::other(e.to_string()))?;
         Ok(Box::new(TechniqueFile(r)))
