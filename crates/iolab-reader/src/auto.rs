@@ -1055,6 +1055,24 @@ impl Before {
 }
 
 impl Adaptive {
+    /// A read neither timed nor sampled, with `backend` as `arm` chose it:
+    /// a `pread` is made here, inlined, not through `self.stream`, one
+    /// function less for its result to return through (see
+    /// `backend::pread_full`).
+    #[inline(always)]
+    fn untimed(
+        &self,
+        arm: Option<Arm>,
+        backend: &dyn Backend,
+        off: u64,
+        buf: &mut [u8],
+    ) -> Result<usize> {
+        match arm {
+            None | Some(Arm::FellBack) => self.src.pread_full(off, buf),
+            _ => backend.read_at(off, buf),
+        }
+    }
+
     /// The choice for a read of a file found cached (or, between samples,
     /// a small random read of a file whose such reads keep finding the
     /// cache: [`policy::HIT_STREAK`]), made without the
@@ -1161,13 +1179,7 @@ impl Backend for Adaptive {
             && !st.read_ahead.load(Relaxed)
             && f64::from_bits(st.resident.load(Relaxed)) < policy::WARM;
         if !waiting && !matches!(arm, Some(Arm::Timed | Arm::Sample)) {
-            // A `pread` is made here, inlined, not through `self.stream`:
-            // one function less for its result to return through (see
-            // `backend::pread_full`).
-            return match arm {
-                None | Some(Arm::FellBack) => self.src.pread_full(off, buf),
-                _ => backend.read_at(off, buf),
-            };
+            return self.untimed(arm, backend, off, buf);
         }
         // A small random read through the page cache counts against its
         // region; the one that finds the region due reads it whole first.
