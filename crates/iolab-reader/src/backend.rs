@@ -172,21 +172,18 @@ impl Src {
     /// is when that is why (`EISDIR` of a directory, `ESPIPE` of a FIFO).
     #[inline]
     pub(crate) fn pread_full(&self, off: u64, buf: &mut [u8]) -> Result<usize> {
-        match std::os::unix::fs::FileExt::read_at(&self.file, buf, off) {
-            Ok(n) if n == buf.len() => Ok(n),
-            first => self.pread_rest(off, buf, first),
-        }
+        pread_full(&self.file, &self.path, off, buf).map_err(|e| self.refused_or(e))
     }
 
-    /// [`Src::pread_full`] past a first `pread` that did not fill the
-    /// buffer: the rest of the loop, and what a failure was.
+    /// `e`, or the refusal of what the file is when that is why a read
+    /// failed (out of line: the read's fast path stays small).
     #[cold]
     #[inline(never)]
-    fn pread_rest(&self, off: u64, buf: &mut [u8], first: std::io::Result<usize>) -> Result<usize> {
-        pread_rest(&self.file, &self.path, off, buf, first).map_err(|e| match self.meta() {
+    fn refused_or(&self, e: ReadError) -> ReadError {
+        match self.meta() {
             Err(refused @ ReadError::NotReadable { .. }) => refused,
             _ => e,
-        })
+        }
     }
 }
 
