@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{has, stderr, stdout};
+use common::{stderr, stdout};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -70,18 +70,15 @@ fn the_gpu_parts_refuse_a_missing_binary_in_one_line() {
 
 #[test]
 fn the_comparison_alternates_rounds_and_keeps_its_numbers_with_host_stand_ins() {
-    let py = Command::new("python3")
-        .args(["-c", "import safetensors.numpy, numpy"])
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let python = iolab::testing::python_with("safetensors.numpy, numpy");
     iolab::require!(
-        has("python3") && py,
-        "python3 with safetensors and numpy (scripts/setup.sh installs them)"
+        python.is_some(),
+        "a Python with safetensors and numpy (scripts/setup.sh makes .venv-py with them)"
     );
     let d = tempfile::tempdir().unwrap();
     let data = d.path().join("data");
     let out = d.path().join("out");
-    let o: Output = Command::new("python3")
+    let o: Output = Command::new(python.unwrap())
         .arg(root().join("scripts/vs_gpu.py"))
         .args([
             "--dry",

@@ -345,30 +345,14 @@ fn an_index_that_disagrees_with_its_shards_is_refused() {
     assert!(e.contains("tensor \"l0.b\" is in both model-00001-of-00003.safetensors and model-00002-of-00003.safetensors"), "{e}");
 }
 
-/// The Python with the reference package: the project's test environment
-/// (`scripts/setup.sh` makes `.venv-py`), else `python3`.
-fn python() -> PathBuf {
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv-py/bin/python");
-    if venv.exists() {
-        venv
-    } else {
-        PathBuf::from("python3")
-    }
-}
-
-fn python_has_safetensors() -> bool {
-    std::process::Command::new(python())
-        .args(["-c", "import safetensors.numpy, numpy"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn files_written_by_the_reference_package_load_the_same() {
+    let python = iolab::testing::python_with("safetensors.numpy, numpy");
     iolab::require!(
-        python_has_safetensors(),
+        python.is_some(),
         "no Python with safetensors and numpy (scripts/setup.sh makes .venv-py with them)"
     );
+    let python = python.unwrap();
     let d = dir();
     let p: PathBuf = d.path().join("ref.safetensors");
     // The reference writes; it also prints each tensor's dtype, shape and
@@ -390,7 +374,7 @@ names = {np.float32: "F32", np.float16: "F16", np.int64: "I64", np.bool_: "BOOL"
 out = {k: [names[v.dtype.type], list(v.shape), v.tobytes().hex()] for k, v in load_file(sys.argv[1]).items()}
 print(json.dumps(out))
 "#;
-    let o = std::process::Command::new(python())
+    let o = std::process::Command::new(&python)
         .args(["-c", script, p.to_str().unwrap()])
         .output()
         .unwrap();

@@ -61,3 +61,21 @@ macro_rules! require {
         }
     };
 }
+
+/// A Python that can run `import <imports>`: the project's test environment
+/// (`$IOLAB_PY_VENV`, else `.venv-py` at the repository root, both made by
+/// `scripts/setup.sh` with numpy and safetensors), else `python3` on the
+/// PATH. `None` when neither can, so a test can [`require!`](crate::require) it.
+pub fn python_with(imports: &str) -> Option<PathBuf> {
+    let venv = std::env::var_os("IOLAB_PY_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv-py"));
+    [venv.join("bin/python"), PathBuf::from("python3")]
+        .into_iter()
+        .find(|py| {
+            std::process::Command::new(py)
+                .args(["-c", &format!("import {imports}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
