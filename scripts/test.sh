@@ -10,7 +10,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-cargo test --workspace
+# cargo prints a summary per test binary; the line after them adds them up.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+rc=0
+cargo test --workspace 2>&1 | tee "$log" || rc=$?
+awk '/^test result:/ { p += $4; f += $6; i += $8; n++ }
+     END { printf "all Rust tests: %d passed, %d failed, %d ignored, in %d test binaries\n", p, f, i, n }' "$log"
+[ "$rc" = 0 ] || exit "$rc"
 python3 scripts/import-graph.py --quiet
 python3 scripts/long-fns.py --limit 60
 bash scripts/check-report.sh
