@@ -1876,10 +1876,12 @@ mod tests {
         assert!(a.mapped.get().is_some());
         assert_eq!(a.quick(s0 + 12288, 4096), Some((Choice::Mapped, true)));
         read(s0 + 16384, &mut buf);
-        // Larger reads in order: one pread each.
-        let mut big = vec![0u8; 8192];
-        assert_eq!(a.quick(s0 + 20480, 8192), Some((Choice::Pread, true)));
-        read(s0 + 28672, &mut big);
+        // Up to three pages in order, the mapping; larger reads in order
+        // one pread each.
+        assert_eq!(a.quick(s0 + 20480, 8192), Some((Choice::Mapped, true)));
+        let mut big = vec![0u8; 16384];
+        assert_eq!(a.quick(s0 + 28672, 16384), Some((Choice::Pread, true)));
+        read(s0 + 45056, &mut big);
         // Not where residency is sampled again.
         let n = requests();
         a.st.next_refresh.store(n, Relaxed);

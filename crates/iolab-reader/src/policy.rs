@@ -180,16 +180,17 @@ pub const BLOCKS_BELOW: usize = 4096;
 /// Largest request of reads in order of a cached file that is copied out
 /// of the mapping. Reads in order go through a mapping once, so each page
 /// is a first touch, and what a first touch costs depends on how the page
-/// cache holds the file, which the policy cannot see: reading a cached
-/// 1.7 MiB file in order through a fresh mapping here took 270 to 390 ns
-/// per 8 KiB on copies written in large pieces and 830 on one written 4
-/// KiB at a time, against 420 to 480 for a `pread` of any of them; at 4
-/// KiB, 150 and 450 against 360 to 375; at 16 KiB, a tie on the ones and
-/// twice `pread`'s time on the other. A request of at most a page is
-/// where the system call saved per request wins on the ones and loses
-/// a fifth on the other (a key-value store's 8 KiB reads of its directory
-/// file took 1.6 to 1.7 times `pread`'s time mapped).
-pub const MAPPED_SEQ_MAX: usize = 4 << 10;
+/// cache holds the file, which the policy cannot see: in large folios (a
+/// file written in large pieces, or brought in by the kernel's read-ahead)
+/// one fault maps many pages; in 4 KiB ones (a file still cached since it
+/// was written 4 KiB at a time) one fault maps few. Reading a cached 64
+/// MiB file in order here, `Auto` with the mapping over `pread` took 0.47
+/// (large folios) and 0.86 (4 KiB folios) at 10 KiB a read (`tar`'s
+/// records), 0.88 on the second at 8 KiB, 1.03 at 12 KiB and 1.11 at 16
+/// KiB (the guard falling back late). Three pages is where the system call
+/// a read saves still pays for the first touches it costs, however the
+/// file is held.
+pub const MAPPED_SEQ_MAX: usize = 12 << 10;
 
 /// Largest file that a read of it whole goes through the page cache
 /// however large the read: O_DIRECT saves a small file's reader little
@@ -1171,9 +1172,13 @@ mod tests {
         };
         // 4 MiB of 4 KiB reads in order: a system call saved per read.
         assert_eq!(decide(&at(1 << 20, 4096), &p).choice, Choice::Mapped);
-        // 8 KiB ones: a first touch of two pages may cost more than the
-        // system call it saves.
-        assert_eq!(decide(&at(1 << 20, 8192), &p).choice, Choice::Pread);
+        // Up to three pages (`tar`'s 10 KiB records): the system call
+        // saved still pays for the first touches.
+        assert_eq!(decide(&at(1 << 20, 8192), &p).choice, Choice::Mapped);
+        assert_eq!(decide(&at(1 << 20, 10240), &p).choice, Choice::Mapped);
+        // 16 KiB ones: the first touches of four pages may cost more than
+        // the system call they save.
+        assert_eq!(decide(&at(1 << 20, 16384), &p).choice, Choice::Pread);
         // The file's last few reads (its tail after a checksum's reads):
         // fewer left than a mapping costs, one pread each.
         let tail = (4 << 20) - (MAP_PAYS_AFTER - 1) * 4096 - 4096;
