@@ -1206,7 +1206,7 @@ impl Backend for Adaptive {
     }
 
     fn switched(&self) -> Option<Switch> {
-        self.guard.switch().cloned()
+        self.guard.switch()
     }
 
     fn read_many(&self, reqs: &mut [ReadReq<'_>], done: &mut dyn FnMut(usize, &ReadReq<'_>)) {

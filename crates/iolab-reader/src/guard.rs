@@ -27,8 +27,8 @@
 
 use super::policy::{self, GuardVerdict, Tally};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::Mutex;
 
 /// Technique requests between two `pread` samples at first.
 pub const SAMPLE_GAP: u64 = 16;
@@ -40,17 +40,25 @@ pub const MAX_GAP: u64 = 4096;
 /// two clock reads cost a tenth of a 4 KiB copy out of a mapping).
 pub const WINDOW: u64 = 8;
 
+/// Requests read with `pread` after a fall back before the technique is
+/// tried again.
+pub const RETRY_FIRST: u64 = 1024;
+
+/// Most requests between two trials of a technique that keeps losing.
+pub const RETRY_MAX: u64 = 1 << 20;
+
 /// Most switches the process's log keeps (later ones are only counted).
 pub const LOG_MAX: usize = 256;
 
-/// Why and when `Auto` stopped using its technique for one open file.
+/// Why and when `Auto` stopped using its technique for one open file, or
+/// took it back after a trial.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Switch {
     /// The file.
     pub path: PathBuf,
     /// Requests of the file before the switch.
     pub request: u64,
-    /// The technique it left, as the policy names it.
+    /// The technique it left (or took back), as the policy names it.
     pub from: String,
     /// Its time per MiB over the timed requests, µs.
     pub technique_us_per_mib: f64,
@@ -58,20 +66,32 @@ pub struct Switch {
     pub pread_us_per_mib: f64,
     /// `pread` samples taken.
     pub samples: u64,
+    /// False: a fall back to `pread`. True: a trial after one found the
+    /// technique winning, and it reads the file again from `request` on.
+    pub back: bool,
 }
 
 impl std::fmt::Display for Switch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}: {} took {:.0} µs/MiB against pread's {:.0} µs/MiB ({} samples): pread from request {} on",
-            self.path.display(),
-            self.from,
+        let (path, from) = (self.path.display(), &self.from);
+        let (t, p, n) = (
             self.technique_us_per_mib,
             self.pread_us_per_mib,
             self.samples,
-            self.request
-        )
+        );
+        if self.back {
+            write!(
+                f,
+                "{path}: {from} again from request {} on: a trial took {t:.0} µs/MiB against pread's {p:.0} µs/MiB ({n} samples)",
+                self.request
+            )
+        } else {
+            write!(
+                f,
+                "{path}: {from} took {t:.0} µs/MiB against pread's {p:.0} µs/MiB ({n} samples): pread from request {} on",
+                self.request
+            )
+        }
     }
 }
 
@@ -88,6 +108,11 @@ pub(crate) enum Arm {
     FellBack,
 }
 
+/// Where a guard stands.
+const USING: u8 = 0;
+const FELL_BACK: u8 = 1;
+const TRIAL: u8 = 2;
+
 /// The two tallies of one open file and where sampling stands.
 #[derive(Default)]
 pub(crate) struct Guard {
@@ -97,14 +122,27 @@ pub(crate) struct Guard {
     worst: [AtomicU64; 2],
     since: AtomicU64,
     gap: AtomicU64,
-    off: AtomicBool,
-    switch: OnceLock<Switch>,
+    /// [`USING`] the technique, [`FELL_BACK`] to `pread`, or in a
+    /// [`TRIAL`] of the technique after a fall back.
+    mode: AtomicU8,
+    /// Requests read with `pread` since the fall back or the last trial.
+    idle: AtomicU64,
+    /// Requests to read with `pread` before the next trial.
+    retry: AtomicU64,
+    /// The fall back in force (None while the technique is used).
+    switch: Mutex<Option<Switch>>,
 }
 
 fn add(t: &[AtomicU64; 3], ns: u64, bytes: usize) {
     t[0].fetch_add(1, Relaxed);
     t[1].fetch_add(bytes as u64, Relaxed);
     t[2].fetch_add(ns, Relaxed);
+}
+
+fn clear(t: &[AtomicU64]) {
+    for x in t {
+        x.store(0, Relaxed);
+    }
 }
 
 fn tally(t: &[AtomicU64; 3]) -> Tally {
@@ -119,8 +157,11 @@ fn tally(t: &[AtomicU64; 3]) -> Tally {
 impl Guard {
     /// How to read the next request the policy sends to a technique.
     pub(crate) fn arm(&self) -> Arm {
-        if self.off.load(Relaxed) {
-            return Arm::FellBack;
+        if self.mode.load(Relaxed) == FELL_BACK {
+            if self.idle.fetch_add(1, Relaxed) + 1 < self.retry.load(Relaxed) {
+                return Arm::FellBack;
+            }
+            self.start_trial();
         }
         let gap = match self.gap.load(Relaxed) {
             0 => SAMPLE_GAP,
@@ -142,9 +183,22 @@ impl Guard {
         add(&self.tech, ns, bytes);
     }
 
+    /// A trial of the technique: fresh tallies (what was judged before is
+    /// not evidence now), sampled from the first gap again.
+    fn start_trial(&self) {
+        clear(&self.tech);
+        clear(&self.pread);
+        clear(&self.worst);
+        self.since.store(0, Relaxed);
+        self.gap.store(0, Relaxed);
+        self.idle.store(0, Relaxed);
+        self.mode.store(TRIAL, Relaxed);
+    }
+
     /// A `pread` sample of `bytes` took `ns`; decides. Returns the switch
-    /// when this sample made the guard fall back (`from` names the
-    /// technique, `request` counts the file's requests so far).
+    /// when this sample made the guard fall back, or a trial took the
+    /// technique back (`from` names the technique, `request` counts the
+    /// file's requests so far).
     pub(crate) fn sample(
         &self,
         ns: u64,
@@ -152,7 +206,7 @@ impl Guard {
         path: &Path,
         from: &str,
         request: u64,
-    ) -> Option<&Switch> {
+    ) -> Option<Switch> {
         add(&self.pread, ns, bytes);
         // The slowest sample per byte (two racing samples may both keep
         // theirs: either is fine).
@@ -168,34 +222,62 @@ impl Guard {
             ..tally(&self.pread)
         };
         let gap = self.gap.load(Relaxed).max(SAMPLE_GAP);
-        match policy::guard(t, p) {
-            GuardVerdict::Sample => None,
-            GuardVerdict::Keep => {
-                self.gap.store((gap * 2).min(MAX_GAP), Relaxed);
-                None
-            }
-            GuardVerdict::FallBack => {
-                if self.off.swap(true, Relaxed) {
+        let per_mib = |x: Tally| x.ns_per_byte().unwrap_or(0.0) * (1 << 20) as f64 / 1e3;
+        let switch = |back| Switch {
+            path: path.to_path_buf(),
+            request,
+            from: from.to_string(),
+            technique_us_per_mib: per_mib(t),
+            pread_us_per_mib: per_mib(p.trimmed()),
+            samples: p.n,
+            back,
+        };
+        let verdict = policy::guard(t, p);
+        if verdict == GuardVerdict::Keep {
+            self.gap.store((gap * 2).min(MAX_GAP), Relaxed);
+        }
+        let mode = self.mode.load(Relaxed);
+        match (verdict, mode) {
+            (GuardVerdict::Keep, TRIAL) => {
+                if self.mode.swap(USING, Relaxed) != TRIAL {
                     return None;
                 }
-                let per_mib = |x: Tally| x.ns_per_byte().unwrap_or(0.0) * (1 << 20) as f64 / 1e3;
-                let s = Switch {
-                    path: path.to_path_buf(),
-                    request,
-                    from: from.to_string(),
-                    technique_us_per_mib: per_mib(t),
-                    pread_us_per_mib: per_mib(p.trimmed()),
-                    samples: p.n,
-                };
+                let s = switch(true);
+                *self.current() = None;
                 log(&s);
-                Some(self.switch.get_or_init(|| s))
+                Some(s)
             }
+            (GuardVerdict::FallBack, TRIAL) => {
+                // Lost again: wait twice as long before the next trial.
+                let r = self.retry.load(Relaxed).max(RETRY_FIRST);
+                self.retry.store((r * 2).min(RETRY_MAX), Relaxed);
+                self.idle.store(0, Relaxed);
+                self.mode.store(FELL_BACK, Relaxed);
+                None
+            }
+            (GuardVerdict::FallBack, USING) => {
+                if self.mode.swap(FELL_BACK, Relaxed) != USING {
+                    return None;
+                }
+                self.retry.store(RETRY_FIRST, Relaxed);
+                self.idle.store(0, Relaxed);
+                let s = switch(false);
+                *self.current() = Some(s.clone());
+                log(&s);
+                Some(s)
+            }
+            _ => None,
         }
     }
 
-    /// The switch, once the guard fell back.
-    pub(crate) fn switch(&self) -> Option<&Switch> {
-        self.switch.get()
+    fn current(&self) -> std::sync::MutexGuard<'_, Option<Switch>> {
+        self.switch.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The fall back in force: None before any, and after a trial took
+    /// the technique back.
+    pub(crate) fn switch(&self) -> Option<Switch> {
+        self.current().clone()
     }
 }
 
@@ -265,9 +347,9 @@ mod tests {
         }
         assert!(g.sample(1_000, 4096, p, "the mapping", 40).is_none());
         assert!(g.sample(1_000, 4096, p, "the mapping", 56).is_none());
-        let s = g.sample(1_000, 4096, p, "the mapping", 72).cloned();
+        let s = g.sample(1_000, 4096, p, "the mapping", 72);
         let s = s.expect("fell back");
-        assert_eq!((s.request, s.samples), (72, 3));
+        assert_eq!((s.request, s.samples, s.back), (72, 3, false));
         assert!(s.technique_us_per_mib > 40.0 * s.pread_us_per_mib, "{s}");
         assert!(
             s.to_string().starts_with("/data/f: the mapping took"),
@@ -277,5 +359,88 @@ mod tests {
         // Later samples change nothing.
         assert!(g.sample(1, 4096, p, "the mapping", 99).is_none());
         assert_eq!(g.switch().map(|x| x.request), Some(72));
+    }
+
+    /// Falls `g` back from a technique at `tech_ns` per 4 KiB against
+    /// `pread` at 1,000 ns.
+    fn fall_back(g: &Guard, tech_ns: u64) {
+        let p = Path::new("/data/f");
+        for _ in 0..policy::GUARD_MIN_TIMED {
+            g.technique(tech_ns, 4096);
+        }
+        for i in 0..policy::GUARD_MIN_SAMPLES {
+            g.sample(1_000, 4096, p, "the mapping", 40 + i);
+        }
+        assert!(g.switch().is_some());
+    }
+
+    /// Arms of a trial up to its first sample, timing the technique's
+    /// window at `tech_ns` per 4 KiB; returns how many arms it took.
+    fn trial_window(g: &Guard, tech_ns: u64) -> u64 {
+        let mut n = 0;
+        loop {
+            n += 1;
+            match g.arm() {
+                Arm::Timed => g.technique(tech_ns, 4096),
+                Arm::Sample => return n,
+                Arm::FellBack => panic!("fell back during a trial's window"),
+                Arm::Technique => {}
+            }
+        }
+    }
+
+    #[test]
+    fn after_a_fall_back_the_technique_is_tried_again_and_taken_back_when_it_wins() {
+        let g = Guard::default();
+        let p = Path::new("/data/f");
+        // Slow at first (a fresh mapping's faults), then fast.
+        fall_back(&g, 5_000);
+        for _ in 0..RETRY_FIRST - 1 {
+            assert_eq!(g.arm(), Arm::FellBack);
+        }
+        // The trial: the technique again, judged on fresh tallies only.
+        let mut back = None;
+        for i in 0..policy::GUARD_MIN_SAMPLES {
+            assert!(back.is_none(), "judged before its samples");
+            trial_window(&g, 200);
+            back = g.sample(1_000, 4096, p, "the mapping", 2_000 + i);
+        }
+        let s = back.expect("the trial took the technique back");
+        assert!(s.back, "{s}");
+        assert!(
+            s.to_string()
+                .starts_with("/data/f: the mapping again from request 2002 on"),
+            "{s}"
+        );
+        assert!(s.technique_us_per_mib < s.pread_us_per_mib, "{s}");
+        assert!(g.switch().is_none(), "the fall back still in force");
+        assert_ne!(g.arm(), Arm::FellBack);
+        let (log, _) = take_switches();
+        assert!(log.iter().any(|x| x.back && x.request == 2_002), "{log:?}");
+    }
+
+    #[test]
+    fn a_technique_that_loses_its_trial_waits_twice_as_long_for_the_next() {
+        let g = Guard::default();
+        let p = Path::new("/data/f");
+        fall_back(&g, 50_000);
+        let first = g.switch().expect("fell back");
+        let (mut wait, mut waited) = (RETRY_FIRST, 0);
+        for _ in 0..3 {
+            // The trial comes with the wait's last request.
+            for _ in waited..wait - 1 {
+                assert_eq!(g.arm(), Arm::FellBack);
+            }
+            for i in 0..policy::GUARD_MIN_SAMPLES {
+                trial_window(&g, 50_000);
+                assert!(g.sample(1_000, 4096, p, "the mapping", 9_000 + i).is_none());
+            }
+            // Lost: pread again, and the first fall back is still the one
+            // in force.
+            assert_eq!(g.arm(), Arm::FellBack);
+            assert_eq!(g.switch(), Some(first.clone()));
+            (wait, waited) = (wait * 2, 1);
+        }
+        assert_eq!(g.retry.load(Relaxed), 8 * RETRY_FIRST);
     }
 }

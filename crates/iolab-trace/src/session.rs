@@ -224,7 +224,8 @@ fn one_replay(
         user_ns: r.usage.user_ns,
         sys_ns: r.usage.sys_ns,
         resident_before,
-        fell_back: sw.len() as u64 + more,
+        // Falls back only: a trial that took the technique back is not one.
+        fell_back: sw.iter().filter(|s| !s.back).count() as u64 + more,
     };
     Ok(Some((summary, r.latency, r.requests, words)))
 }
