@@ -283,7 +283,7 @@ impl Guard {
     }
 
     /// The fall back in force: None before any, and after a trial took
-    /// the technique back.
+    /// the technique back (a trial under way still shows it).
     pub(crate) fn switch(&self) -> Option<Switch> {
         self.current().clone()
     }

@@ -199,7 +199,9 @@ impl Reader {
 
     /// Whether `Auto` (its run-time guard) stopped using the technique it
     /// chose for this file and reads it with `pread` now, and why; None
-    /// for every other technique and while the choice holds.
+    /// for every other technique, while the choice holds, and once a trial
+    /// of the technique after the fall back took it back (a trial under
+    /// way still shows the fall back).
     pub fn switched(&self) -> Option<guard::Switch> {
         self.imp.get().switched()
     }
