@@ -371,10 +371,10 @@ pub(crate) struct Adaptive {
     /// timed read (it scans the profile's measurements; most files a
     /// program opens are never timed).
     seq_mib_s: OnceLock<f64>,
-    /// The last huge page's region probed ([`Adaptive::region_huge`]):
+    /// The last 2 MiB region probed for large folios ([`Adaptive::region_huge`]):
     /// `(region + 1) << 1 | huge`, 0 before any.
     huge: AtomicU64,
-    /// Regions probed in a row that were not held in a huge page.
+    /// Regions probed in a row that were not held in large folios.
     not_huge: AtomicU32,
     trace: bool,
     st: State,
@@ -890,7 +890,7 @@ impl Adaptive {
 
     /// A read in order of cached data that the rules read with `pread`,
     /// copied from the mapping instead where the page cache holds its
-    /// region in a huge page ([`policy::huge_in_order`]).
+    /// region in large folios ([`policy::huge_in_order`]).
     fn huge_choice(&self, c: Choice, sequential: bool, off: u64, len: usize) -> Choice {
         let candidate = c == Choice::Pread
             && sequential
@@ -904,12 +904,13 @@ impl Adaptive {
         }
     }
 
-    /// Whether the huge page's region of `off` is mapped by one huge page:
-    /// its first byte touched through the mapping, a touch 1 MiB further
-    /// on finds it mapped already ([`policy::HUGE_TOUCH_NS`]). Probed once
-    /// per region a stream enters (two touches, which the copies from a
-    /// huge page would make anyway), spaced out after regions found in
-    /// small pages ([`policy::huge_probe_due`]).
+    /// Whether the 2 MiB region of `off` is held in large folios: its
+    /// first byte touched through the mapping, a touch
+    /// [`policy::LARGE_PROBE_AT`] further on finds it mapped already
+    /// ([`policy::HUGE_TOUCH_NS`]). Probed once per region a stream enters
+    /// (two touches, which the copies from a large folio would make
+    /// anyway), spaced out after regions found in small pages
+    /// ([`policy::huge_probe_due`]).
     fn region_huge(&self, off: u64) -> bool {
         let region = off / policy::HUGE_REGION;
         let known = self.huge.load(Relaxed);
@@ -924,7 +925,7 @@ impl Adaptive {
         let huge = start + policy::HUGE_REGION <= self.src.len()
             && self.mapped().is_some_and(|m| {
                 m.touch_ns(start).is_some()
-                    && m.touch_ns(start + policy::HUGE_REGION / 2)
+                    && m.touch_ns(start + policy::LARGE_PROBE_AT)
                         .is_some_and(|ns| ns < policy::HUGE_TOUCH_NS)
             });
         self.huge.store((region + 1) << 1 | huge as u64, Relaxed);
@@ -935,7 +936,7 @@ impl Adaptive {
         }
         if self.trace {
             eprintln!(
-                "policy: {}: bytes {start}.. {} in a huge page: {}",
+                "policy: {}: bytes {start}.. {} in large folios: {}",
                 self.src.path.display(),
                 if huge { "held" } else { "not held" },
                 if huge {
@@ -1433,8 +1434,63 @@ mod tests {
         iolab::cache::warm(&path, len as u64).unwrap();
         let r = Reader::open(&path, Options::new(Technique::Auto)).unwrap();
         // A compressor's 128 KiB pieces, to the end, twice: each region's
-        // huge page probed (and the mapping made for it) whatever it finds.
+        // region probed for large folios (and the mapping made for it)
+        // whatever it finds.
         read_in_order_twice(&r, &data, 128 << 10);
+    }
+
+    /// Whether the page `off` bytes into a fresh mapping of `path` is in
+    /// its page table after a touch of the first byte alone, from
+    /// `/proc/self/pagemap` (bit 63: present): the kernel's own word on
+    /// how much one fault mapped.
+    fn mapped_by_first_touch(path: &std::path::Path, off: u64) -> bool {
+        use std::io::{Read, Seek, SeekFrom};
+        let f = std::fs::File::open(path).unwrap();
+        let len = f.metadata().unwrap().len() as usize;
+        let m = iolab::kernel::mman::Mapping::new(&f, len).unwrap();
+        std::hint::black_box(m.bytes()[0]);
+        let page = (m.ptr() as u64 + off) / 4096;
+        let mut pm = std::fs::File::open("/proc/self/pagemap").unwrap();
+        pm.seek(SeekFrom::Start(page * 8)).unwrap();
+        let mut e = [0u8; 8];
+        pm.read_exact(&mut e).unwrap();
+        u64::from_le_bytes(e) >> 63 == 1
+    }
+
+    #[test]
+    fn the_large_folio_probe_agrees_with_the_page_table_on_large_and_small_writes() {
+        let d = tempfile::tempdir().unwrap();
+        let len = 8usize << 20;
+        let data: Vec<u8> = (0..len as u64).map(|i| (i * 7 % 253) as u8).collect();
+        // Written in 1 MiB pieces (large folios where the file system
+        // has them), and 4 KiB at a time (4 KiB folios).
+        for (name, piece) in [("large", 1usize << 20), ("small", 4096)] {
+            let path = d.path().join(name);
+            let mut f = std::fs::File::create(&path).unwrap();
+            for c in data.chunks(piece) {
+                std::io::Write::write_all(&mut f, c).unwrap();
+            }
+            drop(f);
+            let expected = mapped_by_first_touch(&path, crate::policy::LARGE_PROBE_AT);
+            let r = Reader::open(&path, Options::new(Technique::Auto)).unwrap();
+            // The probe times a touch: an interrupt in it can make a large
+            // folio look small, so a fresh state probes up to three times.
+            let agrees = (0..3).any(|_| {
+                let profile = std::sync::Arc::new(crate::profile::Profile::thesis_defaults());
+                let first = crate::siblings::First::default();
+                let a = super::Adaptive::new(r.src.clone(), profile, None, first).unwrap();
+                a.region_huge(0) == expected
+            });
+            assert!(
+                agrees,
+                "{name}: the probe never found what the page table shows ({expected})"
+            );
+            if name == "small" {
+                assert!(!expected, "one fault mapped 4 KiB folios 128 KiB on");
+            }
+            // Whatever it found, the copies are the file's bytes.
+            read_in_order_twice(&r, &data, 16 << 10);
+        }
     }
 
     #[test]

@@ -257,29 +257,39 @@ pub fn keeps_direct_tail(tails: u64, directs: u64) -> bool {
 /// mapping by.
 pub const HUGE_REGION: u64 = 2 << 20;
 
-/// Smallest read in order of a cached file that [`huge_in_order`] may send
-/// to the mapping: at 16 KiB the copies through a mapping of a file held
-/// in large pages only tied `pread` (see [`MAPPED_SEQ_MAX`]).
-pub const HUGE_MIN_READ: usize = 32 << 10;
+/// How far into a region [`huge_in_order`]'s second touch goes: past the
+/// kernel's fault-around window (64 KiB), within a large folio. A fault
+/// maps the whole large folio it lands in (Linux 6.18: a file written in
+/// 1 MiB pieces, a fault at a folio's start left the next 15 windows of
+/// 64 KiB mapped), but only the 16 pages about it where the file is held
+/// in 4 KiB pages; a touch 1 MiB on, as the probe first did, faulted
+/// again in 1 MiB folios and found only 2 MiB pages.
+pub const LARGE_PROBE_AT: u64 = 128 << 10;
 
-/// A touch of the mapping 1 MiB into a huge page's region, just after its
+/// Smallest read in order of a cached file that [`huge_in_order`] may send
+/// to the mapping: from 16 KiB the copies through a mapping of a file
+/// held in large folios beat `pread` (below that [`MAPPED_SEQ_MAX`] maps
+/// whatever the folios).
+pub const HUGE_MIN_READ: usize = 16 << 10;
+
+/// A touch of the mapping [`LARGE_PROBE_AT`] into a region, just after its
 /// first byte was touched, that took less than this (ns) found the region
-/// mapped already: one huge page maps it whole (250 to 390 ns here, with
-/// the clock's own cost), where a region held in small pages faults again
-/// (3.8 to 5.4 µs).
+/// mapped already: one large folio maps it (20 to 450 ns here, with the
+/// clock's own cost), where a region held in small pages faults again
+/// (4 to 7 µs).
 pub const HUGE_TOUCH_NS: u64 = 1_500;
 
 /// Whether a read in order of `len` bytes of a cached file of `file_len`
 /// bytes is copied from the mapping where the page cache holds its region
-/// in a huge page ([`HUGE_TOUCH_NS`]). Read in by the kernel's read-ahead,
-/// a large file is held in 2 MiB pages, which a mapping maps with one
-/// fault each and lets go of cheaply: a 256 MiB file in 128 KiB pieces
-/// took 9.2–9.4 ms through the mapping (its `munmap` 0.2 ms) against
-/// 9.7–9.8 ms of `pread`. Held in small pages, the copies through the
-/// mapping took 14.2–14.5 ms, and letting it go 2.7 ms more, against
-/// 11.9 ms: there each read stays a `pread`. Probing every region of such
-/// a file cost 7 % of reading it; `Auto` spaces its probes out after each
-/// region found in small pages.
+/// in large folios ([`HUGE_TOUCH_NS`]). Read in by the kernel's read-ahead
+/// or written in large pieces, a large file is held in folios of up to 2
+/// MiB, which a mapping maps with one fault each and lets go of cheaply: a
+/// 256 MiB file in 128 KiB pieces took 9.2–9.4 ms through the mapping (its
+/// `munmap` 0.2 ms) against 9.7–9.8 ms of `pread`. Held in small pages,
+/// the copies through the mapping took 14.2–14.5 ms, and letting it go
+/// 2.7 ms more, against 11.9 ms: there each read stays a `pread`. Probing
+/// every region of such a file cost 7 % of reading it; `Auto` spaces its
+/// probes out after each region found in small pages.
 pub fn huge_in_order(len: usize, file_len: u64) -> bool {
     len >= HUGE_MIN_READ && file_len >= 2 * HUGE_REGION
 }
