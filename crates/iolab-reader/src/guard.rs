@@ -244,8 +244,15 @@ impl Guard {
         if verdict == GuardVerdict::Keep {
             self.gap.store((gap * 2).min(MAX_GAP), Relaxed);
         }
-        let mode = self.mode.load(Relaxed);
-        match (verdict, mode) {
+        self.act(verdict, switch)
+    }
+
+    /// What `verdict` does where the guard stands: a trial won takes the
+    /// technique back, one lost waits twice as long for the next, and a
+    /// loss while the technique is used falls back. Returns the switch it
+    /// logged, made by `switch` (`back`: taken back).
+    fn act(&self, verdict: GuardVerdict, switch: impl Fn(bool) -> Switch) -> Option<Switch> {
+        match (verdict, self.mode.load(Relaxed)) {
             (GuardVerdict::Keep, TRIAL) => {
                 if self.mode.swap(USING, Relaxed) != TRIAL {
                     return None;
