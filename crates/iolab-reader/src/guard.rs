@@ -159,7 +159,7 @@ impl Guard {
     ///
     /// The counts are a load and a store, not a locked read-modify-write
     /// (a few nanoseconds of every request the technique serves, against
-    /// a copy of a cached 4 KiB page out of a mapping of some 400): two
+    /// a copy of a cached 4 KiB page out of a mapping of some 400 ns): two
     /// threads racing on them only move a sample by a request.
     pub(crate) fn arm(&self) -> Arm {
         if self.mode.load(Relaxed) == FELL_BACK {
