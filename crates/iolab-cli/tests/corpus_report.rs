@@ -42,6 +42,16 @@ fn record(trace: &str, reader: &str, ms: &[f64], fell: &[u64]) -> String {
     .to_string()
 }
 
+/// The first line of `text` starting with `start`, and its cells (index
+/// 0 is the empty text before the first `|`).
+fn table_row<'t>(text: &'t str, start: &str) -> (&'t str, Vec<&'t str>) {
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no row {start}: {text}"));
+    (row, row.split('|').map(str::trim).collect())
+}
+
 #[test]
 fn the_report_names_the_best_fixed_reader_the_ratio_and_the_rounds_auto_lost_badly() {
     let dir = tempfile::tempdir().unwrap();
@@ -86,11 +96,7 @@ fn the_report_names_the_best_fixed_reader_the_ratio_and_the_rounds_auto_lost_bad
     assert!(text.contains("- commit: abc1234"), "{text}");
     // The row: the mapping is the best fixed reader; the median round is
     // 8.4 / 8.0; built-in 8.8 / 8.0, above 1.05 (marked).
-    let row = text
-        .lines()
-        .find(|l| l.starts_with("| scan |"))
-        .unwrap_or_else(|| panic!("no row for the trace: {text}"));
-    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    let (row, cells) = table_row(&text, "| scan |");
     assert_eq!(cells[4], "mapped", "{row}");
     assert_eq!(cells[5], "8.0 ms", "{row}");
     assert!(cells[6].starts_with("1.050 ["), "{row}");
@@ -101,11 +107,7 @@ fn the_report_names_the_best_fixed_reader_the_ratio_and_the_rounds_auto_lost_bad
     assert_eq!(cells[9], "1.020", "{row}");
     // The tail: the two rounds that fell back, none built-in, none for
     // the library without a policy.
-    let summary = text
-        .lines()
-        .find(|l| l.starts_with("| warm |"))
-        .unwrap_or_else(|| panic!("no summary: {text}"));
-    let cells: Vec<&str> = summary.split('|').map(str::trim).collect();
+    let (summary, cells) = table_row(&text, "| warm |");
     assert_eq!(cells[5], "2 of 11 / 0 of 11", "{summary}");
     assert_eq!(cells[6], "0 of 11", "{summary}");
     // The guard's fall backs: the median round fell back on no file, and
