@@ -81,47 +81,37 @@ fn warn_device_once(profile: &Profile, path: &std::path::Path, dev: u64) {
     }
 }
 
+/// A file's counters and what has been learnt of it. `repr(C)`, in this
+/// order: what every request's quick decision reads comes first, within a
+/// few cache lines, and the parts only a timed or O_DIRECT read uses
+/// come last (laid out by the compiler, the quick path's fields were
+/// spread over five lines around a 512-byte ring of O_DIRECT ranges).
+#[repr(C)]
 struct State {
-    last_end: AtomicU64,
-    run: AtomicU32,
+    requests: AtomicU64,
+    resident: AtomicU64,
+    /// The request at which residency is sampled again: every
+    /// `refresh_every` requests (a comparison, not a division per read).
+    next_refresh: AtomicU64,
+    /// Taken as cached from the open until the first refresh, not sampled
+    /// at the [`FIRST_SAMPLE`]th request ([`trusts_warm_dir`]).
+    trusted: bool,
+    /// The whole file was asked for ahead ([`policy::read_ahead_whole`]).
+    read_ahead: AtomicBool,
+    /// Timed small random reads in a row that found the page cache
+    /// (waited less than [`policy::MISS_NS`]): from [`policy::HIT_STREAK`]
+    /// on, only one in [`policy::HIT_SAMPLE`] is timed and decided in full.
+    hits: AtomicU32,
     /// End of the last request that continued a sequential run: a request
     /// there continues the stream even after reads elsewhere came between
     /// (a database's table scan reads an interior page now and then).
     stream_end: AtomicU64,
-    /// Requests that continued a stream.
-    streamed: AtomicU64,
+    last_end: AtomicU64,
+    run: AtomicU32,
     /// Bytes of the current stream (see [`Situation::stream_bytes`]).
     stream_bytes: AtomicU64,
-    /// The stream's window the range probe last found uncached.
-    probed_from: AtomicU64,
-    probed_to: AtomicU64,
-    chunk_shift: u32,
-    /// Regions read: one bit each (see [`State::word`]).
-    touched: Touched,
-    touched_n: AtomicU64,
-    chunks: u64,
-    requests: AtomicU64,
-    refresh_every: u64,
-    /// The request at which residency is sampled again: every
-    /// `refresh_every` requests (a comparison, not a division per read).
-    next_refresh: AtomicU64,
-    resident: AtomicU64,
-    available: AtomicU64,
-    /// The whole file was asked for ahead ([`policy::read_ahead_whole`]).
-    read_ahead: AtomicBool,
-    /// Time spent in `read_at` so far, ns, until the file is read ahead
-    /// or found cached ([`Situation::waited_ns`]).
-    waited_ns: AtomicU64,
-    /// Residency was sampled at least once.
-    sampled: AtomicBool,
-    /// Taken as cached from the open until the first refresh, not sampled
-    /// at the [`FIRST_SAMPLE`]th request ([`trusts_warm_dir`]).
-    trusted: bool,
-    /// The last ranges read with O_DIRECT (see [`DirectReads`]).
-    direct_reads: std::sync::Mutex<DirectReads>,
-    /// Misses of small random reads per region, and the regions read
-    /// around them ([`Around`]).
-    around: Around,
+    /// Requests that continued a stream.
+    streamed: AtomicU64,
     /// The last few reads of at most [`policy::EXACT_MAX`] bytes, as
     /// [`exact_key`]s (0: none), and where the next one goes.
     recent: [AtomicU64; RECENT],
@@ -130,16 +120,32 @@ struct State {
     /// a header re-read between more than [`RECENT`] other small reads
     /// (SQLite's, between a look-up's pages) is still known.
     again_key: AtomicU64,
+    chunk_shift: u32,
+    chunks: u64,
+    /// Regions read: one bit each (see [`State::word`]).
+    touched: Touched,
+    touched_n: AtomicU64,
     /// Where the last O_DIRECT read ended (`u64::MAX`: none, or a read
     /// already followed it there); O_DIRECT reads, and reads that started
     /// where one ended ([`policy::keeps_direct_tail`]).
     direct_end: AtomicU64,
+    refresh_every: u64,
+    /// Residency was sampled at least once.
+    sampled: AtomicBool,
+    /// The stream's window the range probe last found uncached.
+    probed_from: AtomicU64,
+    probed_to: AtomicU64,
+    available: AtomicU64,
+    /// Time spent in `read_at` so far, ns, until the file is read ahead
+    /// or found cached ([`Situation::waited_ns`]).
+    waited_ns: AtomicU64,
     directs: AtomicU64,
     tails: AtomicU64,
-    /// Timed small random reads in a row that found the page cache
-    /// (waited less than [`policy::MISS_NS`]): from [`policy::HIT_STREAK`]
-    /// on, only one in [`policy::HIT_SAMPLE`] is timed and decided in full.
-    hits: AtomicU32,
+    /// Misses of small random reads per region, and the regions read
+    /// around them ([`Around`]).
+    around: Around,
+    /// The last ranges read with O_DIRECT (see [`DirectReads`]).
+    direct_reads: OnceLock<Box<std::sync::Mutex<DirectReads>>>,
 }
 
 /// Small reads [`State::recent`] keeps.
@@ -183,7 +189,7 @@ impl State {
             read_ahead: AtomicBool::new(false),
             waited_ns: AtomicU64::new(0),
             sampled: AtomicBool::new(false),
-            direct_reads: std::sync::Mutex::new(DirectReads::default()),
+            direct_reads: OnceLock::new(),
             around: Around::new(len),
             recent: Default::default(),
             recent_next: AtomicU32::new(0),
@@ -352,20 +358,27 @@ fn sampled_residency(src: &Src) -> Option<f64> {
 
 /// The adaptive technique's state for a measured file (its length known):
 /// what [`super::first_read::Auto`] reads with after its first read.
+/// `repr(C)`: what a request's quick decision reads (the profile, the
+/// file, the mappings, the state's first fields) lies together at the
+/// start; the techniques a decision in full may pick come after.
+#[repr(C)]
 pub(crate) struct Adaptive {
-    src: Arc<Src>,
     profile: ProfileRef,
+    src: Arc<Src>,
+    trace: bool,
+    ahead: OnceLock<Option<Box<DirectAhead>>>,
     /// Made on first use: `None` inside when the file cannot be mapped.
     mapped: OnceLock<Option<Mapped>>,
     /// The file's first page alone, mapped for exact re-reads within it
     /// while the whole file is not ([`policy::HEAD_MAP_MAX`]).
     head: OnceLock<Option<Mapped>>,
+    st: State,
+    guard: Guard,
     stream: Stream,
     buffered: OnceLock<Buffered>,
     uring_seq: UringReader,
     uring_rand: UringReader,
     direct: OnceLock<Option<Direct>>,
-    ahead: OnceLock<Option<DirectAhead>>,
     budget: Option<u64>,
     /// [`policy::cold_seq_mib_s`] of the profile, looked up at the first
     /// timed read (it scans the profile's measurements; most files a
@@ -376,9 +389,6 @@ pub(crate) struct Adaptive {
     huge: AtomicU64,
     /// Regions probed in a row that were not held in large folios.
     not_huge: AtomicU32,
-    trace: bool,
-    st: State,
-    guard: Guard,
 }
 
 impl Adaptive {
@@ -762,6 +772,7 @@ impl Adaptive {
             let mut seen = self
                 .st
                 .direct_reads
+                .get_or_init(Box::default)
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
             if seen.overlaps(off, end) {
@@ -1001,9 +1012,11 @@ impl Adaptive {
             },
             Choice::Ahead => match self.ahead.get_or_init(|| {
                 let w = &self.profile.whole;
-                DirectAhead::new(self.src.clone(), w.block, w.depth as usize).ok()
+                DirectAhead::new(self.src.clone(), w.block, w.depth as usize)
+                    .ok()
+                    .map(Box::new)
             }) {
-                Some(a) => a,
+                Some(a) => &**a,
                 None => &self.stream,
             },
         }
@@ -1563,6 +1576,20 @@ mod tests {
         }
         assert!(!d.overlaps(1000, 2000), "the oldest range was let go");
         assert!(d.overlaps(10_000, 10_001));
+    }
+
+    #[test]
+    fn what_a_quick_decision_reads_lies_in_the_first_cache_lines() {
+        use super::{Adaptive, State};
+        use std::mem::{offset_of, size_of};
+        // The state's fields every request reads, up to the last of them.
+        let hot_end = offset_of!(State, direct_end) + 8;
+        assert!(hot_end <= 192, "{hot_end} bytes");
+        // The profile, the file and the mappings before the state.
+        let st = offset_of!(Adaptive, st);
+        assert!(st + hot_end <= 384, "state at {st}");
+        // The rarely used parts boxed: an open file's state stays small.
+        assert!(size_of::<Adaptive>() <= 1024, "{}", size_of::<Adaptive>());
     }
 
     #[test]

@@ -113,22 +113,25 @@ const USING: u8 = 0;
 const FELL_BACK: u8 = 1;
 const TRIAL: u8 = 2;
 
-/// The two tallies of one open file and where sampling stands.
+/// The two tallies of one open file and where sampling stands. `repr(C)`:
+/// what [`Guard::arm`] reads at every request (where the guard stands and
+/// the count to the next sample) first, in one cache line.
 #[derive(Default)]
+#[repr(C)]
 pub(crate) struct Guard {
-    tech: [AtomicU64; 3],
-    pread: [AtomicU64; 3],
-    /// The slowest sample per byte: its ns and bytes.
-    worst: [AtomicU64; 2],
-    since: AtomicU64,
-    gap: AtomicU64,
     /// [`USING`] the technique, [`FELL_BACK`] to `pread`, or in a
     /// [`TRIAL`] of the technique after a fall back.
     mode: AtomicU8,
+    since: AtomicU64,
+    gap: AtomicU64,
     /// Requests read with `pread` since the fall back or the last trial.
     idle: AtomicU64,
     /// Requests to read with `pread` before the next trial.
     retry: AtomicU64,
+    tech: [AtomicU64; 3],
+    pread: [AtomicU64; 3],
+    /// The slowest sample per byte: its ns and bytes.
+    worst: [AtomicU64; 2],
     /// The fall back in force (None while the technique is used).
     switch: Mutex<Option<Switch>>,
 }
