@@ -84,8 +84,8 @@ fn warn_device_once(profile: &Profile, path: &std::path::Path, dev: u64) {
 /// A file's counters and what has been learnt of it. `repr(C)`, in this
 /// order: what every request's quick decision reads comes first, within a
 /// few cache lines, and the parts only a timed or O_DIRECT read uses
-/// come last (laid out by the compiler, the quick path's fields were
-/// spread over five lines around a 512-byte ring of O_DIRECT ranges).
+/// come last (laid out by the compiler, a 512-byte ring of O_DIRECT
+/// ranges lay between the quick path's first field and its others).
 #[repr(C)]
 struct State {
     requests: AtomicU64,
