@@ -13,7 +13,9 @@ with the 95 % interval of that median from order statistics (the sign
 test's: no assumption about the noise's shape). Geometric means are over
 the traces of one half and cache state: against the per-trace best, and
 against the best single fixed reader (the one reader whose geometric mean
-time over the per-trace best is lowest in that half)."""
+time over the per-trace best is lowest in that half), with what the per-trace
+best itself gains over that reader and the trace where Auto is furthest
+behind `pread`."""
 import json, math, os, platform, statistics, subprocess, sys
 from collections import defaultdict
 
@@ -136,6 +138,14 @@ def cpu_cell(rc, best):
     return " / ".join(cells)
 
 
+def worst_vs_pread(runs, ks, a):
+    """The trace of ks on which reader a's median per-round ratio over
+    `pread` (no policy, bare system calls) is highest: "ratio (trace)"."""
+    v = [(statistics.median(ratios(runs[k], a, "pread")), k[0]) for k in ks
+         if a in runs[k] and "pread" in runs[k]]
+    return "{:.3f} ({})".format(*max(v)) if v else "–"
+
+
 def half_table(half, halves, what, runs, cpu, out):
     keys = sorted(k for k in runs if halves.get(k[0]) == half)
     if not keys:
@@ -156,8 +166,9 @@ def half_table(half, halves, what, runs, cpu, out):
                    f"| {cpu_cell(cpu[(name, cache)], best)} | {alone} | {n} |")
     out.append("")
     out.append("| cache | geomean auto ÷ per-trace best (tuned / built-in) | best single fixed reader | geomean auto ÷ it (tuned / built-in) "
+               "| geomean per-trace best ÷ it | worst trace, auto ÷ `pread` (tuned / built-in) "
                f"| rounds above {TAIL} × the per-trace best (tuned / built-in) | the same for `stream` ÷ `pread` |")
-    out.append("|---|---|---|---|---|---|")
+    out.append("|---|---|---|---|---|---|---|---|")
     for cache in ("cold", "warm", "rerun"):
         ks = [k for k in keys if k[1] == cache]
         if not ks:
@@ -170,10 +181,16 @@ def half_table(half, halves, what, runs, cpu, out):
         for a in ADAPTIVE:
             per_best.append(gmean([statistics.median(ratios(runs[k], a, best_fixed(runs[k])[0])) for k in ks if a in runs[k]]))
             per_single.append(gmean([statistics.median(ratios(runs[k], a, single)) for k in ks if a in runs[k]]))
+        # What knowing each trace ahead gains over the single reader: the
+        # geometric mean of the per-trace best over it. A choice among the
+        # fixed readers, however good, gets no lower than this.
+        oracle = gmean([best_fixed(runs[k])[1][best_fixed(runs[k])[0]] / statistics.median(runs[k][single].values())
+                        for k in ks])
+        worst = " / ".join(worst_vs_pread(runs, ks, a) for a in ADAPTIVE)
         tails = [tail([ratios(runs[k], a, best_fixed(runs[k])[0]) for k in ks if a in runs[k]]) for a in ADAPTIVE]
         alone = tail([ratios(runs[k], "stream", "pread") for k in ks if "stream" in runs[k] and "pread" in runs[k]])
         out.append(f"| {cache} | {per_best[0]:.3f} / {per_best[1]:.3f} | {single} | {per_single[0]:.3f} / {per_single[1]:.3f} "
-                   f"| {tails[0]} / {tails[1]} | {alone} |")
+                   f"| {oracle:.3f} | {worst} | {tails[0]} / {tails[1]} | {alone} |")
 
 
 def main():
@@ -198,6 +215,11 @@ def main():
            "Cache: cold, the files evicted; warm, the files read whole; rerun (where replayed), the "
            "files evicted and the trace replayed once untimed before each round, what a program's "
            "second run finds. "
+           "Under each half, the geometric mean of the per-trace best over the best single reader is "
+           "what picking the right fixed reader for every trace, knowing the traces ahead, gains over "
+           "that one reader: a policy that chooses among the fixed readers gets no lower (to go "
+           "further it must beat every fixed reader on some traces). The worst trace against `pread` "
+           "is where Auto costs most against reading with no policy at all. "
            "Tuned: the profile of `iolab tune --quick`; built-in: no profile. "
            "`Reader` alone: the same per-round ratio for `stream` (a `Reader` that makes one `pread` "
            "per request, no policy) over `pread` (the replay's bare `File::open` and `pread`): what "

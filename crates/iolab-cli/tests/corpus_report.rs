@@ -2,7 +2,9 @@
 //! whose numbers are known: the best fixed reader per trace, the median
 //! per-round ratio with its interval, the rounds Auto lost badly (the
 //! tail a median hides) beside the same count for the library without a
-//! policy, and the guard's fall backs.
+//! policy, what knowing each trace ahead gains over the best single
+//! reader, the trace where Auto is furthest behind `pread`, and the
+//! guard's fall backs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -58,7 +60,8 @@ fn the_report_names_the_best_fixed_reader_the_ratio_and_the_rounds_auto_lost_bad
     let manifest = dir.path().join("MANIFEST.tsv");
     std::fs::write(
         &manifest,
-        "name\thalf\tshape\tmaps\twhat\nscan\ttest\tdb-scan\tno\tsqlite3: a full scan\n",
+        "name\thalf\tshape\tmaps\twhat\nscan\ttest\tdb-scan\tno\tsqlite3: a full scan\n\
+         walk\ttest\ttree-walk\tno\tgrep -r over a tree\n",
     )
     .unwrap();
     let n = 11;
@@ -77,6 +80,12 @@ fn the_report_names_the_best_fixed_reader_the_ratio_and_the_rounds_auto_lost_bad
         record("scan", "mapped", &flat(8.0), &[]),
         record("scan", "auto", &auto, &fell),
         record("scan", "auto:builtin", &flat(8.8), &[]),
+        // A second trace where `pread` is best and Auto 4 % behind it.
+        record("walk", "pread", &flat(5.0), &[]),
+        record("walk", "stream", &flat(5.1), &[]),
+        record("walk", "mapped", &flat(7.5), &[]),
+        record("walk", "auto", &flat(5.2), &[]),
+        record("walk", "auto:builtin", &flat(5.3), &[]),
     ];
     let jsonl = dir.path().join("replay.jsonl");
     std::fs::write(&jsonl, lines.join("\n") + "\n").unwrap();
@@ -105,11 +114,19 @@ fn the_report_names_the_best_fixed_reader_the_ratio_and_the_rounds_auto_lost_bad
         "{row}"
     );
     assert_eq!(cells[9], "1.020", "{row}");
+    // Over both traces the best single reader is `pread` (geomean 1.118
+    // of the per-trace best, against `stream`'s 1.140 and the mapping's
+    // 1.225); knowing each trace ahead gains sqrt(8/10 * 5/5) = 0.894 of
+    // it. The worst trace against `pread` is the walk (5.2 / 5.0 tuned,
+    // 5.3 / 5.0 built-in; the scan's median round is 0.84 / 0.88).
+    let (summary, cells) = table_row(&text, "| warm |");
+    assert_eq!(cells[3], "pread", "{summary}");
+    assert_eq!(cells[5], "0.894", "{summary}");
+    assert_eq!(cells[6], "1.040 (walk) / 1.060 (walk)", "{summary}");
     // The tail: the two rounds that fell back, none built-in, none for
     // the library without a policy.
-    let (summary, cells) = table_row(&text, "| warm |");
-    assert_eq!(cells[5], "2 of 11 / 0 of 11", "{summary}");
-    assert_eq!(cells[6], "0 of 11", "{summary}");
+    assert_eq!(cells[7], "2 of 22 / 0 of 22", "{summary}");
+    assert_eq!(cells[8], "0 of 22", "{summary}");
     // The guard's fall backs: the median round fell back on no file, and
     // the last round's switch is shown.
     assert!(text.contains("- scan, warm, auto: 0 file(s)"), "{text}");
