@@ -174,28 +174,53 @@ fn first_open(st: &mut State, dir: &Path, name: &OsStr, cached: Option<bool>, cl
     st.dirs.insert(dir.as_os_str().to_os_string(), d);
 }
 
+/// What the first, locked step of [`note`] found.
+enum Seen {
+    /// Nothing to ask for (a first open, or a warm directory).
+    Done,
+    /// The directory's second open: list it (outside the lock), counting
+    /// this first open.
+    List(OsString),
+    /// Listed before, or being listed: see what to ask for.
+    Listed,
+}
+
+/// The process's state, locked, for `f`.
+fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> T {
+    let mut g = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    f(g.get_or_insert_with(|| State {
+        dirs: HashMap::default(),
+        clock: 0,
+    }))
+}
+
 /// Notes that `path` was opened (`cached`: whether its first page was in
 /// the page cache, when known) and returns the files of its directory to
-/// ask for (see the module's documentation).
+/// ask for (see the module's documentation). The directory is listed
+/// between two holds of the process's lock, not under it: `readdir` of a
+/// directory whose blocks are not cached waits for the device, and every
+/// other thread's open would wait behind it.
 fn note(path: &Path, cached: Option<bool>) -> Vec<PathBuf> {
     let Some((dir, name)) = split(path) else {
         return Vec::new();
     };
-    let mut g = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    let st = g.get_or_insert_with(|| State {
-        dirs: HashMap::default(),
-        clock: 0,
-    });
+    let listed = match with_state(|st| seen(st, dir, name, cached)) {
+        Seen::Done => return Vec::new(),
+        Seen::List(first) => Some(orders(dir, &first)),
+        Seen::Listed => None,
+    };
+    with_state(|st| to_ask(st, dir, name, listed))
+}
+
+/// The first step of [`note`]: the open counted, the directory's warmth
+/// updated, and whether it is to be listed now.
+fn seen(st: &mut State, dir: &Path, name: &OsStr, cached: Option<bool>) -> Seen {
     st.clock += 1;
     let clock = st.clock;
-    if !st.dirs.contains_key(dir.as_os_str()) {
+    let Some(d) = st.dirs.get_mut(dir.as_os_str()) else {
         first_open(st, dir, name, cached, clock);
-        return Vec::new();
-    }
-    let d = st
-        .dirs
-        .get_mut(dir.as_os_str())
-        .expect("present: checked above");
+        return Seen::Done;
+    };
     d.used = clock;
     // Only a file this did not ask for says whether the tree is cached.
     if let Some(c) = cached {
@@ -209,11 +234,27 @@ fn note(path: &Path, cached: Option<bool>) -> Vec<PathBuf> {
         if d.orders.is_none() && d.first.as_deref() != Some(name) {
             d.first = Some(name.to_os_string());
         }
-        return Vec::new();
+        return Seen::Done;
     }
-    if let Some(first) = d.first.take() {
-        // The second open: list the directory, and count the first open.
-        d.orders = orders(dir, &first);
+    // The second open takes the first: an open while it is listed finds
+    // neither and asks for nothing.
+    d.first.take().map_or(Seen::Listed, Seen::List)
+}
+
+/// The second step of [`note`]: the listing kept (when this open made
+/// one), and the files to ask for after `name`.
+fn to_ask(
+    st: &mut State,
+    dir: &Path,
+    name: &OsStr,
+    listed: Option<Option<[Order; 2]>>,
+) -> Vec<PathBuf> {
+    // Gone when MAX_DIRS others were opened meanwhile.
+    let Some(d) = st.dirs.get_mut(dir.as_os_str()) else {
+        return Vec::new();
+    };
+    if let Some(o) = listed {
+        d.orders = o;
     }
     let Some(orders) = d.orders.as_mut() else {
         return Vec::new();
@@ -435,6 +476,37 @@ mod tests {
                 Some(0),
                 "file {i}: its start was read ahead"
             );
+        }
+    }
+
+    #[test]
+    fn an_open_while_its_directory_is_listed_asks_for_nothing_and_the_listing_is_kept() {
+        let d = tempfile::tempdir().unwrap();
+        for i in 0..20 {
+            std::fs::write(d.path().join(format!("f{i:02}")), b"x").unwrap();
+        }
+        let p = |i: usize| d.path().join(format!("f{i:02}"));
+        let dir = d.path();
+        let name = |i: usize| OsString::from(format!("f{i:02}"));
+        assert!(note(&p(0), Some(false)).is_empty());
+        // The second open is handed the first to list, and the lock is
+        // free while it lists: another open of the directory goes through
+        // (here, on this thread: it would deadlock under the lock) and
+        // asks for nothing, as the listing is not there yet.
+        let Seen::List(first) = with_state(|st| seen(st, dir, &name(1), Some(false))) else {
+            panic!("the second open should list the directory");
+        };
+        assert_eq!(first, name(0));
+        assert!(note(&p(2), Some(false)).is_empty());
+        // The listing lands, counting the first open and this one: f00,
+        // f01 in a row by name.
+        let listed = Some(orders(dir, &first));
+        assert!(with_state(|st| to_ask(st, dir, &name(1), listed)).is_empty());
+        // It is kept: the next open in order (f02, the third in a row)
+        // asks for the files after it.
+        let asked = note(&p(2), Some(false));
+        for w in (3..3 + policy::SIBLINGS_AHEAD).map(p) {
+            assert!(asked.contains(&w), "{w:?} not in {asked:?}");
         }
     }
 
