@@ -29,12 +29,13 @@ every trace would be a rule to adopt; the last table says how far each
 one is from that. This is a Python loop: its own cost per read (about a
 microsecond) is in every column alike.
 """
-import csv, importlib.util, json, math, os, statistics, sys, time
+import csv, importlib.util, json, os, statistics, sys, tempfile, time
 from collections import defaultdict
 
 STEP = 8 << 20
 AT = (1, 100, 1000)
 WAIT = (0.25, 0.5, 1.0, 2.0)
+TITLE = "# Reading a file whole ahead: what each point of asking would have cost"
 # A read that took longer waited for the device (a cached 4 KiB read takes
 # a few microseconds here, Python's loop included).
 MISS_S = 20e-6
@@ -141,6 +142,7 @@ def main():
         min_bytes = int(os.environ.get("MIN_MIB", "16")) << 20
     except ValueError:
         fail(f"MIN_MIB={os.environ['MIN_MIB']} is not a size in MiB (e.g. 16)")
+    report = report_path()
     manifest = os.path.join(work, "corpus", "MANIFEST.tsv")
     if not os.path.exists(manifest):
         fail(f"no {manifest} (run scripts/record-corpus.sh {work} first)")
@@ -177,13 +179,13 @@ def main():
         rows.append((name, halves[name], len(rs), sum(sizes.values()), times))
     if not rows:
         fail("no trace with random reads of a large file (see ONLY and MIN_MIB)")
-    print_report(rows, points, rounds, speed, work)
+    print_report(rows, points, rounds, speed, work, report)
 
 
-def print_report(rows, points, rounds, speed, work):
+def print_report(rows, points, rounds, speed, work, report):
     h = report_helpers()
     labels = [label(p) for p in points]
-    out = ["# Reading a file whole ahead: what each point of asking would have cost", "",
+    out = [TITLE, "",
            f"- command: `scripts/whole-file-bet.py WORKDIR {rounds}`"
            + (f" (ONLY=\"{os.environ['ONLY']}\")" if os.environ.get("ONLY") else ""),
            f"- commit: {h.commit()}",
@@ -218,17 +220,38 @@ def print_report(rows, points, rounds, speed, work):
         within = sum(v <= 1.05 for v in r.values())
         out.append(f"| {lb} | {h.gmean(list(r.values())):.2f} | {r[worst]:.2f} ({worst}) | {within} of {len(r)} |")
     text = "\n".join(out) + "\n"
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    report = os.environ.get("REPORT") or os.path.join(here, "docs", "results", "whole-file-bet.md")
     if report == "-":
         sys.stdout.write(text)
         return
-    # Written whole or not at all: no half report left behind.
-    tmp = report + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, report)
+    # Written whole or not at all: a temporary file beside it, renamed over
+    # it once complete, removed if anything fails.
+    fd, tmp = tempfile.mkstemp(prefix=".whole-file-bet-", dir=os.path.dirname(os.path.abspath(report)))
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, report)
+    except BaseException:
+        os.unlink(tmp)
+        raise
     print(f"whole-file-bet: report in {report}", file=sys.stderr)
+
+
+def report_path():
+    """REPORT, checked before any round: "-" (stdout), or a path that is
+    new or holds a report of this script (anything else there is the
+    user's, and is not replaced)."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    report = os.environ.get("REPORT") or os.path.join(here, "docs", "results", "whole-file-bet.md")
+    if report == "-" or not os.path.lexists(report):
+        return report
+    try:
+        with open(report) as f:
+            first = f.readline().rstrip("\n")
+    except (OSError, UnicodeDecodeError):
+        first = None
+    if first != TITLE:
+        fail(f"REPORT={report} exists and is not a report of this script; name a new file (or - for stdout)")
+    return report
 
 
 if __name__ == "__main__":

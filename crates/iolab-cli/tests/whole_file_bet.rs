@@ -1,7 +1,8 @@
 //! `scripts/whole-file-bet.py`, the study of reading a file whole ahead
 //! at each point of a recorded program's reads: on a small corpus made
 //! here, every point is replayed and reported, each trace's best point is
-//! marked, and bad input is one line with exit status 2.
+//! marked, and bad input is one line with exit status 2 (a report path
+//! that holds a file of the user's included: it is not replaced).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -112,7 +113,8 @@ fn every_point_of_asking_is_replayed_and_each_traces_best_is_marked() {
 }
 
 #[test]
-fn a_trace_whose_files_were_never_made_and_a_bad_round_count_are_refused_in_one_line() {
+fn a_trace_whose_files_were_never_made_a_bad_round_count_and_a_users_file_are_refused_in_one_line()
+{
     let d = tempfile::tempdir().unwrap();
     corpus(d.path());
     std::fs::remove_file(d.path().join("files/walk/data/store.dat")).unwrap();
@@ -128,6 +130,15 @@ fn a_trace_whose_files_were_never_made_and_a_bad_round_count_are_refused_in_one_
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("ROUNDS is '0'"), "{err}");
+    // A report path that holds something else is the user's: refused
+    // before any round, and left as it was.
+    let mine = d.path().join("notes.md");
+    std::fs::write(&mine, "my notes\n").unwrap();
+    let out = run(d.path(), &[], &[("REPORT", mine.to_str().unwrap())]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is not a report of this script"), "{err}");
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "my notes\n");
     let out = run(d.path(), &[], &[("ONLY", "nope")]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
