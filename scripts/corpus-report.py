@@ -174,20 +174,23 @@ def half_table(half, halves, what, runs, cpu, out):
         if not ks:
             continue
         common = set.intersection(*(set(runs[k]) for k in ks)) - set(ADAPTIVE)
-        score = {r: gmean([statistics.median(runs[k][r].values()) / best_fixed(runs[k])[1][best_fixed(runs[k])[0]]
-                           for k in ks]) for r in common}
+        # Per trace: the best fixed reader and its median time.
+        best = {}
+        for k in ks:
+            name, medians = best_fixed(runs[k])
+            best[k] = (name, medians[name])
+        score = {r: gmean([statistics.median(runs[k][r].values()) / best[k][1] for k in ks]) for r in common}
         single = min(score, key=score.get)
         per_best, per_single = [], []
         for a in ADAPTIVE:
-            per_best.append(gmean([statistics.median(ratios(runs[k], a, best_fixed(runs[k])[0])) for k in ks if a in runs[k]]))
+            per_best.append(gmean([statistics.median(ratios(runs[k], a, best[k][0])) for k in ks if a in runs[k]]))
             per_single.append(gmean([statistics.median(ratios(runs[k], a, single)) for k in ks if a in runs[k]]))
         # What knowing each trace ahead gains over the single reader: the
         # geometric mean of the per-trace best over it. A choice among the
         # fixed readers, however good, gets no lower than this.
-        oracle = gmean([best_fixed(runs[k])[1][best_fixed(runs[k])[0]] / statistics.median(runs[k][single].values())
-                        for k in ks])
+        oracle = gmean([best[k][1] / statistics.median(runs[k][single].values()) for k in ks])
         worst = " / ".join(worst_vs_pread(runs, ks, a) for a in ADAPTIVE)
-        tails = [tail([ratios(runs[k], a, best_fixed(runs[k])[0]) for k in ks if a in runs[k]]) for a in ADAPTIVE]
+        tails = [tail([ratios(runs[k], a, best[k][0]) for k in ks if a in runs[k]]) for a in ADAPTIVE]
         alone = tail([ratios(runs[k], "stream", "pread") for k in ks if "stream" in runs[k] and "pread" in runs[k]])
         out.append(f"| {cache} | {per_best[0]:.3f} / {per_best[1]:.3f} | {single} | {per_single[0]:.3f} / {per_single[1]:.3f} "
                    f"| {oracle:.3f} | {worst} | {tails[0]} / {tails[1]} | {alone} |")
