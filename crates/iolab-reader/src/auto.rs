@@ -1497,7 +1497,7 @@ mod tests {
             let agrees = (0..3).any(|_| {
                 let profile = std::sync::Arc::new(crate::profile::Profile::thesis_defaults());
                 let first = crate::siblings::First::default();
-                let a = super::Adaptive::new(r.src.clone(), profile, None, first).unwrap();
+                let a = super::Adaptive::new(r.imp.src().clone(), profile, None, first).unwrap();
                 a.region_huge(0) == expected
             });
             assert!(
@@ -1892,7 +1892,7 @@ mod tests {
         let r = Reader::open(&path, Options::new(Technique::Auto)).unwrap();
         let profile = std::sync::Arc::new(crate::profile::Profile::thesis_defaults());
         let first = crate::siblings::First::default();
-        let a = super::Adaptive::new(r.src.clone(), profile, None, first).unwrap();
+        let a = super::Adaptive::new(r.imp.src().clone(), profile, None, first).unwrap();
         (a, data)
     }
 
@@ -2054,7 +2054,7 @@ mod tests {
             .memory_budget(1 << 30);
         let r = Reader::open(&path, opts.clone()).unwrap();
         let a = Adaptive::new(
-            r.src.clone(),
+            r.imp.src().clone(),
             opts.profile.clone().unwrap(),
             opts.memory_budget,
             crate::siblings::First::default(),

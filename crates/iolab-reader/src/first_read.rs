@@ -84,6 +84,12 @@ impl Auto {
         }
     }
 
+    /// The open file.
+    #[inline]
+    pub(crate) fn src(&self) -> &Arc<Src> {
+        &self.src
+    }
+
     /// The adaptive state, made (the file measured) the first time.
     fn adaptive(&self) -> Result<&Adaptive> {
         if let Some(a) = self.adaptive.get() {

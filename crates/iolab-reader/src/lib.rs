@@ -70,7 +70,6 @@ use std::sync::Arc;
 
 /// A file opened for reading with one [`Technique`].
 pub struct Reader {
-    src: Arc<Src>,
     technique: Technique,
     imp: Imp,
 }
@@ -81,10 +80,14 @@ pub struct Reader {
 /// `auto` boxed (held inline, its 264 bytes were copied at each move of
 /// the `Reader`, and replays of a cached tree walk and of Python's
 /// imports took 2 to 3 % longer than with the allocation).
+///
+/// The open file is reached through the implementation, which holds it
+/// anyway: a second reference of the `Reader`'s own cost `stream` and
+/// `auto` an atomic count up at each open and down at each drop.
 enum Imp {
     Stream(stream::Stream),
     Auto(Box<first_read::Auto>),
-    Other(Box<dyn Backend>),
+    Other(Arc<Src>, Box<dyn Backend>),
 }
 
 impl Imp {
@@ -94,7 +97,17 @@ impl Imp {
         match self {
             Imp::Stream(s) => s,
             Imp::Auto(a) => &**a,
-            Imp::Other(b) => &**b,
+            Imp::Other(_, b) => &**b,
+        }
+    }
+
+    /// The open file.
+    #[inline]
+    fn src(&self) -> &Arc<Src> {
+        match self {
+            Imp::Stream(s) => s.src(),
+            Imp::Auto(a) => a.src(),
+            Imp::Other(src, _) => src,
         }
     }
 }
@@ -102,9 +115,9 @@ impl Imp {
 impl std::fmt::Debug for Reader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reader")
-            .field("path", &self.src.path)
+            .field("path", &self.imp.src().path)
             // None until measured (see `Reader::len`).
-            .field("len", &self.src.known_len())
+            .field("len", &self.imp.src().known_len())
             .field("technique", &self.technique)
             .finish()
     }
@@ -139,12 +152,8 @@ impl Reader {
             src.meta()?;
         }
         let technique = opts.technique;
-        let imp = build(&src, technique, opts)?;
-        Ok(Reader {
-            src,
-            technique,
-            imp,
-        })
+        let imp = build(src, technique, opts)?;
+        Ok(Reader { technique, imp })
     }
 
     /// Length of the file, bytes, from the one `fstat` of this reader:
@@ -154,7 +163,7 @@ impl Reader {
     /// be read at offsets (a directory, FIFO or character device): at
     /// open, or here and at the first read for `stream` and `auto`.
     pub fn len(&self) -> Result<u64> {
-        Ok(self.src.meta()?.len)
+        Ok(self.imp.src().meta()?.len)
     }
 
     /// Whether the file is empty (see [`Reader::len`]).
@@ -164,7 +173,7 @@ impl Reader {
 
     /// The path it was opened with.
     pub fn path(&self) -> &Path {
-        &self.src.path
+        &self.imp.src().path
     }
 
     /// The technique it was opened with.
@@ -181,7 +190,7 @@ impl Reader {
         }
         if offset.checked_add(buf.len() as u64).is_none() {
             return Err(ReadError::TooLarge {
-                path: self.src.path.to_path_buf(),
+                path: self.imp.src().path.to_path_buf(),
                 what: format!(
                     "a read of {} bytes at offset {offset} passes the largest offset",
                     buf.len()
@@ -193,7 +202,7 @@ impl Reader {
         match &self.imp {
             Imp::Stream(s) => s.read_at(offset, buf),
             Imp::Auto(a) => a.read_at(offset, buf),
-            Imp::Other(b) => b.read_at(offset, buf),
+            Imp::Other(_, b) => b.read_at(offset, buf),
         }
     }
 
@@ -212,7 +221,7 @@ impl Reader {
         let n = self.read_at(offset, buf)?;
         if n < buf.len() {
             return Err(ReadError::UnexpectedEof {
-                path: self.src.path.to_path_buf(),
+                path: self.imp.src().path.to_path_buf(),
                 offset,
                 wanted: buf.len(),
                 got: n,
@@ -257,18 +266,17 @@ impl NonBlock for std::fs::OpenOptions {
     }
 }
 
-fn build(src: &Arc<Src>, t: Technique, opts: Options) -> Result<Imp> {
-    Ok(match t {
-        Technique::Stream => Imp::Stream(stream::Stream::new(src.clone())),
-        Technique::Auto => Imp::Auto(Box::new(first_read::Auto::new(src.clone(), opts))),
+fn build(src: Arc<Src>, t: Technique, opts: Options) -> Result<Imp> {
+    let other = match t {
+        Technique::Stream => return Ok(Imp::Stream(stream::Stream::new(src))),
+        Technique::Auto => return Ok(Imp::Auto(Box::new(first_read::Auto::new(src, opts)))),
         Technique::Buffered { block } => {
-            Imp::Other(Box::new(buffered::Buffered::new(src.clone(), block)))
+            Box::new(buffered::Buffered::new(src.clone(), block)) as Box<dyn Backend>
         }
-        Technique::Mapped => Imp::Other(Box::new(mapped::Mapped::new(src.clone())?)),
-        Technique::Direct => Imp::Other(Box::new(direct::Direct::new(src.clone())?)),
-        Technique::Uring { depth } => {
-            Imp::Other(Box::new(uring::UringReader::new(src.clone(), depth)))
-        }
-        Technique::ThesisRules => Imp::Other(Box::new(thesis::Thesis::new(src.clone(), &opts)?)),
-    })
+        Technique::Mapped => Box::new(mapped::Mapped::new(src.clone())?),
+        Technique::Direct => Box::new(direct::Direct::new(src.clone())?),
+        Technique::Uring { depth } => Box::new(uring::UringReader::new(src.clone(), depth)),
+        Technique::ThesisRules => Box::new(thesis::Thesis::new(src.clone(), &opts)?),
+    };
+    Ok(Imp::Other(src, other))
 }

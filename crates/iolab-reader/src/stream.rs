@@ -12,6 +12,12 @@ impl Stream {
     pub(crate) fn new(src: Arc<Src>) -> Self {
         Stream { src }
     }
+
+    /// The open file.
+    #[inline]
+    pub(crate) fn src(&self) -> &Arc<Src> {
+        &self.src
+    }
 }
 
 impl Backend for Stream {
