@@ -81,9 +81,9 @@ pub struct Reader {
 /// the `Reader`, and replays of a cached tree walk and of Python's
 /// imports took 2 to 3 % longer than with the allocation).
 ///
-/// The open file is reached through the implementation, which holds it
-/// anyway: a second reference of the `Reader`'s own cost `stream` and
-/// `auto` an atomic count up at each open and down at each drop.
+/// The `Reader` reaches the open file through the implementation, which
+/// holds it anyway: a second reference kept by the `Reader` cost each
+/// `stream` and `auto` open an atomic count up, and each drop one down.
 enum Imp {
     Stream(stream::Stream),
     Auto(Box<first_read::Auto>),
