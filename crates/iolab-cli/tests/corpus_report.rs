@@ -2,7 +2,8 @@
 //! whose numbers are known: the best fixed reader per trace, the median
 //! per-round ratio with its interval, the rounds Auto lost badly (the
 //! tail a median hides) beside the same count for the library without a
-//! policy, what knowing each trace ahead gains over the best single
+//! policy, what the policy alone gains or costs over the library's plain
+//! reader, what knowing each trace ahead gains over the best single
 //! reader, the trace where Auto is furthest behind `pread`, and the
 //! guard's fall backs.
 
@@ -114,6 +115,16 @@ fn the_report_names_the_best_fixed_reader_the_ratio_and_the_rounds_auto_lost_bad
         "{row}"
     );
     assert_eq!(cells[9], "1.020", "{row}");
+    // The policy alone: tuned Auto over `stream`, the same opens and
+    // requests without a policy (8.4 / 10.2 in the median round).
+    assert!(cells[10].starts_with("0.824 ["), "{row}");
+    // On the walk Auto is 2 % behind the plain reader (5.2 / 5.1): marked
+    // only above 1.05.
+    let (row, cells) = table_row(&text, "| walk |");
+    assert!(
+        cells[10].starts_with("1.020 [") && cells[10].ends_with(']'),
+        "{row}"
+    );
     // Over both traces the best single reader is `pread` (geomean 1.118
     // of the per-trace best, against `stream`'s 1.140 and the mapping's
     // 1.225); knowing each trace ahead gains sqrt(8/10 * 5/5) = 0.894 of
