@@ -159,7 +159,7 @@ fn exact_key(off: u64, len: usize) -> Option<u64> {
 
 impl State {
     /// The state of a file of `len` bytes nothing has been read from;
-    /// `first`: what its open found of its first page and directory.
+    /// `first`: what its first read found of its page and directory.
     fn new(len: u64, first: First) -> State {
         let (chunk_shift, chunks) = policy::regions(len);
         // mincore walks the page cache, tens of ns per page (at pages/256
@@ -260,10 +260,11 @@ impl Touched {
 
 /// Residency assumed before the first sample: for a file no larger than
 /// what the read-ahead across a directory asks for of each file, whether
-/// its first page was cached at open (`cachestat`, no I/O): such a file is
-/// cached whole or not at all. A larger one counts as not cached (its
-/// first page may be all a sibling's read-ahead brought in); choices that
-/// bypass the cache probe their range first anyway.
+/// the page its first read starts in was cached (`cachestat`, no I/O):
+/// such a file is cached whole, or where the program reads it, or not at
+/// all. A larger one counts as not cached (that page may be all a
+/// sibling's read-ahead brought in); choices that bypass the cache probe
+/// their range first anyway.
 fn first_guess(first: First, len: u64) -> f64 {
     if first.cached == Some(true) && len <= policy::SIBLING_BYTES || trusts_warm_dir(first, len) {
         1.0
@@ -399,8 +400,9 @@ pub(crate) struct Adaptive {
 
 impl Adaptive {
     /// Measures `src` (one `fstat`, which refuses what cannot be read at
-    /// offsets) and starts its state; `first`: what its open found of its
-    /// first page and directory ([`super::siblings::opened`]).
+    /// offsets) and starts its state; `first`: what its first read found
+    /// of the page it starts in and of the directory
+    /// ([`super::siblings::opened`]).
     pub(crate) fn new(
         src: Arc<Src>,
         profile: impl Into<ProfileRef>,

@@ -6,7 +6,7 @@
 //! and cached data, with one `pread`. So the first read of a file is
 //! served before the file is measured (no `fstat`, no adaptive state) when
 //! it is small, cached or not (at most the profile's `small_max` and
-//! `cold_small_max`); when the open found the first page cached and the
+//! `cold_small_max`); when the page it starts in was found cached and the
 //! read is no larger than what a directory's read-ahead asks for; or
 //! whatever its size in a directory found warm. So are the reads that
 //! follow it in order while the data is known cached (a directory found
@@ -28,8 +28,10 @@
 //! file), the `fstat` and the state were a quarter of `Auto`'s time per
 //! file over a bare `open` and `pread`.
 //!
-//! The open itself still tells [`super::siblings`], whose read-ahead
-//! across a directory is what a cold tree walk gains.
+//! The first read tells [`super::siblings`] of the file, whose read-ahead
+//! across a directory is what a cold tree walk gains, and probes the page
+//! it reads (not the file's first: a program run again finds cached what
+//! it read the first time, and `tail` reads each file's end).
 
 use super::auto::{trace_policy, Adaptive};
 use super::guard::Switch;
@@ -48,8 +50,9 @@ pub(crate) struct Auto {
     profile: ProfileRef,
     budget: Option<u64>,
     trace: bool,
-    /// What the open found of the first page.
-    first: First,
+    /// What the first read found of the page it starts in, and of the
+    /// directory ([`super::siblings::opened`]), once there was one.
+    first: OnceLock<First>,
     /// The reads served before the state existed, each its offset, the
     /// length asked and the bytes read, and how many (in order: each
     /// starts where the bytes of the last ended).
@@ -70,14 +73,12 @@ impl Auto {
     /// given the same profile.
     pub(crate) fn new(src: Arc<Src>, opts: Options) -> Self {
         let profile = ProfileRef::new(opts.profile);
-        let trace = trace_policy();
-        let first = super::siblings::opened(&src.path, &src.file, trace);
         Auto {
             src,
             profile,
             budget: opts.memory_budget,
-            trace,
-            first,
+            trace: trace_policy(),
+            first: OnceLock::new(),
             early: Default::default(),
             early_n: AtomicUsize::new(0),
             adaptive: OnceLock::new(),
@@ -90,8 +91,19 @@ impl Auto {
         &self.src
     }
 
-    /// The adaptive state, made (the file measured) the first time.
-    fn adaptive(&self) -> Result<&Adaptive> {
+    /// What the first read, at `off`, found of its page and directory:
+    /// the directory told of the file at its first read, not at its open,
+    /// so that the probe looks where the program reads (two threads'
+    /// first reads at once: one probes, the other waits for it).
+    fn first(&self, off: u64) -> First {
+        *self.first.get_or_init(|| {
+            super::siblings::opened(&self.src.path, &self.src.file, off, self.trace)
+        })
+    }
+
+    /// The adaptive state, made (the file measured) the first time; `off`:
+    /// the offset of the read that needs it.
+    fn adaptive(&self, off: u64) -> Result<&Adaptive> {
         if let Some(a) = self.adaptive.get() {
             return Ok(a);
         }
@@ -99,7 +111,7 @@ impl Auto {
             self.src.clone(),
             self.profile.clone(),
             self.budget,
-            self.first,
+            self.first(off),
         )?;
         let n = self.early_n.load(Relaxed);
         for [off, len, _] in &self.early[..n] {
@@ -110,8 +122,8 @@ impl Auto {
 
     /// Whether a first read of `len` bytes is one `pread` whatever the
     /// file's length: small, cached or not; no larger than what a
-    /// directory's read-ahead asks for of each file, when the open found
-    /// the first page cached; or of any size in a directory found warm (a
+    /// directory's read-ahead asks for of each file, when the page it
+    /// starts in was found cached; or of any size in a directory found warm (a
     /// cached tree: a data loader reading 100 KiB to 600 KiB images whole
     /// spent a tenth of its time measuring each file and probing its
     /// range). The policy reads cached data with `pread`; a file cached
@@ -123,9 +135,9 @@ impl Auto {
     /// to [`EARLY_MAX`] reads.
     fn early(&self, off: u64, len: usize) -> bool {
         let n = self.early_n.load(Relaxed);
-        let cached_to = |end: u64| {
-            self.first.warm_dir || self.first.cached == Some(true) && end <= policy::SIBLING_BYTES
-        };
+        let first = self.first(off);
+        let cached_to =
+            |end: u64| first.warm_dir || first.cached == Some(true) && end <= policy::SIBLING_BYTES;
         if n == 0 {
             return len <= self.profile.small_max.min(self.profile.cold_small_max)
                 || cached_to(len as u64);
@@ -159,7 +171,7 @@ impl Backend for Auto {
         }
         if !self.early(off, buf.len()) {
             // The state, which counts the early reads there were.
-            return self.adaptive()?.read_at(off, buf);
+            return self.adaptive(off)?.read_at(off, buf);
         }
         let r = self.src.pread_full(off, buf);
         // Loads and stores: two threads racing on early reads both serve
@@ -188,12 +200,13 @@ impl Backend for Auto {
     }
 
     fn read_many(&self, reqs: &mut [ReadReq<'_>], done: &mut dyn FnMut(usize, &ReadReq<'_>)) {
-        match self.adaptive() {
+        let off = reqs.first().map_or(0, |r| r.offset);
+        match self.adaptive(off) {
             Ok(a) => a.read_many(reqs, done),
             // Refused (a directory, a FIFO): each request says so.
             Err(_) => {
                 for (i, r) in reqs.iter_mut().enumerate() {
-                    r.result = Some(self.adaptive().and_then(|a| a.read_at(r.offset, r.buf)));
+                    r.result = Some(self.adaptive(off).and_then(|a| a.read_at(r.offset, r.buf)));
                     done(i, r);
                 }
             }
@@ -252,7 +265,8 @@ mod tests {
         a.first = First {
             cached: Some(true),
             warm_dir: false,
-        };
+        }
+        .into();
         for i in 0..EARLY_MAX {
             read(&a, i);
         }
@@ -266,7 +280,8 @@ mod tests {
         a.first = First {
             cached: Some(false),
             warm_dir: false,
-        };
+        }
+        .into();
         read(&a, 0);
         assert!(a.adaptive.get().is_none());
         read(&a, 1);
@@ -277,7 +292,8 @@ mod tests {
         a.first = First {
             cached: Some(true),
             warm_dir: true,
-        };
+        }
+        .into();
         let mut big = vec![0u8; 64 << 10];
         for i in 0..EARLY_MAX {
             let at = i * big.len();
@@ -292,7 +308,8 @@ mod tests {
         a.first = First {
             cached: Some(false),
             warm_dir: false,
-        };
+        }
+        .into();
         let mut buf = vec![0u8; 32 << 10];
         assert_eq!(a.read_at(0, &mut buf).unwrap(), 20_000);
         assert!(buf[..20_000] == data[..]);
@@ -312,7 +329,8 @@ mod tests {
         a.first = First {
             cached: Some(false),
             warm_dir: false,
-        };
+        }
+        .into();
         let mut head = vec![0u8; 832];
         for i in 0..EARLY_MAX {
             assert_eq!(a.read_at(0, &mut head).unwrap(), 832);
@@ -358,7 +376,7 @@ mod tests {
         ];
         for (cached, warm_dir, measured) in cases {
             let mut a = auto(&p);
-            a.first = First { cached, warm_dir };
+            a.first = First { cached, warm_dir }.into();
             let mut buf = vec![0u8; big];
             assert_eq!(a.read_at(0, &mut buf).unwrap(), big);
             assert!(buf[..] == data[..big], "{cached:?} {warm_dir}");

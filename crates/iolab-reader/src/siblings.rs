@@ -194,8 +194,8 @@ fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> T {
     }))
 }
 
-/// Notes that `path` was opened (`cached`: whether its first page was in
-/// the page cache, when known) and returns the files of its directory to
+/// Notes that `path` was opened (`cached`: whether the page its first
+/// read starts in was in the page cache, when known) and returns the files of its directory to
 /// ask for (see the module's documentation). The directory is listed
 /// between two holds of the process's lock, not under it: `readdir` of a
 /// directory whose blocks are not cached waits for the device, and every
@@ -273,8 +273,8 @@ fn to_ask(
     out
 }
 
-/// In a directory found warm, only one open in this many probes its
-/// file's first page: the others are taken as cached too (the probe is a
+/// In a directory found warm, only one file in this many has the page
+/// its first read starts in probed: the others are taken as cached too (the probe is a
 /// system call; opens of a cached tree are what it is cheapest to leave
 /// alone).
 pub const WARM_PROBE_EVERY: u32 = 16;
@@ -307,23 +307,30 @@ fn off() -> bool {
     *OFF.get_or_init(|| std::env::var_os(OFF_ENV).is_some_and(|v| v != "0"))
 }
 
-/// What an open found of its file's first page (by default: nothing).
+/// What a file's first read found of the page it starts in (by default:
+/// nothing).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct First {
-    /// Whether the first page is in the page cache (None where
-    /// `cachestat(2)` is missing), which `Auto` takes as its first guess
-    /// of the file's residency.
+    /// Whether that page is in the page cache (None where `cachestat(2)`
+    /// is missing), which `Auto` takes as its first guess of the file's
+    /// residency.
     pub(crate) cached: Option<bool>,
     /// Taken as cached without a probe: its directory was found warm (a
     /// cached tree, not a start a read-ahead across it brought in).
     pub(crate) warm_dir: bool,
 }
 
-/// Notes that `path` was opened by `Auto` and asks the kernel for the
-/// first [`policy::SIBLING_BYTES`] of each file the policy picks
-/// (`POSIX_FADV_WILLNEED`: the reads are queued, not waited for), and
-/// says what it found of the file's first page.
-pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) -> First {
+/// Notes that `path`, opened by `Auto`, is first read at `at`; asks the
+/// kernel for the first [`policy::SIBLING_BYTES`] of each file the policy
+/// picks (`POSIX_FADV_WILLNEED`: the reads are queued, not waited for),
+/// and says what it found of the page at `at`. That page, not the
+/// file's first: a program run again finds in memory what it read the
+/// first time, which need not be the start (`tail` reads each file's end,
+/// a column store its footer), and a probe of the first page took such a
+/// tree for cold at every open: a second `tail -n 3` over 500 logs spent
+/// a probe per file, and a read-ahead across the directory, on data it
+/// then found cached.
+pub(crate) fn opened(path: &Path, file: &std::fs::File, at: u64, trace: bool) -> First {
     let probed = |cached| First {
         cached,
         warm_dir: false,
@@ -334,11 +341,11 @@ pub(crate) fn opened(path: &Path, file: &std::fs::File, trace: bool) -> First {
             warm_dir: true,
         };
     }
-    // Whether its first page is cached (cachestat: no I/O; a RWF_NOWAIT
-    // read would start a small read-ahead, and the program's own read
-    // then wait for two): a cached tree is not asked for (it cost
-    // `grep -r` over a cached tree an open per file for nothing).
-    let cached = iolab::kernel::fs::cached_pages(file, 0, 1).map(|n| n > 0);
+    // Whether the page read first is cached (cachestat: no I/O; a
+    // RWF_NOWAIT read would start a small read-ahead, and the program's
+    // own read then wait for two): a cached tree is not asked for (it
+    // cost `grep -r` over a cached tree an open per file for nothing).
+    let cached = iolab::kernel::fs::cached_pages(file, at, 1).map(|n| n > 0);
     if off() {
         return probed(cached);
     }
@@ -464,11 +471,52 @@ mod tests {
         let mut warm_at = None;
         for i in 0..8 {
             let f = std::fs::File::open(p(i)).unwrap();
-            if opened(&p(i), &f, false).warm_dir {
+            if opened(&p(i), &f, 0, false).warm_dir {
                 warm_at.get_or_insert(i);
             }
         }
         assert!(warm_at.is_some_and(|i| i <= 3), "{warm_at:?}");
+        for i in 0..12 {
+            let f = std::fs::File::open(p(i)).unwrap();
+            assert_eq!(
+                iolab::kernel::fs::cached_pages(&f, 0, 4096),
+                Some(0),
+                "file {i}: its start was read ahead"
+            );
+        }
+    }
+
+    #[test]
+    fn a_tree_read_again_at_the_ends_its_files_were_read_at_is_warm_at_once() {
+        use std::os::unix::fs::FileExt;
+        let d = tempfile::tempdir().unwrap();
+        let p = |i: usize| d.path().join(format!("log{i:02}"));
+        let end = (64 << 10) - 100;
+        for i in 0..12 {
+            std::fs::write(p(i), vec![b'x'; 64 << 10]).unwrap();
+            iolab::cache::evict(&p(i)).unwrap();
+            let f = std::fs::File::open(p(i)).unwrap();
+            f.read_exact_at(&mut [0u8; 100], end).unwrap();
+        }
+        // Probed where the program reads (the end, cached), the first
+        // file says the tree is warm, and every later open is taken as
+        // cached without a probe until the next refresh.
+        let first: Vec<First> = (0..12)
+            .map(|i| {
+                let f = std::fs::File::open(p(i)).unwrap();
+                opened(&p(i), &f, end, false)
+            })
+            .collect();
+        assert_eq!(
+            first[0],
+            First {
+                cached: Some(true),
+                warm_dir: false
+            },
+            "cachestat(2) missing (Linux 6.5 and later) or the end not cached"
+        );
+        assert!(first[1..].iter().all(|f| f.warm_dir), "{first:?}");
+        // Nothing was read ahead: the starts are still not cached.
         for i in 0..12 {
             let f = std::fs::File::open(p(i)).unwrap();
             assert_eq!(
