@@ -447,37 +447,29 @@ mod tests {
         assert_eq!(ask_for(&f), Sibling::Asked);
     }
 
-    #[test]
-    fn a_tree_whose_files_were_read_at_their_ends_is_taken_as_warm() {
+    /// Log `i` of [`logs_read_at_their_ends`].
+    fn log(d: &Path, i: usize) -> PathBuf {
+        d.join(format!("log{i:02}"))
+    }
+
+    /// Twelve 64 KiB logs in `d`, evicted, then read at their last 100
+    /// bytes (what `tail` read of each the first time); the offset read.
+    fn logs_read_at_their_ends(d: &Path) -> u64 {
         use std::os::unix::fs::FileExt;
-        let d = tempfile::tempdir().unwrap();
-        let p = |i: usize| d.path().join(format!("log{i:02}"));
+        let end = (64 << 10) - 100;
         for i in 0..12 {
-            std::fs::write(p(i), vec![b'x'; 64 << 10]).unwrap();
-            iolab::cache::evict(&p(i)).unwrap();
-            // What `tail` read of it the first time: the end.
-            let f = std::fs::File::open(p(i)).unwrap();
-            f.read_exact_at(&mut [0u8; 100], (64 << 10) - 100).unwrap();
+            std::fs::write(log(d, i), vec![b'x'; 64 << 10]).unwrap();
+            iolab::cache::evict(&log(d, i)).unwrap();
+            let f = std::fs::File::open(log(d, i)).unwrap();
+            f.read_exact_at(&mut [0u8; 100], end).unwrap();
         }
-        let probe = std::fs::File::open(p(0)).unwrap();
-        assert_eq!(
-            iolab::kernel::fs::cached_pages(&probe, 0, 4096),
-            Some(0),
-            "cachestat(2) missing (Linux 6.5 and later) or the eviction did not take"
-        );
-        // Opened again in name order: the first pages are not cached, so
-        // the directory is cold until the files to ask for are found
-        // partly cached; then it is warm and the opens skip the probe.
-        let mut warm_at = None;
-        for i in 0..8 {
-            let f = std::fs::File::open(p(i)).unwrap();
-            if opened(&p(i), &f, 0, false).warm_dir {
-                warm_at.get_or_insert(i);
-            }
-        }
-        assert!(warm_at.is_some_and(|i| i <= 3), "{warm_at:?}");
+        end
+    }
+
+    /// Nothing of the logs' starts was read ahead.
+    fn assert_starts_not_cached(d: &Path) {
         for i in 0..12 {
-            let f = std::fs::File::open(p(i)).unwrap();
+            let f = std::fs::File::open(log(d, i)).unwrap();
             assert_eq!(
                 iolab::kernel::fs::cached_pages(&f, 0, 4096),
                 Some(0),
@@ -487,24 +479,43 @@ mod tests {
     }
 
     #[test]
-    fn a_tree_read_again_at_the_ends_its_files_were_read_at_is_warm_at_once() {
-        use std::os::unix::fs::FileExt;
+    fn a_tree_whose_files_were_read_at_their_ends_is_taken_as_warm() {
         let d = tempfile::tempdir().unwrap();
-        let p = |i: usize| d.path().join(format!("log{i:02}"));
-        let end = (64 << 10) - 100;
-        for i in 0..12 {
-            std::fs::write(p(i), vec![b'x'; 64 << 10]).unwrap();
-            iolab::cache::evict(&p(i)).unwrap();
-            let f = std::fs::File::open(p(i)).unwrap();
-            f.read_exact_at(&mut [0u8; 100], end).unwrap();
+        let d = d.path();
+        logs_read_at_their_ends(d);
+        let probe = std::fs::File::open(log(d, 0)).unwrap();
+        assert_eq!(
+            iolab::kernel::fs::cached_pages(&probe, 0, 4096),
+            Some(0),
+            "cachestat(2) missing (Linux 6.5 and later) or the eviction did not take"
+        );
+        // Probed at their first pages (a program that reads the tree
+        // from each file's start), which are not cached: the directory is
+        // cold until the files to ask for are found partly cached; then
+        // it is warm and the opens skip the probe.
+        let mut warm_at = None;
+        for i in 0..8 {
+            let f = std::fs::File::open(log(d, i)).unwrap();
+            if opened(&log(d, i), &f, 0, false).warm_dir {
+                warm_at.get_or_insert(i);
+            }
         }
+        assert!(warm_at.is_some_and(|i| i <= 3), "{warm_at:?}");
+        assert_starts_not_cached(d);
+    }
+
+    #[test]
+    fn a_tree_read_again_at_the_ends_its_files_were_read_at_is_warm_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        let d = d.path();
+        let end = logs_read_at_their_ends(d);
         // Probed where the program reads (the end, cached), the first
         // file says the tree is warm, and every later open is taken as
         // cached without a probe until the next refresh.
         let first: Vec<First> = (0..12)
             .map(|i| {
-                let f = std::fs::File::open(p(i)).unwrap();
-                opened(&p(i), &f, end, false)
+                let f = std::fs::File::open(log(d, i)).unwrap();
+                opened(&log(d, i), &f, end, false)
             })
             .collect();
         assert_eq!(
@@ -516,15 +527,7 @@ mod tests {
             "cachestat(2) missing (Linux 6.5 and later) or the end not cached"
         );
         assert!(first[1..].iter().all(|f| f.warm_dir), "{first:?}");
-        // Nothing was read ahead: the starts are still not cached.
-        for i in 0..12 {
-            let f = std::fs::File::open(p(i)).unwrap();
-            assert_eq!(
-                iolab::kernel::fs::cached_pages(&f, 0, 4096),
-                Some(0),
-                "file {i}: its start was read ahead"
-            );
-        }
+        assert_starts_not_cached(d);
     }
 
     #[test]
